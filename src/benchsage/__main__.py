@@ -1,0 +1,3 @@
+from benchsage.cli import main
+
+main()

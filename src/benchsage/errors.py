@@ -1,0 +1,42 @@
+"""The exceptions benchsage raises on purpose, and the exit status each maps to.
+
+cli.py turns any of these into one line on stderr and its exit status; anything else is a bug
+and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_EFFECT = 1
+EXIT_BAD_INPUT = 2
+EXIT_UNFINISHED = 3
+
+
+class BenchsageError(Exception):
+    """Base class: a message for the user and an exit status."""
+
+    exit_status = EXIT_BAD_INPUT
+
+
+class SpecError(BenchsageError):
+    """The experiment spec is missing, malformed or invalid."""
+
+
+class DataError(BenchsageError):
+    """A data file or experiment directory cannot be read as trials."""
+
+
+class UsageError(BenchsageError):
+    """Arguments that make no sense together (a journal directory of another experiment...)."""
+
+
+class WorkerError(BenchsageError):
+    """A worker cannot run trials (cannot start a process, host unreachable)."""
+
+    exit_status = EXIT_UNFINISHED
+
+
+class ExperimentError(BenchsageError):
+    """The experiment could not finish (a reset failed, it was interrupted); what was measured is kept."""
+
+    exit_status = EXIT_UNFINISHED

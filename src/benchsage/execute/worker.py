@@ -1,0 +1,67 @@
+"""The worker interface: where trials and resets execute.
+
+The runner hands a worker a ProcessRequest and gets a ProcessResult back; it never touches
+processes itself. LocalWorker (execute/local.py) runs on this machine; an SSH worker for
+fleets implements the same protocol, so result files are collected by the worker too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Protocol, Sequence
+
+DEFAULT_OUTPUT_LIMIT = 1 << 20  # bytes of stdout/stderr kept in memory (the tail)
+
+
+@dataclass(frozen=True)
+class ProcessRequest:
+    """One command to run: a trial or a reset."""
+
+    command: str  # run by /bin/sh -c exactly as written
+    cwd: str
+    env: Mapping[str, str] = field(default_factory=dict)  # added to the worker's environment
+    timeout: float | None = None  # seconds; the whole process group is killed past it
+    output_limit: int = DEFAULT_OUTPUT_LIMIT  # bytes of each stream's tail to keep
+    collect: tuple[str, ...] = ()  # files to read back after the process ends (results files)
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    """What happened. exit_status is the shell's status, or -signal when killed by a signal."""
+
+    exit_status: int | None
+    timed_out: bool
+    wall_time: float  # seconds, monotonic clock, measured by the harness
+    user_time: float  # seconds, from wait4
+    sys_time: float  # seconds, from wait4
+    max_rss: int  # KiB, from wait4
+    started: float  # epoch seconds
+    ended: float  # epoch seconds
+    stdout: bytes  # the last output_limit bytes
+    stderr: bytes
+    stdout_dropped: int = 0  # bytes not kept because the stream exceeded output_limit
+    stderr_dropped: int = 0
+    files: Mapping[str, bytes | None] = field(default_factory=dict)  # collected files; None if missing
+    error: str | None = None  # the process could not be started at all
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not self.timed_out and self.exit_status == 0
+
+
+class Worker(Protocol):
+    """Runs processes somewhere and describes that place."""
+
+    name: str
+
+    def run(self, request: ProcessRequest) -> ProcessResult:
+        """Run one command, blocking until it ends or times out. Never raises for a failing
+        command; raises WorkerError only when the worker itself is unusable."""
+        ...
+
+    def snapshot(self, files: Sequence[str], cwd: str) -> dict[str, Any]:
+        """The environment snapshot (DESIGN.md) plus sha256 of the given files."""
+        ...
+
+    def close(self) -> None:
+        ...

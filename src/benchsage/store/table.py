@@ -1,0 +1,302 @@
+"""The tidy trial table: one row per analysed value (trial x metric), held as numpy columns.
+
+Every source (a benchsage journal, a tidy CSV, OrderSage files) becomes a TrialTable, and the
+analysis only ever reads TrialTables. Columns are numpy arrays so that a table of millions of
+rows stays small and the statistics can be vectorised over all tests at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+ARMS: tuple[str, str] = ("fixed", "random")
+FIXED = 0
+RANDOM = 1
+
+# Sentinels of the position / predecessor / run columns.
+UNKNOWN = -1  # run, position: not known for this row
+FIRST = -1  # predecessor: the trial ran first in its run (nothing before it)
+NO_PREDECESSOR_INFO = -2  # predecessor: not known
+
+HARNESS_METRICS: tuple[str, ...] = ("wall_time", "user_time", "sys_time", "max_rss")
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """What a metric measures: its unit and which direction is better."""
+
+    name: str
+    unit: str = ""
+    better: str = "lower"  # "lower", "higher", or "" when unknown
+
+
+HARNESS_METRIC_INFO: dict[str, MetricInfo] = {
+    "wall_time": MetricInfo("wall_time", "s", "lower"),
+    "user_time": MetricInfo("user_time", "s", "lower"),
+    "sys_time": MetricInfo("sys_time", "s", "lower"),
+    "max_rss": MetricInfo("max_rss", "KiB", "lower"),
+}
+
+
+def _ints(values: Any, dtype: Any = np.int64) -> np.ndarray:
+    return np.ascontiguousarray(np.asarray(values, dtype=dtype))
+
+
+@dataclass(frozen=True, eq=False)
+class TrialTable:
+    """Columns of equal length; categorical columns are codes into the name tuples.
+
+    test, metric, worker: int32 codes into test_names, metric_names, worker_names.
+    arm: int8, FIXED (0) or RANDOM (1).
+    value: float64, the measured value (only trials whose status is ok are rows here).
+    run: int64 run id, unique within the table; UNKNOWN (-1) when the source has no runs.
+    position: int32 0-based place of the trial in its run; UNKNOWN (-1) when not known.
+    predecessor: int32 code of the test that ran just before in the same run (whatever its
+        status), FIRST (-1) for the first trial of a run, NO_PREDECESSOR_INFO (-2) if unknown.
+    time: float64 trial start, seconds (epoch or a monotonic clock); NaN when not known.
+    primary: bool, whether the row's (test, metric) belongs to the primary correction family.
+    """
+
+    test_names: tuple[str, ...]
+    metric_names: tuple[str, ...]
+    worker_names: tuple[str, ...]
+    test: np.ndarray
+    metric: np.ndarray
+    arm: np.ndarray
+    value: np.ndarray
+    run: np.ndarray
+    position: np.ndarray
+    predecessor: np.ndarray
+    worker: np.ndarray
+    time: np.ndarray
+    primary: np.ndarray
+    metrics_info: Mapping[str, MetricInfo] = field(default_factory=dict)
+    excluded: int = 0  # trials (or rows) left out because their status was not ok
+    sources: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()  # things the importer noticed (excluded rows, ...)
+    provenance: Mapping[str, Any] = field(default_factory=dict)  # spec, plan, seed, snapshots
+
+    def __post_init__(self) -> None:
+        n = len(self.value)
+        for name in ("test", "metric", "arm", "run", "position", "predecessor", "worker", "time", "primary"):
+            if len(getattr(self, name)) != n:
+                raise ValueError(f"column {name} has {len(getattr(self, name))} rows, value has {n}")
+
+    def __len__(self) -> int:
+        return len(self.value)
+
+    @property
+    def has_runs(self) -> bool:
+        return bool(len(self.run)) and bool(np.all(self.run >= 0))
+
+    @property
+    def has_positions(self) -> bool:
+        return bool(len(self.position)) and bool(np.all(self.position >= 0))
+
+    @property
+    def has_times(self) -> bool:
+        return bool(len(self.time)) and not bool(np.any(np.isnan(self.time)))
+
+    def metric_info(self, metric: str) -> MetricInfo:
+        return self.metrics_info.get(metric) or HARNESS_METRIC_INFO.get(metric) or MetricInfo(metric, "", "")
+
+    @classmethod
+    def from_columns(
+        cls,
+        *,
+        test: Sequence[str] | np.ndarray,
+        arm: Sequence[str] | np.ndarray,
+        value: Sequence[float] | np.ndarray,
+        metric: Sequence[str] | np.ndarray | None = None,
+        run: Sequence[int] | np.ndarray | None = None,
+        position: Sequence[int] | np.ndarray | None = None,
+        predecessor: Sequence[str | None] | None = None,
+        worker: Sequence[str] | np.ndarray | None = None,
+        time: Sequence[float] | np.ndarray | None = None,
+        primary: Sequence[bool] | np.ndarray | None = None,
+        **meta: Any,
+    ) -> "TrialTable":
+        """Build a table from plain per-row sequences (strings for categorical columns).
+
+        Convenient for tests and small importers; arm values are "fixed"/"random". When run
+        and position are given and predecessor is not, predecessors are derived from them.
+        """
+        n = len(value)
+        test_names, test_codes = _encode(test)
+        metric_names, metric_codes = _encode(metric if metric is not None else ["value"] * n)
+        worker_names, worker_codes = _encode(worker if worker is not None else ["local"] * n)
+        arm_arr = np.asarray(arm)
+        if arm_arr.dtype.kind in "US O":
+            bad = ~np.isin(arm_arr, ARMS)
+            if bad.any():
+                raise ValueError(f"arm must be 'fixed' or 'random', got {arm_arr[bad][0]!r}")
+            arm_codes = (arm_arr == "random").astype(np.int8)
+        else:
+            arm_codes = arm_arr.astype(np.int8)
+        run_arr = _ints(run if run is not None else np.full(n, UNKNOWN))
+        pos_arr = _ints(position if position is not None else np.full(n, UNKNOWN), np.int32)
+        if predecessor is not None:
+            index = {name: i for i, name in enumerate(test_names)}
+            extra = sorted({p for p in predecessor if p is not None and p not in index})
+            test_names = test_names + tuple(extra)
+            index.update({name: len(index) + i for i, name in enumerate(extra)})
+            pred_arr = np.array([FIRST if p is None else index[p] for p in predecessor], dtype=np.int32)
+        elif run is not None and position is not None:
+            pred_arr = derive_predecessors(run_arr, pos_arr, test_codes)
+        else:
+            pred_arr = np.full(n, NO_PREDECESSOR_INFO, dtype=np.int32)
+        return cls(
+            test_names=test_names,
+            metric_names=metric_names,
+            worker_names=worker_names,
+            test=test_codes,
+            metric=metric_codes,
+            arm=arm_codes,
+            value=np.asarray(value, dtype=np.float64),
+            run=run_arr,
+            position=pos_arr,
+            predecessor=pred_arr,
+            worker=worker_codes,
+            time=np.asarray(time if time is not None else np.full(n, np.nan), dtype=np.float64),
+            primary=np.asarray(primary if primary is not None else np.ones(n, dtype=bool), dtype=bool),
+            **meta,
+        )
+
+    def select(self, mask: np.ndarray) -> "TrialTable":
+        """The rows where mask is true (categories are kept as they are)."""
+        cols = {name: getattr(self, name)[mask] for name in _ROW_COLUMNS}
+        return _replace(self, **cols)
+
+    def to_pandas(self) -> Any:
+        """The table as a pandas DataFrame with readable columns (test, arm, metric, ...)."""
+        import pandas as pd
+
+        names = np.array(self.test_names + ("",), dtype=object)
+        pred = np.where(self.predecessor >= 0, self.predecessor, len(self.test_names))
+        frame = pd.DataFrame(
+            {
+                "test": pd.Categorical.from_codes(self.test, categories=list(self.test_names)),
+                "arm": pd.Categorical.from_codes(self.arm.astype(np.int8), categories=list(ARMS)),
+                "metric": pd.Categorical.from_codes(self.metric, categories=list(self.metric_names)),
+                "value": self.value,
+                "run": self.run,
+                "position": self.position,
+                "predecessor": names[pred],
+                "worker": pd.Categorical.from_codes(self.worker, categories=list(self.worker_names)),
+                "time": self.time,
+                "primary": self.primary,
+            }
+        )
+        frame.loc[self.predecessor == NO_PREDECESSOR_INFO, "predecessor"] = None
+        return frame
+
+
+_ROW_COLUMNS = ("test", "metric", "arm", "value", "run", "position", "predecessor", "worker", "time", "primary")
+
+
+def _replace(table: TrialTable, **changes: Any) -> TrialTable:
+    import dataclasses
+
+    return dataclasses.replace(table, **changes)
+
+
+def _encode(values: Sequence[str] | np.ndarray) -> tuple[tuple[str, ...], np.ndarray]:
+    """Categories in order of first appearance, and int32 codes."""
+    arr = np.asarray(values, dtype=object)
+    if len(arr) == 0:
+        return (), np.zeros(0, dtype=np.int32)
+    uniq, first, codes = np.unique(arr.astype(str), return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    remap = np.empty(len(order), dtype=np.int32)
+    remap[order] = np.arange(len(order), dtype=np.int32)
+    return tuple(str(u) for u in uniq[order]), remap[codes].astype(np.int32)
+
+
+def derive_predecessors(run: np.ndarray, position: np.ndarray, test: np.ndarray) -> np.ndarray:
+    """The test code that ran just before each row in its run; FIRST at position 0.
+
+    Rows of one trial that carry several metrics share (run, position); any row of the
+    previous position gives its test. A gap in positions (a trial missing from the data)
+    yields NO_PREDECESSOR_INFO rather than a wrong neighbour.
+    """
+    n = len(run)
+    out = np.full(n, NO_PREDECESSOR_INFO, dtype=np.int32)
+    if n == 0:
+        return out
+    known = (run >= 0) & (position >= 0)
+    out[known & (position == 0)] = FIRST
+    idx = np.flatnonzero(known)
+    if len(idx) == 0:
+        return out
+    # One row per (run, position): the test that ran there.
+    key_run, key_pos, key_test = run[idx], position[idx].astype(np.int64), test[idx]
+    order = np.lexsort((key_pos, key_run))
+    r, p, t = key_run[order], key_pos[order], key_test[order]
+    keep = np.ones(len(r), dtype=bool)
+    keep[1:] = (r[1:] != r[:-1]) | (p[1:] != p[:-1])
+    r, p, t = r[keep], p[keep], t[keep]
+    # For each row, look up (run, position - 1).
+    want_run, want_pos = run[idx], position[idx].astype(np.int64) - 1
+    composite = r.astype(np.int64) * (int(p.max()) + 2) + p
+    want = want_run.astype(np.int64) * (int(p.max()) + 2) + want_pos
+    at = np.searchsorted(composite, want)
+    at_clipped = np.minimum(at, len(composite) - 1)
+    found = (at < len(composite)) & (composite[at_clipped] == want) & (want_pos >= 0)
+    res = out[idx]
+    res[found] = t[at_clipped[found]]
+    out[idx] = res
+    return out
+
+
+def concat(tables: Iterable[TrialTable]) -> TrialTable:
+    """Combine tables (e.g. one file per worker): categories merged, run ids kept distinct."""
+    tables = list(tables)
+    if not tables:
+        raise ValueError("no tables to combine")
+    if len(tables) == 1:
+        return tables[0]
+    test_names: dict[str, int] = {}
+    metric_names: dict[str, int] = {}
+    worker_names: dict[str, int] = {}
+
+    def remap(names: tuple[str, ...], into: dict[str, int]) -> np.ndarray:
+        for name in names:
+            into.setdefault(name, len(into))
+        return np.array([into[name] for name in names] + [0], dtype=np.int32)
+
+    parts: dict[str, list[np.ndarray]] = {name: [] for name in _ROW_COLUMNS}
+    run_offset = 0
+    infos: dict[str, MetricInfo] = {}
+    for t in tables:
+        tmap, mmap, wmap = remap(t.test_names, test_names), remap(t.metric_names, metric_names), remap(t.worker_names, worker_names)
+        parts["test"].append(tmap[t.test])
+        parts["metric"].append(mmap[t.metric])
+        parts["worker"].append(wmap[t.worker])
+        pred = t.predecessor.copy()
+        has = pred >= 0
+        pred[has] = tmap[pred[has]]
+        parts["predecessor"].append(pred)
+        run = t.run.copy()
+        known = run >= 0
+        if known.any():
+            run[known] += run_offset
+            run_offset = int(run[known].max()) + 1
+        parts["run"].append(run)
+        for name in ("arm", "value", "position", "time", "primary"):
+            parts[name].append(getattr(t, name))
+        for name, info in t.metrics_info.items():
+            infos.setdefault(name, info)
+    return TrialTable(
+        test_names=tuple(test_names),
+        metric_names=tuple(metric_names),
+        worker_names=tuple(worker_names),
+        **{name: np.concatenate(cols) for name, cols in parts.items()},
+        metrics_info=infos,
+        excluded=sum(t.excluded for t in tables),
+        sources=tuple(s for t in tables for s in t.sources),
+        warnings=tuple(w for t in tables for w in t.warnings),
+        provenance={"parts": [dict(t.provenance) for t in tables]},
+    )
