@@ -1,0 +1,1 @@
+"""benchsage.store"""
