@@ -10,7 +10,6 @@ import hashlib
 import math
 import os
 import re
-import shlex
 import subprocess
 import tomllib
 from dataclasses import dataclass, field
@@ -99,6 +98,7 @@ class Spec:
     output_limit: int = DEFAULT_OUTPUT_LIMIT
     text: str = ""  # the spec file as written
     generator: str | None = None
+    generated: tuple[str, ...] = ()  # the commands the generator printed
 
     @property
     def folder(self) -> str:
@@ -111,3 +111,330 @@ class Spec:
         for t in self.tests:
             h.update(b"\0" + t.name.encode() + b"\0" + t.command.encode())
         return h.hexdigest()
+
+
+# --------------------------------------------------------------------------------------------
+# Loading and validation
+
+_EXPERIMENT_KEYS = {"name", "runs", "seed", "alpha", "correction", "timeout", "env", "cwd", "output_limit"}
+_TEST_KEYS = {"name", "command", "timeout", "env", "cwd", "metric"}
+_METRIC_KEYS = {"name", "regex", "json", "file", "line", "unit", "better"}
+_RESET_KEYS = {"command", "timeout", "env", "cwd"}
+_GENERATOR_KEYS = {"command", "timeout"}
+_WORKER_KEYS = {"name", "kind", "host"}
+_TOP_KEYS = {"experiment", "reset", "test", "metric", "generator", "worker"}
+_CORRECTIONS = ("bonferroni", "holm")
+
+
+class _Where:
+    """Builds error messages that name the file and the key."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def error(self, where: str, what: str) -> SpecError:
+        return SpecError(f"{self.path}: {where}: {what}" if where else f"{self.path}: {what}")
+
+
+def _type_name(value: Any) -> str:
+    return {str: "a string", int: "an integer", float: "a number", bool: "true/false", list: "an array", dict: "a table"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _check_keys(w: _Where, where: str, table: Mapping[str, Any], allowed: set[str]) -> None:
+    for key in table:
+        if key not in allowed:
+            hint = ", ".join(sorted(allowed))
+            raise w.error(where, f"unknown key '{key}' (expected one of: {hint})")
+
+
+def _string(w: _Where, where: str, table: Mapping[str, Any], key: str, *, required: bool = False, default: str | None = None) -> str | None:
+    if key not in table:
+        if required:
+            raise w.error(where, f"missing required key '{key}'")
+        return default
+    value = table[key]
+    if not isinstance(value, str):
+        raise w.error(where, f"key '{key}' must be a string, got {_type_name(value)}")
+    if required and not value.strip():
+        raise w.error(where, f"key '{key}' must not be empty")
+    return value
+
+
+def _number(w: _Where, where: str, table: Mapping[str, Any], key: str, default: float | None, *, positive: bool = True) -> float | None:
+    if key not in table:
+        return default
+    value = table[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise w.error(where, f"key '{key}' must be a number, got {_type_name(value)}")
+    if positive and value <= 0:
+        raise w.error(where, f"key '{key}' must be positive, got {value}")
+    return float(value)
+
+
+def _integer(w: _Where, where: str, table: Mapping[str, Any], key: str, default: int | None, *, minimum: int) -> int | None:
+    if key not in table:
+        return default
+    value = table[key]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise w.error(where, f"key '{key}' must be an integer, got {_type_name(value)}")
+    if value < minimum:
+        raise w.error(where, f"key '{key}' must be at least {minimum}, got {value}")
+    return value
+
+
+def _env(w: _Where, where: str, table: Mapping[str, Any], inherited: Mapping[str, str]) -> dict[str, str]:
+    if "env" not in table:
+        return dict(inherited)
+    value = table["env"]
+    if not isinstance(value, dict):
+        raise w.error(where, f"key 'env' must be a table of strings, got {_type_name(value)}")
+    env = dict(inherited)
+    for k, v in value.items():
+        if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+            raise w.error(where, f"env.{k} must be a string, got {_type_name(v)}")
+        env[k] = str(v)
+    return env
+
+
+def _cwd(w: _Where, where: str, table: Mapping[str, Any], base: str) -> str:
+    value = _string(w, where, table, "cwd")
+    return base if value is None else os.path.normpath(os.path.join(base, value))
+
+
+def _metrics(w: _Where, where: str, items: Any) -> tuple[MetricSpec, ...]:
+    if items is None:
+        return ()
+    if not isinstance(items, list):
+        raise w.error(where, f"'metric' must be an array of tables ([[...metric]]), got {_type_name(items)}")
+    out: list[MetricSpec] = []
+    seen: set[str] = set()
+    for i, item in enumerate(items, 1):
+        here = f"{where}.metric #{i}" if where else f"[[metric]] #{i}"
+        if not isinstance(item, dict):
+            raise w.error(here, f"must be a table, got {_type_name(item)}")
+        _check_keys(w, here, item, _METRIC_KEYS)
+        name = _string(w, here, item, "name", required=True)
+        assert name is not None
+        here = f"{here} ('{name}')"
+        if name in HARNESS_METRICS:
+            raise w.error(here, f"'{name}' is recorded by the harness itself; choose another name")
+        if name in seen:
+            raise w.error(here, f"duplicate metric name '{name}'")
+        seen.add(name)
+        sources = [k for k in ("regex", "json", "file") if k in item]
+        if len(sources) != 1:
+            raise w.error(here, "needs exactly one of 'regex', 'json' or 'file'" + (f" (got {', '.join(sources)})" if sources else ""))
+        regex = _string(w, here, item, "regex")
+        if regex is not None:
+            try:
+                compiled = re.compile(regex)
+            except re.error as exc:
+                raise w.error(here, f"key 'regex' is not a valid regular expression: {exc}") from None
+            if compiled.groups < 1:
+                raise w.error(here, "key 'regex' must have one capturing group around the number, e.g. 'ops/s: ([0-9.]+)'")
+        better = _string(w, here, item, "better", default="lower")
+        if better not in ("lower", "higher"):
+            raise w.error(here, f"key 'better' must be \"lower\" or \"higher\", got {better!r}")
+        line = _integer(w, here, item, "line", 0, minimum=-(1 << 31))
+        if "line" in item and "file" not in item:
+            raise w.error(here, "key 'line' only applies to a 'file' metric")
+        out.append(
+            MetricSpec(
+                name=name,
+                unit=_string(w, here, item, "unit", default="") or "",
+                better=better,
+                regex=regex,
+                json=_string(w, here, item, "json"),
+                file=_string(w, here, item, "file"),
+                line=int(line or 0),
+            )
+        )
+    return tuple(out)
+
+
+def _generate_tests(w: _Where, table: Mapping[str, Any], folder: str, env: Mapping[str, str]) -> list[str]:
+    """Run the generator command; each non-empty output line is one test command."""
+    _check_keys(w, "[generator]", table, _GENERATOR_KEYS)
+    command = _string(w, "[generator]", table, "command", required=True)
+    timeout = _number(w, "[generator]", table, "timeout", GENERATOR_TIMEOUT)
+    try:
+        proc = subprocess.run(
+            ["/bin/sh", "-c", command or ""],
+            cwd=folder,
+            env={**os.environ, **env},
+            capture_output=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        raise w.error("[generator]", f"command did not finish within {timeout:g} s") from None
+    if proc.returncode != 0:
+        err = proc.stderr.decode(errors="replace").strip().splitlines()
+        detail = f": {err[-1]}" if err else ""
+        raise w.error("[generator]", f"command exited with status {proc.returncode}{detail}")
+    lines = [line.strip() for line in proc.stdout.decode(errors="replace").splitlines()]
+    commands = [line for line in lines if line and not line.startswith("#")]
+    if not commands:
+        raise w.error("[generator]", "command printed no test commands (expected one per line)")
+    return commands
+
+
+def load_spec(
+    path: str | os.PathLike[str], *, text: str | None = None, generated: list[str] | None = None, run_generator: bool = True
+) -> Spec:
+    """Read and validate a spec file. Raises SpecError naming the file and key on any problem.
+
+    `text` parses that text as if it were the file at `path` (resume uses the journal's copy);
+    `generated` gives the generator's commands instead of running the generator again.
+    """
+    path = os.path.abspath(os.fspath(path))
+    w = _Where(os.path.relpath(path) if not os.path.relpath(path).startswith("..") else path)
+    if text is None:
+        text = read_spec_text(path, w.path)
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{w.path}: invalid TOML: {exc}") from None
+
+    _check_keys(w, "", doc, _TOP_KEYS)
+    folder = os.path.dirname(path)
+    exp = doc.get("experiment")
+    if not isinstance(exp, dict):
+        raise w.error("", "missing [experiment] table (it needs at least name = \"...\")")
+    _check_keys(w, "[experiment]", exp, _EXPERIMENT_KEYS)
+    name = _string(w, "[experiment]", exp, "name", required=True)
+    assert name is not None
+    if "/" in name or name in (".", ".."):
+        raise w.error("[experiment]", f"key 'name' must not contain '/', got {name!r}")
+    runs = _integer(w, "[experiment]", exp, "runs", DEFAULT_RUNS, minimum=1)
+    seed = _integer(w, "[experiment]", exp, "seed", None, minimum=0)
+    alpha = _number(w, "[experiment]", exp, "alpha", DEFAULT_ALPHA)
+    assert alpha is not None
+    if not 0 < alpha < 1:
+        raise w.error("[experiment]", f"key 'alpha' must be between 0 and 1, got {alpha}")
+    correction = _string(w, "[experiment]", exp, "correction", default="bonferroni")
+    if correction not in _CORRECTIONS:
+        raise w.error("[experiment]", f"key 'correction' must be \"bonferroni\" or \"holm\", got {correction!r}")
+    default_timeout = _number(w, "[experiment]", exp, "timeout", None)
+    output_limit = _integer(w, "[experiment]", exp, "output_limit", DEFAULT_OUTPUT_LIMIT, minimum=1024)
+    global_env = _env(w, "[experiment]", exp, {})
+    global_cwd = _cwd(w, "[experiment]", exp, folder)
+    global_metrics = _metrics(w, "", doc.get("metric"))
+
+    tests: list[TestSpec] = []
+    items = doc.get("test", [])
+    if not isinstance(items, list):
+        raise w.error("", f"'test' must be an array of tables ([[test]]), got {_type_name(items)}")
+    for i, item in enumerate(items, 1):
+        here = f"[[test]] #{i}"
+        if not isinstance(item, dict):
+            raise w.error(here, f"must be a table, got {_type_name(item)}")
+        _check_keys(w, here, item, _TEST_KEYS)
+        command = _string(w, here, item, "command", required=True)
+        assert command is not None
+        test_name = _string(w, here, item, "name", default=command) or command
+        here = f"[[test]] #{i} ('{test_name}')"
+        own = _metrics(w, here, item.get("metric"))
+        tests.append(
+            TestSpec(
+                name=test_name,
+                command=command,
+                timeout=_number(w, here, item, "timeout", default_timeout),
+                env=_env(w, here, item, global_env),
+                cwd=_cwd(w, here, item, global_cwd),
+                metrics=own or global_metrics,
+            )
+        )
+
+    generator = doc.get("generator")
+    generator_command = None
+    if generator is not None:
+        if not isinstance(generator, dict):
+            raise w.error("", f"'generator' must be a table ([generator]), got {_type_name(generator)}")
+        generator_command = generator.get("command")
+        if generated is None and run_generator:
+            generated = _generate_tests(w, generator, global_cwd, global_env)
+        for command in generated or ():
+            tests.append(TestSpec(command, command, default_timeout, dict(global_env), global_cwd, global_metrics))
+
+    if not tests and (generator is None or run_generator):
+        raise w.error("", "no tests: add at least one [[test]] with a command, or a [generator]")
+    names: dict[str, int] = {}
+    commands: dict[str, int] = {}
+    for i, t in enumerate(tests, 1):
+        if t.name in names:
+            raise w.error(f"[[test]] #{i}", f"duplicate test name '{t.name}' (also test #{names[t.name]}); test names must be unique")
+        names[t.name] = i
+        if t.command in commands:
+            raise w.error(f"[[test]] #{i} ('{t.name}')", f"duplicate command (same as test #{commands[t.command]}); test commands must be unique")
+        commands[t.command] = i
+
+    reset = None
+    reset_doc = doc.get("reset")
+    if reset_doc is not None:
+        if not isinstance(reset_doc, dict):
+            raise w.error("", f"'reset' must be a table ([reset]), got {_type_name(reset_doc)}")
+        _check_keys(w, "[reset]", reset_doc, _RESET_KEYS)
+        reset_command = _string(w, "[reset]", reset_doc, "command", required=True)
+        assert reset_command is not None
+        reset = ResetSpec(
+            command=reset_command,
+            timeout=_number(w, "[reset]", reset_doc, "timeout", DEFAULT_RESET_TIMEOUT) or DEFAULT_RESET_TIMEOUT,
+            cwd=_cwd(w, "[reset]", reset_doc, global_cwd),
+            env=_env(w, "[reset]", reset_doc, global_env),
+        )
+
+    workers = _workers(w, doc.get("worker"))
+    return Spec(
+        path=path,
+        name=name,
+        runs=int(runs or DEFAULT_RUNS),
+        seed=seed,
+        alpha=alpha,
+        correction=correction or "bonferroni",
+        tests=tuple(tests),
+        reset=reset,
+        workers=workers,
+        output_limit=int(output_limit or DEFAULT_OUTPUT_LIMIT),
+        text=text,
+        generator=generator_command,
+        generated=tuple(generated or ()),
+    )
+
+
+def read_spec_text(path: str, shown: str) -> str:
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except FileNotFoundError:
+        raise SpecError(f"{shown}: spec file not found") from None
+    except IsADirectoryError:
+        raise SpecError(f"{shown}: is a directory, expected a spec file (TOML)") from None
+    except OSError as exc:
+        raise SpecError(f"{shown}: cannot read spec file: {exc.strerror}") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SpecError(f"{shown}: not a text file (expected TOML in UTF-8)") from None
+
+
+def _workers(w: _Where, items: Any) -> tuple[WorkerSpec, ...]:
+    if items is None:
+        return (WorkerSpec("local"),)
+    if not isinstance(items, list):
+        raise w.error("", f"'worker' must be an array of tables ([[worker]]), got {_type_name(items)}")
+    out = []
+    for i, item in enumerate(items, 1):
+        here = f"[[worker]] #{i}"
+        if not isinstance(item, dict):
+            raise w.error(here, f"must be a table, got {_type_name(item)}")
+        _check_keys(w, here, item, _WORKER_KEYS)
+        kind = _string(w, here, item, "kind", default="local")
+        if kind != "local":
+            raise w.error(here, f"worker kind {kind!r} is not supported by this version (supported: \"local\")")
+        out.append(WorkerSpec(_string(w, here, item, "name", default="local") or "local", kind))
+    if not out:
+        raise w.error("", "'worker' is empty; remove it to run locally")
+    return tuple(out)

@@ -1,0 +1,174 @@
+"""Progress of a running experiment, on stderr: runs and trials done, ETA, the last value.
+
+Nothing here runs while a trial runs: the runner calls these between trials only, and the rich
+display never refreshes on its own (auto_refresh off), so no thread wakes up to draw while a
+test is being measured.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import IO, Protocol
+
+
+class Progress(Protocol):
+    def start(self, total_runs: int, total_trials: int, done_runs: int, done_trials: int) -> None: ...
+    def run_started(self, run_index: int, arm: str, attempt: int) -> None: ...
+    def trial_done(self, test: str, status: str, shown_value: str, reason: str | None) -> None: ...
+    def run_done(self, run_index: int, arm: str) -> None: ...
+    def message(self, text: str) -> None: ...
+    def stop(self) -> None: ...
+
+
+def format_duration(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    h, rem = divmod(seconds, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+class _Counter:
+    """Shared bookkeeping: counts and an ETA from the pace of this session's trials."""
+
+    def __init__(self) -> None:
+        self.total_runs = self.total_trials = self.done_runs = self.done_trials = 0
+        self.session_trials = 0
+        self.t0 = time.monotonic()
+
+    def start(self, total_runs: int, total_trials: int, done_runs: int, done_trials: int) -> None:
+        self.total_runs, self.total_trials = total_runs, total_trials
+        self.done_runs, self.done_trials = done_runs, done_trials
+        self.t0 = time.monotonic()
+
+    def eta(self) -> str:
+        if self.session_trials == 0:
+            return "?"
+        pace = (time.monotonic() - self.t0) / self.session_trials
+        return format_duration(pace * max(0, self.total_trials - self.done_trials))
+
+
+class PlainProgress(_Counter):
+    """One line per finished run (and per failed trial); for logs and non-terminals."""
+
+    def __init__(self, stream: IO[str] | None = None) -> None:
+        super().__init__()
+        self.stream = stream or sys.stderr
+        self.last = ""
+        self.run_failures = 0
+
+    def _print(self, text: str) -> None:
+        print(text, file=self.stream, flush=True)
+
+    def start(self, total_runs: int, total_trials: int, done_runs: int, done_trials: int) -> None:
+        super().start(total_runs, total_trials, done_runs, done_trials)
+        resumed = f", resuming after {done_runs} done" if done_runs else ""
+        self._print(f"benchsage: {total_runs} runs, {total_trials} trials{resumed}")
+
+    def run_started(self, run_index: int, arm: str, attempt: int) -> None:
+        self.run_failures = 0
+        if attempt > 1:
+            self._print(f"run {run_index + 1}: redoing from its reset (attempt {attempt})")
+
+    def trial_done(self, test: str, status: str, shown_value: str, reason: str | None) -> None:
+        self.done_trials += 1
+        self.session_trials += 1
+        if status == "ok":
+            self.last = f"{test} {shown_value}"
+        else:
+            self._print(f"  trial {test}: {status}" + (f" ({reason})" if reason else ""))
+
+    def run_done(self, run_index: int, arm: str) -> None:
+        self.done_runs += 1
+        self._print(
+            f"run {self.done_runs}/{self.total_runs} ({arm}) done; trials {self.done_trials}/{self.total_trials}; "
+            f"ETA {self.eta()}; last: {self.last or '-'}"
+        )
+
+    def message(self, text: str) -> None:
+        self._print(text)
+
+    def stop(self) -> None:
+        pass
+
+
+class RichProgress(_Counter):
+    """A progress bar redrawn only between trials."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.console = Console(stderr=True)
+        self.bar = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("trials"),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[last]}"),
+            console=self.console,
+            auto_refresh=False,
+            transient=False,
+        )
+        self.task = None
+
+    def start(self, total_runs: int, total_trials: int, done_runs: int, done_trials: int) -> None:
+        super().start(total_runs, total_trials, done_runs, done_trials)
+        self.bar.start()
+        self.task = self.bar.add_task(self._label(), total=total_trials, completed=done_trials, last="")
+        self.bar.refresh()
+
+    def _label(self) -> str:
+        return f"run {min(self.done_runs + 1, self.total_runs)}/{self.total_runs}"
+
+    def run_started(self, run_index: int, arm: str, attempt: int) -> None:
+        if attempt > 1:
+            self.bar.console.print(f"run {run_index + 1}: redoing from its reset (attempt {attempt})")
+        assert self.task is not None
+        self.bar.update(self.task, description=f"{self._label()} {arm:<6}")
+        self.bar.refresh()
+
+    def trial_done(self, test: str, status: str, shown_value: str, reason: str | None) -> None:
+        self.done_trials += 1
+        self.session_trials += 1
+        assert self.task is not None
+        if status != "ok":
+            self.bar.console.print(f"[yellow]trial {test}: {status}[/]" + (f" ({reason})" if reason else ""), markup=True, highlight=False)
+            self.bar.advance(self.task)
+        else:
+            self.bar.update(self.task, advance=1, last=f"{test} {shown_value}")
+        self.bar.refresh()
+
+    def run_done(self, run_index: int, arm: str) -> None:
+        self.done_runs += 1
+
+    def message(self, text: str) -> None:
+        self.bar.console.print(text, markup=False, highlight=False)
+
+    def stop(self) -> None:
+        self.bar.stop()
+
+
+def make_progress(quiet: bool = False) -> Progress:
+    if quiet:
+        return QuietProgress()
+    return RichProgress() if sys.stderr.isatty() else PlainProgress()
+
+
+class QuietProgress(_Counter):
+    def run_started(self, run_index: int, arm: str, attempt: int) -> None:
+        pass
+
+    def trial_done(self, test: str, status: str, shown_value: str, reason: str | None) -> None:
+        pass
+
+    def run_done(self, run_index: int, arm: str) -> None:
+        pass
+
+    def message(self, text: str) -> None:
+        print(text, file=sys.stderr)
+
+    def stop(self) -> None:
+        pass

@@ -1,0 +1,353 @@
+"""The journal: one SQLite database (WAL) per experiment directory.
+
+The plan is written before the first trial; each trial's row is committed before the next
+trial starts, so killing benchsage loses at most the trial in flight. Each finished run is
+flushed to disk with an fsync (synchronous=FULL for that one commit): after a power loss only
+the run in flight can be missing, and resume redoes that run from its reset anyway. Per-trial
+commits skip the fsync because it would cost about 1 ms a trial, twice the harness budget.
+
+A run can have several attempts: an attempt interrupted by a crash is marked "interrupted",
+and its trials stay in the journal (nothing measured is deleted) but are not analysed; the
+run is redone from its reset as a new attempt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping, Sequence
+
+from benchsage.errors import DataError, UsageError
+
+JOURNAL_NAME = "journal.sqlite"
+FORMAT_VERSION = "1"
+TAIL_BYTES = 8192  # stdout/stderr bytes stored per trial
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS tests (
+    id INTEGER PRIMARY KEY,          -- 0-based index in the spec's order
+    name TEXT NOT NULL UNIQUE,
+    command TEXT NOT NULL,
+    metrics TEXT NOT NULL            -- JSON list of {name, unit, better, primary}
+);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY,          -- position of the run in the plan (time order)
+    arm TEXT NOT NULL CHECK (arm IN ('fixed', 'random')),
+    arm_index INTEGER NOT NULL,
+    test_order TEXT NOT NULL,        -- JSON list of test ids
+    status TEXT NOT NULL DEFAULT 'planned'  -- planned | running | done | failed
+);
+CREATE TABLE IF NOT EXISTS attempts (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    number INTEGER NOT NULL,         -- 1 for the first attempt of the run
+    worker TEXT NOT NULL,
+    status TEXT NOT NULL,            -- running | done | interrupted | reset-failed | failed
+    started REAL NOT NULL,
+    ended REAL,
+    snapshot TEXT,                   -- JSON environment snapshot
+    reset_status TEXT,               -- ok | failed | timeout | none
+    reset_exit INTEGER,
+    reset_wall REAL,
+    reset_stdout BLOB,
+    reset_stderr BLOB,
+    detail TEXT
+);
+CREATE TABLE IF NOT EXISTS trials (
+    id INTEGER PRIMARY KEY,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    attempt_id INTEGER NOT NULL REFERENCES attempts(id),
+    worker TEXT NOT NULL,
+    test_id INTEGER NOT NULL REFERENCES tests(id),
+    position INTEGER NOT NULL,
+    predecessor_id INTEGER,          -- NULL for the first trial of a run
+    started REAL NOT NULL,           -- epoch seconds
+    ended REAL NOT NULL,
+    duration REAL NOT NULL,          -- monotonic seconds (= wall_time)
+    exit_status INTEGER,
+    status TEXT NOT NULL,            -- ok | failed | timeout | bad-output
+    reason TEXT,
+    wall_time REAL, user_time REAL, sys_time REAL, max_rss REAL,
+    stdout_tail BLOB, stderr_tail BLOB,
+    stdout_bytes_dropped INTEGER NOT NULL DEFAULT 0,
+    stderr_bytes_dropped INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS trial_values (
+    trial_id INTEGER NOT NULL REFERENCES trials(id),
+    metric TEXT NOT NULL,
+    value REAL NOT NULL,
+    PRIMARY KEY (trial_id, metric)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS trials_by_attempt ON trials(attempt_id);
+"""
+
+
+@dataclass(frozen=True)
+class TrialRecord:
+    run_id: int
+    attempt_id: int
+    worker: str
+    test_id: int
+    position: int
+    predecessor_id: int | None
+    started: float
+    ended: float
+    duration: float
+    exit_status: int | None
+    status: str
+    reason: str | None
+    wall_time: float
+    user_time: float
+    sys_time: float
+    max_rss: float
+    stdout_tail: bytes
+    stderr_tail: bytes
+    stdout_dropped: int
+    stderr_dropped: int
+    values: Mapping[str, float]
+
+
+def journal_path(directory: str | os.PathLike[str]) -> str:
+    return os.path.join(os.fspath(directory), JOURNAL_NAME)
+
+
+class Journal:
+    """Read and write one experiment's journal. Not shared between threads."""
+
+    def __init__(self, path: str, conn: sqlite3.Connection) -> None:
+        self.path = path
+        self.conn = conn
+
+    # -- opening ---------------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, directory: str, meta: Mapping[str, Any], tests: Sequence[Mapping[str, Any]], runs: Sequence[Mapping[str, Any]]) -> "Journal":
+        """A new journal holding the plan, committed before anything runs."""
+        os.makedirs(directory, exist_ok=True)
+        path = journal_path(directory)
+        conn = _connect(path)
+        with _transaction(conn):
+            conn.executescript(_SCHEMA)
+            conn.executemany(
+                "INSERT INTO meta(key, value) VALUES (?, ?)",
+                [(k, json.dumps(v)) for k, v in {"format_version": FORMAT_VERSION, **meta}.items()],
+            )
+            conn.executemany(
+                "INSERT INTO tests(id, name, command, metrics) VALUES (?, ?, ?, ?)",
+                [(i, t["name"], t["command"], json.dumps(t["metrics"])) for i, t in enumerate(tests)],
+            )
+            conn.executemany(
+                "INSERT INTO runs(id, arm, arm_index, test_order) VALUES (?, ?, ?, ?)",
+                [(r["id"], r["arm"], r["arm_index"], json.dumps(list(r["order"]))) for r in runs],
+            )
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("PRAGMA wal_checkpoint(FULL)")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        return cls(path, conn)
+
+    @classmethod
+    def open(cls, directory: str | os.PathLike[str]) -> "Journal":
+        directory = os.fspath(directory)
+        path = journal_path(directory)
+        if not os.path.isdir(directory):
+            raise DataError(f"{directory}: no such experiment directory")
+        if not os.path.exists(path):
+            raise DataError(f"{directory}: not a benchsage experiment directory (no {JOURNAL_NAME})")
+        try:
+            conn = _connect(path)
+            version = conn.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise DataError(f"{path}: not a readable benchsage journal ({exc})") from None
+        if version is None or json.loads(version[0]) != FORMAT_VERSION:
+            raise DataError(f"{path}: journal format {version[0] if version else 'unknown'} is not supported by this benchsage")
+        return cls(path, conn)
+
+    @staticmethod
+    def exists(directory: str | os.PathLike[str]) -> bool:
+        return os.path.exists(journal_path(directory))
+
+    def close(self) -> None:
+        self.conn.close()
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def meta(self) -> dict[str, Any]:
+        return {k: json.loads(v) for k, v in self.conn.execute("SELECT key, value FROM meta")}
+
+    def tests(self) -> list[dict[str, Any]]:
+        rows = self.conn.execute("SELECT id, name, command, metrics FROM tests ORDER BY id").fetchall()
+        return [{"id": i, "name": n, "command": c, "metrics": json.loads(m)} for i, n, c, m in rows]
+
+    def runs(self) -> list[dict[str, Any]]:
+        rows = self.conn.execute("SELECT id, arm, arm_index, test_order, status FROM runs ORDER BY id").fetchall()
+        return [{"id": i, "arm": a, "arm_index": ai, "order": json.loads(o), "status": s} for i, a, ai, o, s in rows]
+
+    def attempts(self) -> list[dict[str, Any]]:
+        cur = self.conn.execute(
+            "SELECT id, run_id, number, worker, status, started, ended, snapshot, reset_status, reset_exit, reset_wall, detail FROM attempts ORDER BY id"
+        )
+        cols = [d[0] for d in cur.description]
+        out = []
+        for row in cur:
+            rec = dict(zip(cols, row))
+            rec["snapshot"] = json.loads(rec["snapshot"]) if rec["snapshot"] else None
+            out.append(rec)
+        return out
+
+    def progress(self) -> tuple[int, int]:
+        """(runs done, trials of done attempts)."""
+        done = self.conn.execute("SELECT COUNT(*) FROM runs WHERE status = 'done'").fetchone()[0]
+        trials = self.conn.execute(
+            "SELECT COUNT(*) FROM trials JOIN attempts ON trials.attempt_id = attempts.id WHERE attempts.status = 'done'"
+        ).fetchone()[0]
+        return int(done), int(trials)
+
+    def trial_rows(self, *, analysed_only: bool = True) -> Iterator[tuple[Any, ...]]:
+        """Trials of completed attempts (or all), in time order, with their run's arm."""
+        where = "WHERE a.status = 'done'" if analysed_only else ""
+        return self.conn.execute(
+            f"""SELECT t.id, t.run_id, r.arm, t.worker, t.test_id, t.position, t.predecessor_id, t.started, t.ended,
+                       t.duration, t.exit_status, t.status, t.reason, t.wall_time, t.user_time, t.sys_time, t.max_rss,
+                       a.number, a.status
+                FROM trials t JOIN attempts a ON t.attempt_id = a.id JOIN runs r ON t.run_id = r.id
+                {where} ORDER BY t.id"""
+        )
+
+    def trial_values(self, *, analysed_only: bool = True) -> Iterator[tuple[int, str, float]]:
+        where = "WHERE a.status = 'done'" if analysed_only else ""
+        return self.conn.execute(
+            f"""SELECT v.trial_id, v.metric, v.value FROM trial_values v
+                JOIN trials t ON v.trial_id = t.id JOIN attempts a ON t.attempt_id = a.id {where} ORDER BY v.trial_id"""
+        )
+
+    def trial_output(self, trial_id: int) -> tuple[bytes, bytes]:
+        row = self.conn.execute("SELECT stdout_tail, stderr_tail FROM trials WHERE id = ?", (trial_id,)).fetchone()
+        return (row[0] or b"", row[1] or b"") if row else (b"", b"")
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def interrupt_unfinished(self) -> int:
+        """Mark attempts left 'running' by a crash as interrupted; their runs go back to planned."""
+        with _transaction(self.conn):
+            cur = self.conn.execute(
+                "UPDATE attempts SET status = 'interrupted', ended = COALESCE(ended, ?), detail = COALESCE(detail, 'interrupted') WHERE status = 'running'",
+                (time.time(),),
+            )
+            self.conn.execute("UPDATE runs SET status = 'planned' WHERE status IN ('running', 'failed')")
+        return cur.rowcount
+
+    def begin_attempt(self, run_id: int, worker: str) -> tuple[int, int]:
+        """A new attempt at a run: (attempt id, attempt number)."""
+        with _transaction(self.conn):
+            number = self.conn.execute("SELECT COUNT(*) FROM attempts WHERE run_id = ?", (run_id,)).fetchone()[0] + 1
+            cur = self.conn.execute(
+                "INSERT INTO attempts(run_id, number, worker, status, started) VALUES (?, ?, ?, 'running', ?)",
+                (run_id, number, worker, time.time()),
+            )
+            self.conn.execute("UPDATE runs SET status = 'running' WHERE id = ?", (run_id,))
+        return int(cur.lastrowid or 0), int(number)
+
+    def record_reset(self, attempt_id: int, status: str, exit_status: int | None, wall: float | None, stdout: bytes, stderr: bytes) -> None:
+        with _transaction(self.conn):
+            self.conn.execute(
+                "UPDATE attempts SET reset_status = ?, reset_exit = ?, reset_wall = ?, reset_stdout = ?, reset_stderr = ? WHERE id = ?",
+                (status, exit_status, wall, stdout[-TAIL_BYTES:], stderr[-TAIL_BYTES:], attempt_id),
+            )
+
+    def record_snapshot(self, attempt_id: int, snapshot: Mapping[str, Any]) -> None:
+        with _transaction(self.conn):
+            self.conn.execute("UPDATE attempts SET snapshot = ? WHERE id = ?", (json.dumps(snapshot, default=str), attempt_id))
+
+    def add_trial(self, t: TrialRecord) -> int:
+        """Insert one trial and its values, and commit before returning."""
+        conn = self.conn
+        conn.execute("BEGIN")
+        try:
+            cur = conn.execute(
+                """INSERT INTO trials(run_id, attempt_id, worker, test_id, position, predecessor_id, started, ended, duration,
+                       exit_status, status, reason, wall_time, user_time, sys_time, max_rss, stdout_tail, stderr_tail,
+                       stdout_bytes_dropped, stderr_bytes_dropped)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (
+                    t.run_id, t.attempt_id, t.worker, t.test_id, t.position, t.predecessor_id, t.started, t.ended,
+                    t.duration, t.exit_status, t.status, t.reason, t.wall_time, t.user_time, t.sys_time, t.max_rss,
+                    t.stdout_tail[-TAIL_BYTES:], t.stderr_tail[-TAIL_BYTES:], t.stdout_dropped, t.stderr_dropped,
+                ),
+            )
+            trial_id = int(cur.lastrowid or 0)
+            if t.values:
+                conn.executemany(
+                    "INSERT INTO trial_values(trial_id, metric, value) VALUES (?, ?, ?)",
+                    [(trial_id, k, v) for k, v in t.values.items()],
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return trial_id
+
+    def finish_attempt(self, attempt_id: int, run_id: int, status: str, detail: str | None = None) -> None:
+        """Close an attempt; a done run is flushed to disk (fsync) before returning."""
+        run_status = {"done": "done", "interrupted": "planned"}.get(status, "failed")
+        durable = status == "done"
+        if durable:
+            self.conn.execute("PRAGMA synchronous=FULL")
+        try:
+            with _transaction(self.conn):
+                self.conn.execute(
+                    "UPDATE attempts SET status = ?, ended = ?, detail = ? WHERE id = ?", (status, time.time(), detail, attempt_id)
+                )
+                self.conn.execute("UPDATE runs SET status = ? WHERE id = ?", (run_status, run_id))
+        finally:
+            if durable:
+                self.conn.execute("PRAGMA synchronous=NORMAL")
+
+    def set_meta(self, key: str, value: Any) -> None:
+        with _transaction(self.conn):
+            self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, json.dumps(value)))
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, timeout=30)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    return conn
+
+
+class _transaction:
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.conn.execute("BEGIN IMMEDIATE")
+        return self.conn
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self.conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
+
+
+def check_directory_for(directory: str, spec_digest: str) -> None:
+    """Refuse to start an experiment in a directory that already holds one."""
+    if not Journal.exists(directory):
+        if os.path.isdir(directory) and os.listdir(directory):
+            raise UsageError(f"{directory}: directory is not empty and holds no benchsage journal; choose another -o DIR")
+        return
+    try:
+        journal = Journal.open(directory)
+        meta = journal.meta()
+        runs = journal.runs()
+        journal.close()
+    except DataError as exc:
+        raise UsageError(f"{directory}: already holds a journal that cannot be read ({exc}); choose another -o DIR") from None
+    if meta.get("spec_digest") != spec_digest:
+        raise UsageError(
+            f"{directory}: already holds a different experiment ('{meta.get('name')}', another spec); choose another -o DIR"
+        )
+    if all(r["status"] == "done" for r in runs):
+        raise UsageError(f"{directory}: already holds this experiment, finished; analyze it with `benchsage analyze {directory}` or choose another -o DIR")
+    raise UsageError(f"{directory}: already holds this experiment, unfinished; continue it with `benchsage resume {directory}`")
