@@ -81,6 +81,7 @@ def create_experiment(spec: Spec, directory: str, *, seed: int | None = None, ru
     meta = {
         "name": spec.name,
         "spec_digest": digest,
+        "spec_hash": spec.digest,
         "spec_path": spec.path,
         "spec_text": spec.text,
         "generated": list(spec.generated),

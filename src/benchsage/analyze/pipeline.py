@@ -1,0 +1,70 @@
+"""From sources to an Analysis: load the trial table, test fixed vs random, explain, warn.
+
+This is the one place that combines the order analysis, the diagnostics and the checks of
+the environment snapshots; the CLI, the HTML report and the Python API all call it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Sequence
+
+from benchsage.analyze.diagnostics import diagnose
+from benchsage.analyze.order import analyze_table
+from benchsage.analyze.verdict import Analysis
+from benchsage.store.importers.detect import load_sources
+from benchsage.store.table import TrialTable
+
+CI_METHODS = ("exact-binomial", "le-boudec")
+CI_CASE_RULES = ("paper", "algorithm-2")
+CORRECTIONS = ("bonferroni", "holm")
+
+
+@dataclass(frozen=True)
+class Options:
+    """How to analyse; None means: the experiment's own setting, else the default."""
+
+    alpha: float | None = None
+    correction: str | None = None
+    ci_method: str = "exact-binomial"
+    ci_level: float = 0.95
+    ci_case_rule: str = "paper"
+    diagnostics: bool = True
+
+
+def analyze_sources(sources: Sequence[str], *, format: str = "auto", options: Options = Options()) -> tuple[Analysis, TrialTable]:
+    table = load_sources(list(sources), format=format)
+    return analyze_loaded(table, options), table
+
+
+def analyze_loaded(table: TrialTable, options: Options = Options()) -> Analysis:
+    """Analyse a table; an experiment's own alpha and correction apply unless overridden."""
+    prov = table.provenance
+    alpha = options.alpha if options.alpha is not None else float(prov.get("alpha") or 0.05)
+    correction = options.correction or str(prov.get("correction") or "bonferroni")
+    analysis = analyze_table(
+        table,
+        alpha=alpha,
+        correction=correction,
+        ci_method=options.ci_method,
+        ci_level=options.ci_level,
+        ci_case_rule=options.ci_case_rule,
+    )
+    diagnostics = diagnose(table, alpha=alpha, correction=correction) if options.diagnostics else None
+    warnings = list(analysis.warnings)
+    warnings.extend(_snapshot_warnings(table))
+    if diagnostics is not None and diagnostics.interleaving is not None and diagnostics.interleaving.interleaved is False:
+        warnings.append(f"the arms were not interleaved in time ({diagnostics.interleaving.detail}): drift over time can look like an order effect")
+    return dataclasses.replace(analysis, diagnostics=diagnostics, warnings=tuple(dict.fromkeys(warnings)))
+
+
+def _snapshot_warnings(table: TrialTable) -> list[str]:
+    snapshots = table.provenance.get("snapshots")
+    if not snapshots:
+        return []
+    from benchsage.report.environment import compare_snapshots
+
+    workers = table.provenance.get("run_workers") or {}
+    labelled = {f"{workers.get(run, 'local')}:run {int(run) + 1}": snap for run, snap in snapshots.items()}
+    return list(compare_snapshots(labelled))

@@ -1,0 +1,223 @@
+"""The `benchsage` command: parse arguments, call the library, print. No logic lives here.
+
+Every BenchsageError becomes one line on stderr and its exit status (2 bad input, 3 could not
+finish); argument errors from click become one line and exit status 2 as well.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Any, Callable, Sequence
+
+import click
+
+import benchsage
+from benchsage.errors import EXIT_EFFECT, EXIT_OK, BenchsageError, UsageError
+
+_FORMATS = click.Choice(["auto", "benchsage", "tidy", "ordersage"])
+_CORRECTIONS = click.Choice(["bonferroni", "holm"])
+
+
+def _fail(message: str, status: int) -> None:
+    click.echo(f"benchsage: error: {message}", err=True)
+    sys.exit(status)
+
+
+def _analysis_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The options every command that analyses shares."""
+    opts = [
+        click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None, help="Family-wise significance level (default: the experiment's, else 0.05)."),
+        click.option("--correction", type=_CORRECTIONS, default=None, help="Family-wise correction (default: the experiment's, else bonferroni)."),
+        click.option("--ci-method", type=click.Choice(["exact-binomial", "le-boudec"]), default="exact-binomial", show_default=True, help="Confidence interval of the median."),
+        click.option("--ci-level", type=click.FloatRange(0.5, 1, max_open=True), default=0.95, show_default=True),
+        click.option("--ci-case-rule", type=click.Choice(["paper", "algorithm-2"]), default="paper", show_default=True, help="'paper': case 2 when at least one median lies in the other interval; 'algorithm-2': both."),
+        click.option("--no-diagnostics", is_flag=True, help="Skip the position, carry-over, interleaving and trend diagnostics."),
+    ]
+    for opt in reversed(opts):
+        func = opt(func)
+    return func
+
+
+def _options(alpha: float | None, correction: str | None, ci_method: str, ci_level: float, ci_case_rule: str, no_diagnostics: bool) -> Any:
+    from benchsage.analyze.pipeline import Options
+
+    return Options(alpha=alpha, correction=correction, ci_method=ci_method, ci_level=ci_level, ci_case_rule=ci_case_rule, diagnostics=not no_diagnostics)
+
+
+def _print_analysis(analysis: Any, as_json: bool, extra: dict[str, Any] | None = None) -> None:
+    if as_json:
+        doc = analysis.to_json()
+        if extra:
+            doc.update(extra)
+        click.echo(json.dumps(doc, indent=2, allow_nan=False))
+        return
+    from benchsage.report.terminal import make_console, render_analysis
+
+    render_analysis(analysis, make_console())
+
+
+def _exit_for(analysis: Any, fail_on_effect: bool) -> None:
+    sys.exit(EXIT_EFFECT if fail_on_effect and analysis.order_matters else EXIT_OK)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(benchsage.__version__, prog_name="benchsage")
+def cli() -> None:
+    """Run performance experiments in fixed and random orders, and say whether the order mattered."""
+
+
+@cli.command()
+@click.argument("spec", type=click.Path(dir_okay=False, path_type=str))
+@click.option("-o", "--output", "directory", type=click.Path(file_okay=False, path_type=str), help="Experiment directory (default results/<name>-<UTC time>).")
+@click.option("--runs", type=click.IntRange(min=1), default=None, help="Runs per arm (overrides the spec).")
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed of the plan (overrides the spec).")
+@click.option("--json", "as_json", is_flag=True, help="Print the analysis as JSON on stdout (progress stays on stderr).")
+@click.option("--quiet", is_flag=True, help="No progress output.")
+@click.option("--fail-on-effect", is_flag=True, help="Exit 1 when an order effect is found.")
+def run(spec: str, directory: str | None, runs: int | None, seed: int | None, as_json: bool, quiet: bool, fail_on_effect: bool) -> None:
+    """Plan and execute the experiment in SPEC, then analyze it."""
+    from benchsage.execute.session import start
+
+    directory = directory or _default_directory(spec)
+    start(spec, directory, runs=runs, seed=seed, quiet=quiet)
+    _finish(directory, as_json, fail_on_effect)
+
+
+@cli.command()
+@click.argument("directory", type=click.Path(file_okay=False, path_type=str))
+@click.option("--json", "as_json", is_flag=True, help="Print the analysis as JSON on stdout.")
+@click.option("--quiet", is_flag=True, help="No progress output.")
+@click.option("--fail-on-effect", is_flag=True, help="Exit 1 when an order effect is found.")
+def resume(directory: str, as_json: bool, quiet: bool, fail_on_effect: bool) -> None:
+    """Finish an interrupted experiment: redo the interrupted run from its reset, then the rest."""
+    from benchsage.execute.session import resume as resume_experiment
+
+    resume_experiment(directory, quiet=quiet)
+    _finish(directory, as_json, fail_on_effect)
+
+
+def _finish(directory: str, as_json: bool, fail_on_effect: bool) -> None:
+    from benchsage.analyze.pipeline import Options, analyze_sources
+
+    analysis, _ = analyze_sources([directory], format="benchsage", options=Options())
+    if not as_json:
+        click.echo(f"Experiment directory: {directory}")
+    _print_analysis(analysis, as_json, {"directory": directory})
+    _exit_for(analysis, fail_on_effect)
+
+
+def _default_directory(spec_path: str) -> str:
+    from benchsage.spec import load_spec
+
+    name = load_spec(spec_path, run_generator=False).name
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    return os.path.join("results", f"{name}-{stamp}")
+
+
+@cli.command()
+@click.argument("spec", type=click.Path(dir_okay=False, path_type=str))
+@click.option("--runs", type=click.IntRange(min=1), default=None, help="Runs per arm (overrides the spec).")
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed of the plan (overrides the spec).")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+def plan(spec: str, runs: int | None, seed: int | None, as_json: bool) -> None:
+    """Print the plan (runs, arms, orders) and an estimate of its duration; run nothing."""
+    from benchsage.design.estimate import describe_plan
+
+    doc = describe_plan(spec, runs=runs, seed=seed)
+    if as_json:
+        click.echo(json.dumps(doc, indent=2))
+        return
+    from benchsage.report.plan import render_plan
+    from benchsage.report.terminal import make_console
+
+    render_plan(doc, make_console())
+
+
+@cli.command()
+@click.argument("sources", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.option("--format", "fmt", type=_FORMATS, default="auto", show_default=True, help="Input format of the sources.")
+@_analysis_options
+@click.option("--json", "as_json", is_flag=True, help="Print the analysis as JSON.")
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=str), default=None, help="Also write the per-test table as CSV to this file.")
+@click.option("--fail-on-effect", is_flag=True, help="Exit 1 when an order effect is found.")
+def analyze(sources: Sequence[str], fmt: str, alpha: float | None, correction: str | None, ci_method: str, ci_level: float,
+            ci_case_rule: str, no_diagnostics: bool, as_json: bool, csv_path: str | None, fail_on_effect: bool) -> None:
+    """Analyze experiment directories or data files (tidy CSV, OrderSage CSV)."""
+    from benchsage.analyze.pipeline import analyze_sources
+
+    analysis, _ = analyze_sources(sources, format=fmt, options=_options(alpha, correction, ci_method, ci_level, ci_case_rule, no_diagnostics))
+    if csv_path:
+        from benchsage.report.csvout import write_analysis_csv
+
+        write_analysis_csv(analysis, csv_path)
+    _print_analysis(analysis, as_json)
+    _exit_for(analysis, fail_on_effect)
+
+
+@cli.command()
+@click.argument("sources", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.option("--format", "fmt", type=_FORMATS, default="auto", show_default=True, help="Input format of the sources.")
+@_analysis_options
+@click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False, path_type=str), help="The HTML file to write.")
+def report(sources: Sequence[str], fmt: str, alpha: float | None, correction: str | None, ci_method: str, ci_level: float,
+           ci_case_rule: str, no_diagnostics: bool, out: str) -> None:
+    """Write a self-contained HTML report (verdict, tables, plots, diagnostics, provenance)."""
+    from benchsage.analyze.pipeline import analyze_sources
+    from benchsage.report.html import write_report
+
+    analysis, table = analyze_sources(sources, format=fmt, options=_options(alpha, correction, ci_method, ci_level, ci_case_rule, no_diagnostics))
+    write_report(analysis, table, out)
+    click.echo(f"wrote {out}", err=True)
+
+
+@cli.command()
+@click.argument("directory", type=click.Path(file_okay=False, path_type=str))
+@click.option("--format", "fmt", type=click.Choice(["csv", "parquet", "jsonl"]), default="csv", show_default=True)
+@click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False, path_type=str), help="The file to write ('-' for stdout with csv/jsonl).")
+def export(directory: str, fmt: str, out: str) -> None:
+    """Write the tidy trial table of an experiment (one row per trial and metric)."""
+    from benchsage.store.exporters import EXPORTERS
+    from benchsage.store.exporters.tidy import tidy_table
+
+    table = tidy_table(directory)
+    if out == "-":
+        if fmt == "parquet":
+            raise UsageError("parquet cannot be written to stdout; give -o FILE")
+        out = "/dev/stdout"
+    EXPORTERS[fmt](table, out)
+    if out != "/dev/stdout":
+        click.echo(f"wrote {table.num_rows} rows to {out}", err=True)
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the readings as JSON.")
+def env(as_json: bool) -> None:
+    """Report this machine's sources of noise (governor, turbo, SMT, ASLR, load ...) with advice."""
+    from benchsage.execute.noise import collect_noise
+    from benchsage.report.environment import env_json, render_env
+
+    readings = collect_noise()
+    if as_json:
+        click.echo(json.dumps(env_json(readings), indent=2))
+        return
+    from benchsage.report.terminal import make_console
+
+    render_env(readings, make_console())
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    try:
+        status = cli.main(args=list(argv) if argv is not None else None, prog_name="benchsage", standalone_mode=False)
+    except click.exceptions.Abort:
+        _fail("aborted", 130)
+    except click.ClickException as exc:
+        _fail(exc.format_message().replace("\n", " "), exc.exit_code)
+    except BenchsageError as exc:
+        _fail(str(exc), exc.exit_status)
+    except BrokenPipeError:
+        sys.stderr.close()
+        sys.exit(EXIT_OK)
+    sys.exit(status if isinstance(status, int) else EXIT_OK)

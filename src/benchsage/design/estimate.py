@@ -1,0 +1,84 @@
+"""Describe a plan before running it, with an honest estimate of how long it will take.
+
+With no measurements the only defensible figure is an upper bound from the timeouts; when an
+earlier experiment of the same spec sits in results/, its median trial and reset durations
+give an estimate.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import statistics
+from typing import Any
+
+from benchsage.design.plan import draw_seed, make_plan
+from benchsage.spec import Spec, load_spec
+
+RESULTS_ROOT = "results"
+
+
+def describe_plan(spec_path: str, *, runs: int | None = None, seed: int | None = None) -> dict[str, Any]:
+    spec = load_spec(spec_path)
+    runs_per_arm = runs if runs is not None else spec.runs
+    seed_given = seed if seed is not None else spec.seed
+    plan = make_plan([t.name for t in spec.tests], runs_per_arm, seed_given if seed_given is not None else draw_seed())
+    n_runs = len(plan.runs)
+    n_trials = n_runs * len(spec.tests)
+    estimate = _estimate(spec, n_runs)
+    return {
+        "name": spec.name,
+        "spec": spec.path,
+        "seed": plan.seed,
+        "seed_recorded": seed_given is not None,
+        "runs_per_arm": runs_per_arm,
+        "tests": [{"name": t.name, "command": t.command, "timeout": t.timeout} for t in spec.tests],
+        "reset": spec.reset.command if spec.reset else None,
+        "total_runs": n_runs,
+        "total_trials": n_trials,
+        "runs": [{"run": r.index + 1, "arm": r.arm, "order": plan.describe_order(r)} for r in plan.runs],
+        "estimate": estimate,
+    }
+
+
+def _estimate(spec: Spec, n_runs: int) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    timeouts = [t.timeout for t in spec.tests]
+    if all(t is not None for t in timeouts):
+        per_run = sum(t for t in timeouts if t is not None) + (spec.reset.timeout if spec.reset else 0.0)
+        out["upper_bound_seconds"] = per_run * n_runs
+    measured = _measured(spec)
+    if measured is not None:
+        per_run, source = measured
+        out["expected_seconds"] = per_run * n_runs
+        out["from"] = source
+    return out
+
+
+def _measured(spec: Spec) -> tuple[float, str] | None:
+    """Median durations from the newest earlier experiment of this spec under results/."""
+    from benchsage.store.journal import Journal
+
+    candidates = sorted(glob.glob(os.path.join(RESULTS_ROOT, "*", "journal.sqlite")), key=os.path.getmtime, reverse=True)
+    for path in candidates:
+        try:
+            journal = Journal.open(os.path.dirname(path))
+        except Exception:
+            continue
+        try:
+            meta = journal.meta()
+            if meta.get("spec_hash") != spec.digest:
+                continue
+            durations: dict[int, list[float]] = {}
+            for row in journal.trial_rows(analysed_only=False):
+                durations.setdefault(row[4], []).append(row[9])
+            resets = [a["reset_wall"] for a in journal.attempts() if a.get("reset_wall") is not None]
+        finally:
+            journal.close()
+        if len(durations) < len(spec.tests):
+            continue
+        per_run = sum(statistics.median(d) for d in durations.values())
+        if resets:
+            per_run += statistics.median(resets)
+        return per_run, os.path.dirname(path)
+    return None

@@ -1,0 +1,51 @@
+"""Build the tidy trial table of an experiment directory as an Arrow table."""
+
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+
+from benchsage.store.journal import Journal
+
+COLUMNS = ("test", "order", "metric", "value", "unit", "run", "position", "predecessor", "worker", "time", "status", "reason")
+
+
+def tidy_table(directory: str | os.PathLike[str]) -> pa.Table:
+    """Every trial of the completed run attempts, one row per metric, in time order."""
+    journal = Journal.open(directory)
+    try:
+        tests = journal.tests()
+        names = [t["name"] for t in tests]
+        metrics = [[(m["name"], m.get("unit", "")) for m in t["metrics"]] for t in tests]
+        values: dict[int, dict[str, float]] = {}
+        for trial_id, metric, value in journal.trial_values():
+            values.setdefault(trial_id, {})[metric] = value
+        cols: dict[str, list] = {c: [] for c in COLUMNS}
+        for row in journal.trial_rows():
+            (tid, run_id, arm, worker, test_id, pos, pred, started, _e, _d, _x, status, reason, wall, user, sys_, rss, _n, _s) = row
+            own = values.get(tid, {})
+            harness = {"wall_time": wall, "user_time": user, "sys_time": sys_, "max_rss": rss}
+            for metric, unit in metrics[test_id]:
+                cols["test"].append(names[test_id])
+                cols["order"].append(arm)
+                cols["metric"].append(metric)
+                cols["value"].append((own.get(metric, harness.get(metric))) if status == "ok" else None)
+                cols["unit"].append(unit)
+                cols["run"].append(run_id)
+                cols["position"].append(pos)
+                cols["predecessor"].append(names[pred] if pred is not None else None)
+                cols["worker"].append(worker)
+                cols["time"].append(started)
+                cols["status"].append(status)
+                cols["reason"].append(reason)
+    finally:
+        journal.close()
+    schema = pa.schema(
+        [
+            ("test", pa.string()), ("order", pa.string()), ("metric", pa.string()), ("value", pa.float64()),
+            ("unit", pa.string()), ("run", pa.int64()), ("position", pa.int64()), ("predecessor", pa.string()),
+            ("worker", pa.string()), ("time", pa.float64()), ("status", pa.string()), ("reason", pa.string()),
+        ]
+    )
+    return pa.table(cols, schema=schema)

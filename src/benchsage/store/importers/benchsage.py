@@ -1,0 +1,167 @@
+"""Read a benchsage experiment directory (its journal) into a TrialTable.
+
+Only trials of completed run attempts are analysed; trials of an attempt that was interrupted
+stay in the journal but are left out, so a half-done run never mixes with its redo.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchsage.store.journal import Journal
+from benchsage.store.table import FIRST, MetricInfo, TrialTable
+
+
+def read_experiment(path: str | os.PathLike[str]) -> TrialTable:
+    directory = os.fspath(path)
+    journal = Journal.open(directory)
+    try:
+        return _read(journal, directory)
+    finally:
+        journal.close()
+
+
+def _read(journal: Journal, directory: str) -> TrialTable:
+    meta = journal.meta()
+    tests = journal.tests()
+    test_names = tuple(t["name"] for t in tests)
+    metric_names: list[str] = []
+    infos: dict[str, MetricInfo] = {}
+    primary_pairs: set[tuple[int, str]] = set()
+    harness: list[str] = []
+    for t in tests:
+        for m in t["metrics"]:
+            if m["name"] not in infos:
+                infos[m["name"]] = MetricInfo(m["name"], m.get("unit", ""), m.get("better", "lower"))
+                metric_names.append(m["name"])
+            if m.get("primary"):
+                primary_pairs.add((t["id"], m["name"]))
+    metric_index = {name: i for i, name in enumerate(metric_names)}
+    harness = ["wall_time", "user_time", "sys_time", "max_rss"]
+
+    rows = journal.trial_rows(analysed_only=True).fetchall()
+    n_trials = len(rows)
+    worker_names: dict[str, int] = {}
+    ok = np.zeros(n_trials, dtype=bool)
+    run = np.empty(n_trials, dtype=np.int64)
+    arm = np.empty(n_trials, dtype=np.int8)
+    worker = np.empty(n_trials, dtype=np.int32)
+    test = np.empty(n_trials, dtype=np.int32)
+    position = np.empty(n_trials, dtype=np.int32)
+    predecessor = np.empty(n_trials, dtype=np.int32)
+    started = np.empty(n_trials, dtype=np.float64)
+    hvals = np.empty((n_trials, 4), dtype=np.float64)
+    trial_ids = np.empty(n_trials, dtype=np.int64)
+    excluded: Counter[tuple[str, str]] = Counter()
+    for i, r in enumerate(rows):
+        (tid, run_id, arm_name, worker_name, test_id, pos, pred, t_start, _t_end, _dur, _exit, status, _reason,
+         wall, user, sys_, rss, _attempt_no, _attempt_status) = r
+        trial_ids[i] = tid
+        run[i] = run_id
+        arm[i] = 0 if arm_name == "fixed" else 1
+        worker[i] = worker_names.setdefault(worker_name, len(worker_names))
+        test[i] = test_id
+        position[i] = pos
+        predecessor[i] = FIRST if pred is None else pred
+        started[i] = t_start
+        hvals[i] = (wall, user, sys_, rss)
+        ok[i] = status == "ok"
+        if status != "ok":
+            excluded[(test_names[test_id], status)] += 1
+
+    # Declared metric values of ok trials.
+    declared: dict[int, list[tuple[int, float]]] = {}
+    for trial_id, metric, value in journal.trial_values(analysed_only=True):
+        declared.setdefault(trial_id, []).append((metric_index[metric], value))
+    row_of = {int(t): i for i, t in enumerate(trial_ids)}
+
+    idx_ok = np.flatnonzero(ok)
+    # Harness metrics: 4 rows per ok trial.
+    cols: dict[str, list[np.ndarray]] = {k: [] for k in ("src", "metric", "value")}
+    for j, name in enumerate(harness):
+        cols["src"].append(idx_ok)
+        cols["metric"].append(np.full(len(idx_ok), metric_index[name], dtype=np.int32))
+        cols["value"].append(hvals[idx_ok, j])
+    if declared:
+        src, met, val = [], [], []
+        for trial_id, items in declared.items():
+            i = row_of[trial_id]
+            for m, v in items:
+                src.append(i)
+                met.append(m)
+                val.append(v)
+        cols["src"].append(np.asarray(src, dtype=np.int64))
+        cols["metric"].append(np.asarray(met, dtype=np.int32))
+        cols["value"].append(np.asarray(val, dtype=np.float64))
+    src = np.concatenate(cols["src"]) if cols["src"] else np.zeros(0, dtype=np.int64)
+    metric = np.concatenate(cols["metric"]) if cols["metric"] else np.zeros(0, dtype=np.int32)
+    value = np.concatenate(cols["value"]) if cols["value"] else np.zeros(0)
+    order = np.lexsort((metric, src))
+    src, metric, value = src[order], metric[order], value[order]
+    primary = np.array([(int(test[s]), metric_names[m]) in primary_pairs for s, m in zip(src, metric)], dtype=bool)
+
+    warnings = []
+    if excluded:
+        detail = ", ".join(f"{name}: {count} {status}" for (name, status), count in sorted(excluded.items()))
+        warnings.append(f"{directory}: {sum(excluded.values())} trials excluded because they did not succeed ({detail})")
+    attempts = journal.attempts()
+    redone = [a for a in attempts if a["status"] == "interrupted"]
+    if redone:
+        warnings.append(
+            f"{directory}: {len(redone)} interrupted run attempt(s) were redone from their reset; their trials are kept in the journal but not analysed"
+        )
+    runs = journal.runs()
+    unfinished = [r for r in runs if r["status"] != "done"]
+    if unfinished:
+        warnings.append(
+            f"{directory}: the experiment is unfinished ({len(runs) - len(unfinished)} of {len(runs)} runs done); "
+            f"finish it with `benchsage resume {directory}`"
+        )
+    done_attempts = {a["run_id"]: a for a in attempts if a["status"] == "done"}
+    provenance: dict[str, Any] = {
+        "kind": "benchsage",
+        "directory": directory,
+        "name": meta.get("name"),
+        "spec": meta.get("spec_text"),
+        "spec_path": meta.get("spec_path"),
+        "seed": meta.get("seed"),
+        "runs_per_arm": meta.get("runs_per_arm"),
+        "tool_version": meta.get("tool_version"),
+        "created": meta.get("created"),
+        "reset": meta.get("reset"),
+        "plan": [{"run": r["id"], "arm": r["arm"], "order": [test_names[i] for i in r["order"]], "status": r["status"]} for r in runs],
+        "run_starts": {r: a["started"] for r, a in done_attempts.items()},
+        "snapshots": {r: a["snapshot"] for r, a in done_attempts.items() if a["snapshot"]},
+        "run_workers": {r: a["worker"] for r, a in done_attempts.items()},
+        "alpha": meta.get("alpha"),
+        "correction": meta.get("correction"),
+    }
+    return TrialTable(
+        test_names=test_names,
+        metric_names=tuple(metric_names),
+        worker_names=tuple(worker_names) or ("local",),
+        test=test[src],
+        metric=metric.astype(np.int32),
+        arm=arm[src],
+        value=value,
+        run=run[src],
+        position=position[src],
+        predecessor=predecessor[src],
+        worker=worker[src] if len(worker_names) else np.zeros(len(src), dtype=np.int32),
+        time=started[src],
+        primary=primary,
+        metrics_info=infos,
+        excluded=int(sum(excluded.values())),
+        sources=(directory,),
+        warnings=tuple(warnings),
+        provenance=provenance,
+    )
+
+
+def is_experiment_dir(path: str | os.PathLike[str]) -> bool:
+    return Path(path).is_dir() and Journal.exists(path)
