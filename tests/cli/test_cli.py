@@ -1,0 +1,151 @@
+"""The `benchsage` command as users script it: exit codes, one-line errors, JSON on stdout."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SPEC = """
+[experiment]
+name = "cli"
+runs = 12
+seed = 3
+
+[reset]
+command = "rm -f state"
+
+[[test]]
+name = "first-writer"
+command = "test -e state && echo 'ops: 200' || {{ touch state; echo 'ops: 100'; }}"
+[[test.metric]]
+name = "ops"
+regex = 'ops: ([0-9]+)'
+unit = "ops/s"
+better = "higher"
+
+[[test]]
+name = "steady"
+command = "touch state; echo 'ops: 50'"
+[[test.metric]]
+name = "ops"
+regex = 'ops: ([0-9]+)'
+"""
+
+
+def bench(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "benchsage", *args], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300
+    )
+
+
+@pytest.fixture(scope="module")
+def experiment(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, subprocess.CompletedProcess]:
+    root = tmp_path_factory.mktemp("cli")
+    spec = root / "experiment.toml"
+    spec.write_text(SPEC.replace("{{", "{").replace("}}", "}"))
+    result = bench("run", str(spec), "-o", str(root / "out"), "--json", "--fail-on-effect", cwd=root)
+    return root, root / "out", result
+
+
+def test_run_json_is_only_json_and_fail_on_effect(experiment) -> None:
+    root, out, result = experiment
+    doc = json.loads(result.stdout)  # stdout holds nothing but the JSON
+    assert result.returncode == 1, result.stderr  # an order effect was found and --fail-on-effect was given
+    assert doc["tool"]["name"] == "benchsage" and doc["order_matters"] is True
+    assert doc["directory"] == str(out)
+    by = {(t["test"], t["metric"]): t for t in doc["tests"]}
+    # first-writer: always first in the fixed order (100); second in some random orders, after
+    # steady has created the state (200).
+    fw = by[("first-writer", "ops")]
+    assert fw["primary"] and fw["n_fixed"] == 12 and fw["n_random"] == 12 and fw["median_fixed"] == 100
+    assert by[("steady", "ops")]["kw_p"] is None  # all values equal: no p-value, and a warning says why
+    assert any("steady" in w for w in doc["warnings"])
+    assert by[("steady", "wall_time")]["primary"] is False
+    assert "run" in result.stderr  # progress went to stderr
+
+
+def test_analyze_directory_matches_run_output(experiment) -> None:
+    root, out, result = experiment
+    again = bench("analyze", str(out), "--json", cwd=root)
+    assert again.returncode == 0
+    a, b = json.loads(result.stdout), json.loads(again.stdout)
+    assert [t["kw_p"] for t in a["tests"]] == [t["kw_p"] for t in b["tests"]]
+
+
+def test_terminal_output_without_a_terminal_has_no_ansi(experiment) -> None:
+    root, out, _ = experiment
+    text = bench("analyze", str(out), cwd=root)
+    assert text.returncode == 0 and "\x1b[" not in text.stdout
+    assert "first-writer" in text.stdout and "Order matters" in text.stdout
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_export_round_trips_through_the_tidy_importer(experiment, fmt: str) -> None:
+    root, out, _ = experiment
+    target = root / f"trials.{fmt}"
+    done = bench("export", str(out), "--format", fmt, "-o", str(target), cwd=root)
+    assert done.returncode == 0, done.stderr
+    if fmt == "csv":
+        with open(target) as fh:
+            table = list(csv.DictReader(fh))
+        assert {"test", "order", "metric", "value", "run", "position", "worker", "time", "status"} <= set(table[0])
+        assert len(table) == 48 * 5  # 48 trials x (1 declared + 4 harness metrics)
+        reanalysed = bench("analyze", str(target), "--format", "tidy", "--json", cwd=root)
+        assert reanalysed.returncode == 0, reanalysed.stderr
+        doc = json.loads(reanalysed.stdout)
+        fw = next(t for t in doc["tests"] if t["test"] == "first-writer" and t["metric"] == "ops")
+        assert fw["n_fixed"] == 12 and fw["median_fixed"] == 100
+    elif fmt == "jsonl":
+        lines = [json.loads(line) for line in target.read_text().splitlines()]
+        assert len(lines) == 240 and {line["order"] for line in lines} == {"fixed", "random"}
+    else:
+        import pyarrow.parquet as pq
+
+        assert pq.read_table(target).num_rows == 240
+
+
+def test_plan_prints_runs_and_estimate(tmp_path: Path, experiment) -> None:
+    root, _, _ = experiment
+    spec = root / "experiment.toml"
+    done = bench("plan", str(spec), "--json", cwd=root)
+    assert done.returncode == 0
+    doc = json.loads(done.stdout)
+    assert doc["total_runs"] == 24 and doc["seed"] == 3 and len(doc["runs"]) == 24
+    assert not list(root.glob("results"))  # plan executes nothing
+    text = bench("plan", str(spec), cwd=root)
+    assert "first-writer" in text.stdout and "Duration" in text.stdout
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["run", "missing.toml"], "spec file not found"),
+        (["analyze", "nowhere"], "nowhere"),
+        (["run", "bad.toml"], "invalid TOML"),
+        (["run", "unknown.toml"], "unknown key 'tset'"),
+        (["analyze", "x", "--alpha", "2"], "--alpha"),
+        (["export", "nowhere", "-o", "x.csv"], "nowhere"),
+        (["frobnicate"], "No such command"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(tmp_path: Path, args: list[str], expected: str) -> None:
+    (tmp_path / "bad.toml").write_text("[experiment\n")
+    (tmp_path / "unknown.toml").write_text('[experiment]\nname = "x"\n[[tset]]\ncommand = "true"\n')
+    done = bench(*args, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0] and "Traceback" not in done.stderr
+
+
+def test_version_and_help(tmp_path: Path) -> None:
+    import benchsage
+
+    assert benchsage.__version__ in bench("--version", cwd=tmp_path).stdout
+    helped = bench("--help", cwd=tmp_path)
+    assert helped.returncode == 0 and all(c in helped.stdout for c in ("run", "resume", "plan", "analyze", "report", "export", "env"))
