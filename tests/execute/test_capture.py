@@ -1,0 +1,225 @@
+"""Trial capture against real processes: statuses, signals, timeouts, bounded output, rusage."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from benchsage.execute.capture import _Tail, run_process
+from benchsage.execute.worker import ProcessRequest
+
+
+def run(command: str, cwd: Path, **kw: object) -> object:
+    return run_process(ProcessRequest(command=command, cwd=str(cwd), **kw))  # type: ignore[arg-type]
+
+
+def gone(pid: int, within: float = 5.0) -> bool:
+    """True once pid no longer runs (absent, or a zombie waiting for init to reap it)."""
+    end = time.monotonic() + within
+    while True:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        if state in ("Z", "X"):
+            return True
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.02)
+
+
+def test_exit_status_and_streams(tmp_path: Path) -> None:
+    r = run("echo out; echo err >&2; exit 3", tmp_path)
+    assert r.exit_status == 3 and not r.timed_out and r.error is None
+    assert r.stdout == b"out\n" and r.stderr == b"err\n"
+    assert r.stdout_dropped == 0 and r.stderr_dropped == 0
+    assert not r.ok
+    assert run("true", tmp_path).ok
+
+
+def test_killed_by_signal_gives_negative_status(tmp_path: Path) -> None:
+    assert run("kill -TERM $$", tmp_path).exit_status == -signal.SIGTERM
+    assert run("kill -KILL $$", tmp_path).exit_status == -signal.SIGKILL
+
+
+def test_command_runs_as_written_in_cwd_with_added_env(tmp_path: Path) -> None:
+    r = run('printf "%s|%s|%s" "$(pwd)" "$BENCHSAGE_X" "${PATH:+has-path}"', tmp_path, env={"BENCHSAGE_X": "a b'c"})
+    assert r.stdout.decode() == f"{tmp_path}|a b'c|has-path"
+
+
+def test_stdin_is_dev_null(tmp_path: Path) -> None:
+    r = run("cat; echo done", tmp_path, timeout=10)
+    assert r.stdout == b"done\n" and not r.timed_out
+
+
+def test_trial_runs_in_its_own_process_group(tmp_path: Path) -> None:
+    r = run("ps -o pgid= -p $$; echo $$", tmp_path)
+    pgid, pid = r.stdout.split()
+    assert pgid == pid
+    assert int(pgid) != os.getpgrp()
+
+
+def test_timeout_kills_the_whole_group_including_a_grandchild(tmp_path: Path) -> None:
+    r = run("sleep 30 & echo $! > grandchild.pid; sleep 30", tmp_path, timeout=0.5)
+    assert r.timed_out and r.exit_status == -signal.SIGKILL and not r.ok
+    assert 0.5 <= r.wall_time < 10
+    grandchild = int((tmp_path / "grandchild.pid").read_text())
+    assert gone(grandchild)
+
+
+def test_grandchild_holding_stdout_does_not_hang_the_controller(tmp_path: Path) -> None:
+    r = run("(sleep 20; echo late) & echo $! > bg.pid; echo early", tmp_path, timeout=15)
+    background = int((tmp_path / "bg.pid").read_text())
+    try:
+        # The controller returned while the background job still holds the pipe.
+        assert not gone(background, within=0)
+        assert r.stdout == b"early\n" and r.exit_status == 0 and not r.timed_out
+    finally:
+        os.kill(background, signal.SIGKILL)
+
+
+def test_output_written_just_before_exit_is_kept(tmp_path: Path) -> None:
+    r = run("head -c 200000 /dev/zero | tr '\\0' x; printf END", tmp_path)
+    assert r.stdout.endswith(b"END") and len(r.stdout) == 200003
+
+
+def test_tail_is_kept_and_dropped_bytes_counted(tmp_path: Path) -> None:
+    r = run("seq 1 100000; seq 1 1000 >&2", tmp_path, output_limit=12)
+    assert r.stdout == b"\n99999\n100000\n"[-12:]
+    total = sum(len(f"{i}\n") for i in range(1, 100001))
+    assert r.stdout_dropped == total - 12
+    assert r.stderr == b"998\n999\n1000\n"[-12:]
+    r0 = run("echo hello", tmp_path, output_limit=0)
+    assert r0.stdout == b"" and r0.stdout_dropped == 6
+
+
+@given(
+    chunks=st.lists(st.binary(min_size=0, max_size=300), max_size=40),
+    limit=st.integers(min_value=0, max_value=700),
+)
+@settings(max_examples=200, deadline=None)
+def test_tail_property(chunks: list[bytes], limit: int) -> None:
+    tail = _Tail(limit)
+    for c in chunks:
+        tail.add(c)
+    data = b"".join(chunks)
+    kept, dropped = tail.result()
+    expected = data[len(data) - min(limit, len(data)) :]
+    assert kept == expected and dropped == len(data) - len(expected)
+
+
+def test_huge_output_keeps_controller_memory_small(tmp_path: Path) -> None:
+    # A separate interpreter so that its peak RSS is the capture's alone.
+    script = textwrap.dedent(
+        """
+        import resource, sys
+        from benchsage.execute.capture import run_process
+        from benchsage.execute.worker import ProcessRequest
+        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        r = run_process(ProcessRequest(
+            command="yes | head -c 300000000; printf END; yes e | head -c 50000000 >&2",
+            cwd=sys.argv[1], output_limit=1 << 20))
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        print(base, peak, len(r.stdout), r.stdout_dropped, len(r.stderr), r.stderr_dropped,
+              r.stdout[-3:].decode(), r.exit_status)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, check=True, timeout=120)
+    base, peak, n_out, dropped_out, n_err, dropped_err, end, status = out.stdout.split()
+    assert (int(n_out), int(dropped_out)) == (1 << 20, 300_000_003 - (1 << 20))
+    assert (int(n_err), int(dropped_err)) == (1 << 20, 50_000_000 - (1 << 20))
+    assert end == b"END" and status == b"0"
+    # 350 MB went through; the controller grew by a few MiB of buffers at most.
+    assert int(peak) - int(base) < 32 * 1024
+
+
+def test_rusage_of_a_cpu_burning_child(tmp_path: Path) -> None:
+    # Arithmetic between rare clock reads, so that the time is user time, not system time.
+    burn = (
+        f"{sys.executable} -c 'import time\nx = 0\nwhile time.process_time() < 0.4:\n"
+        f"    for i in range(100000): x += i'"
+    )
+    r = run(burn, tmp_path)
+    assert r.ok and r.user_time > 0.2 and r.sys_time >= 0
+    assert r.wall_time >= r.user_time * 0.9
+
+
+def test_rusage_max_rss_of_a_200_mb_child(tmp_path: Path) -> None:
+    r = run(f"{sys.executable} -c 'b = b\"x\" * (200 << 20)'", tmp_path)
+    assert r.ok and r.max_rss > 200_000
+
+
+def test_wall_time_and_epoch_times(tmp_path: Path) -> None:
+    before = time.time()
+    r = run("sleep 0.2", tmp_path)
+    after = time.time()
+    assert r.ok and 0.2 <= r.wall_time < 5
+    assert before <= r.started <= r.ended <= after
+    assert r.ended - r.started >= 0.2
+
+
+def test_controller_blocks_instead_of_polling(tmp_path: Path) -> None:
+    cpu = time.process_time()
+    r = run("sleep 2", tmp_path)
+    spent = time.process_time() - cpu
+    assert r.ok and r.wall_time >= 2
+    assert spent < 0.05, f"controller used {spent * 1000:.1f} ms of CPU during a 2 s trial"
+
+
+def test_interrupt_kills_the_trial_and_reraises(tmp_path: Path) -> None:
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.5)
+        with pytest.raises(KeyboardInterrupt):
+            run("sleep 30 & echo $! > bg.pid; echo $$ > sh.pid; sleep 30", tmp_path)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    assert gone(int((tmp_path / "bg.pid").read_text()))
+    assert gone(int((tmp_path / "sh.pid").read_text()))
+
+
+def test_collects_results_files(tmp_path: Path) -> None:
+    r = run("echo 42 > results.txt; mkdir -p sub; printf 1 > sub/r", tmp_path, collect=("results.txt", "sub/r", "missing.txt"))
+    assert dict(r.files) == {"results.txt": b"42\n", "sub/r": b"1", "missing.txt": None}
+
+
+def test_a_command_that_cannot_start_is_reported_not_raised(tmp_path: Path) -> None:
+    r = run("true", tmp_path / "does-not-exist")
+    assert r.error is not None and "does-not-exist" in r.error
+    assert r.exit_status is None and not r.ok
+    bad_env = run("true", tmp_path, env={"A": "x\0y"})
+    assert bad_env.error is not None
+
+
+def test_no_children_are_left_behind(tmp_path: Path) -> None:
+    # In a fresh interpreter, so that no other test's children are counted.
+    script = textwrap.dedent(
+        """
+        import os, sys
+        from benchsage.execute.capture import run_process
+        from benchsage.execute.worker import ProcessRequest
+        for _ in range(20):
+            run_process(ProcessRequest("true", sys.argv[1]))
+        run_process(ProcessRequest("sleep 5", sys.argv[1], timeout=0.1))
+        run_process(ProcessRequest("exit 1", sys.argv[1] + "/missing"))
+        try:
+            os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            print("none")
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, check=True, timeout=60)
+    assert out.stdout == b"none\n"
