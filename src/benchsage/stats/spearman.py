@@ -1,0 +1,55 @@
+"""Spearman's rank correlation for many groups at once (e.g. value against time per test and arm).
+
+Used to find trends within an arm: a value that drifts with time is a design problem that an
+order comparison alone would not reveal.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from scipy import special
+
+from benchsage.stats._grouped import check_grouped, grouped_ranks
+
+
+class SpearmanResult(NamedTuple):
+    """Per group: Spearman's rho and its two-sided p-value (a tuple, so `rho, p = ...` works)."""
+
+    rho: np.ndarray
+    pvalue: np.ndarray
+
+
+def spearman_grouped(x: np.ndarray, y: np.ndarray, group: np.ndarray, n_groups: int) -> SpearmanResult:
+    """Spearman's rho of (x, y) within each group, and the two-sided p-value of rho = 0.
+
+    Spearman (1904): the Pearson correlation of the ranks (ties get their average rank). The
+    p-value uses the t approximation t = rho sqrt((n - 2) / (1 - rho**2)) with n - 2 degrees
+    of freedom, as scipy.stats.spearmanr (which this agrees with). rho is NaN when a group has
+    fewer than 2 pairs or x or y is constant in it; the p-value is NaN also when n < 3.
+    """
+    xv, g = check_grouped(x, group, n_groups, what="x")
+    yv, _ = check_grouped(y, group, n_groups, what="y")
+    rx = grouped_ranks(xv, g, n_groups)
+    ry = grouped_ranks(yv, g, n_groups)
+    n = rx.counts.astype(np.float64)
+    # Average ranks within a group always have mean (n + 1) / 2, ties or not.
+    mid = (n + 1.0) / 2.0
+    cx = rx.ranks() - mid[g] if len(g) else np.zeros(0)
+    cy = ry.ranks() - mid[g] if len(g) else np.zeros(0)
+    sxy = np.bincount(g, weights=cx * cy, minlength=n_groups)
+    sxx = np.bincount(g, weights=cx * cx, minlength=n_groups)
+    syy = np.bincount(g, weights=cy * cy, minlength=n_groups)
+    defined = (n >= 2) & (sxx > 0) & (syy > 0)
+    rho = np.full(n_groups, np.nan)
+    rho[defined] = np.clip(sxy[defined] / np.sqrt(sxx[defined] * syy[defined]), -1.0, 1.0)
+    p = np.full(n_groups, np.nan)
+    testable = defined & (n >= 3)
+    if testable.any():
+        r = rho[testable]
+        dof = n[testable] - 2.0
+        with np.errstate(divide="ignore"):
+            t = r * np.sqrt(np.clip(dof / ((r + 1.0) * (1.0 - r)), 0.0, None))
+        p[testable] = 2.0 * special.stdtr(dof, -np.abs(t))
+    return SpearmanResult(rho=rho, pvalue=p)
