@@ -130,8 +130,8 @@ class Journal:
         os.makedirs(directory, exist_ok=True)
         path = journal_path(directory)
         conn = _connect(path)
+        conn.executescript(_SCHEMA)  # executescript commits on its own; the plan goes in one transaction
         with _transaction(conn):
-            conn.executescript(_SCHEMA)
             conn.executemany(
                 "INSERT INTO meta(key, value) VALUES (?, ?)",
                 [(k, json.dumps(v)) for k, v in {"format_version": FORMAT_VERSION, **meta}.items()],
