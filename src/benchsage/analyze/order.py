@@ -1,0 +1,263 @@
+"""Does the order of tests matter? Fixed arm vs random arm for every (test, metric) of a table.
+
+Applies the statistics of DESIGN.md ("Statistics") to a TrialTable, vectorised over all
+comparisons at once, and packs the numbers into TestVerdicts and an Analysis.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from benchsage import __version__
+from benchsage.analyze.verdict import Analysis, TestVerdict
+from benchsage.stats import (
+    CI_CASE_RULES,
+    CI_METHODS,
+    CORRECTIONS,
+    adjust,
+    ci_case,
+    eta_squared_h,
+    grouped_median_ci,
+    grouped_moments,
+    kruskal_2,
+    min_sample_size,
+    percent_difference,
+)
+from benchsage.store.table import FIXED, RANDOM, TrialTable
+
+
+def check_options(*, alpha: float, correction: str, ci_method: str, ci_level: float, ci_case_rule: str, min_values: int) -> None:
+    """Raise ValueError naming the option and the accepted values when one is invalid."""
+    if correction not in CORRECTIONS:
+        raise ValueError(f"unknown correction {correction!r}: expected one of {', '.join(CORRECTIONS)}")
+    if ci_method not in CI_METHODS:
+        raise ValueError(f"unknown CI method {ci_method!r}: expected one of {', '.join(CI_METHODS)}")
+    if ci_case_rule not in CI_CASE_RULES:
+        raise ValueError(f"unknown CI case rule {ci_case_rule!r}: expected one of {', '.join(CI_CASE_RULES)}")
+    if not (isinstance(alpha, (int, float)) and 0.0 < alpha < 1.0):
+        raise ValueError(f"alpha must lie strictly between 0 and 1, got {alpha!r}")
+    if not (isinstance(ci_level, (int, float)) and 0.0 < ci_level < 1.0):
+        raise ValueError(f"ci_level must lie strictly between 0 and 1, got {ci_level!r}")
+    if isinstance(min_values, bool) or not isinstance(min_values, (int, np.integer)) or min_values < 1:
+        raise ValueError(f"min_values must be a whole number >= 1, got {min_values!r}")
+
+
+@dataclass(frozen=True, eq=False)
+class _Columns:
+    """The per-comparison arrays, index i = the i-th (test, metric) in output order."""
+
+    test: np.ndarray
+    metric: np.ndarray
+    primary: np.ndarray
+    n: np.ndarray  # shape (G, 2): values per arm
+    mean: np.ndarray  # (G, 2)
+    cv: np.ndarray  # (G, 2)
+    median: np.ndarray  # (G, 2)
+    low: np.ndarray  # (G, 2)
+    high: np.ndarray  # (G, 2)
+    all_equal: np.ndarray
+    first_value: np.ndarray
+    h: np.ndarray
+    p: np.ndarray
+    testable: np.ndarray
+    p_adjusted: np.ndarray
+    reject: np.ndarray
+    eta2: np.ndarray
+    delta: np.ndarray
+    case: np.ndarray
+
+
+def analyze_table(
+    table: TrialTable,
+    *,
+    alpha: float = 0.05,
+    correction: str = "bonferroni",
+    ci_method: str = "exact-binomial",
+    ci_level: float = 0.95,
+    ci_case_rule: str = "paper",
+    min_values: int = 5,
+    tool_version: str = __version__,
+) -> Analysis:
+    """Compare the fixed-arm and random-arm values of every (test, metric) in `table`.
+
+    For each comparison: Kruskal-Wallis H and p (fewer than `min_values` values in an arm, or
+    all values equal: no test, the fields are None and a warning says why); family-wise
+    correction (`correction` at `alpha`) over the primary comparisons and, separately, over
+    the others; eta²_H; Δ%; per-arm mean, CV, median and its `ci_level` CI by `ci_method`;
+    the CI case by `ci_case_rule`. `order_matters` is true when a primary comparison is
+    significant. Tests come out in the table's test order, metrics in its metric order.
+    The returned Analysis has no diagnostics (see analyze/diagnostics.py).
+    """
+    check_options(alpha=alpha, correction=correction, ci_method=ci_method, ci_level=ci_level, ci_case_rule=ci_case_rule, min_values=min_values)
+    warnings: list[str] = list(table.warnings)
+    finite = np.isfinite(table.value)
+    if not finite.all():
+        bad = int((~finite).sum())
+        warnings.append(f"{bad} value{'s' if bad != 1 else ''} that are not finite numbers (NaN or infinity) were left out")
+        table = table.select(finite)
+    cols = _compute(table, alpha=alpha, correction=correction, ci_method=ci_method, ci_level=ci_level, ci_case_rule=ci_case_rule, min_values=min_values)
+    if len(table) == 0:
+        warnings.append("no trials to analyze: the data holds no values")
+    ci_min = min_sample_size(ci_level, ci_method)
+    verdicts: list[TestVerdict] = []
+    for i in range(len(cols.test)):
+        v = _verdict(table, cols, i, min_values=min_values, ci_min=ci_min, ci_level=ci_level, ci_method=ci_method)
+        verdicts.append(v)
+        if v.notes:
+            warnings.append(f"{v.test} ({v.metric}): {'; '.join(v.notes)}")
+    primary_family = adjust(np.where(cols.primary & cols.testable, cols.p, np.nan), correction, alpha)
+    return Analysis(
+        tool_version=tool_version,
+        alpha=float(alpha),
+        correction=correction,
+        alpha_corrected=primary_family.alpha_corrected,
+        ci_method=ci_method,
+        ci_level=float(ci_level),
+        ci_case_rule=ci_case_rule,
+        order_matters=bool(np.any(cols.reject & cols.primary)),
+        tests=tuple(verdicts),
+        warnings=tuple(warnings),
+        diagnostics=None,
+        sources=tuple(table.sources),
+        excluded=int(table.excluded),
+        provenance=dict(table.provenance),
+    )
+
+
+def _compute(table: TrialTable, *, alpha: float, correction: str, ci_method: str, ci_level: float, ci_case_rule: str, min_values: int) -> _Columns:
+    """All statistics for all comparisons: a handful of sorts and bincounts, no loop."""
+    n_metrics = max(len(table.metric_names), 1)
+    # Comparison key in output order: test-major (the table's test order), then metric.
+    key = table.test.astype(np.int64) * n_metrics + table.metric.astype(np.int64)
+    present = np.bincount(key, minlength=len(table.test_names) * n_metrics) > 0
+    combos = np.flatnonzero(present)
+    n_groups = len(combos)
+    remap = np.cumsum(present) - 1
+    group = remap[key] if len(key) else np.zeros(0, dtype=np.int64)
+    value = table.value
+    arm = table.arm.astype(np.int64)
+    if len(arm) and not np.isin(arm, (FIXED, RANDOM)).all():
+        raise ValueError("arm column must hold only FIXED (0) and RANDOM (1)")
+
+    kw = kruskal_2(value, group, arm, n_groups)
+    arm_group = group * 2 + arm  # 2i: fixed arm of comparison i, 2i + 1: random arm
+    moments = grouped_moments(value, arm_group, 2 * n_groups)
+    ci = grouped_median_ci(value, arm_group, 2 * n_groups, level=ci_level, method=ci_method)
+    n = moments.n.reshape(n_groups, 2)
+
+    primary = np.bincount(group, weights=table.primary.astype(np.float64), minlength=n_groups) > 0
+    # All values equal: min == max within the comparison.
+    lo, hi = _grouped_extremes(group, value, n_groups)
+    all_equal = lo == hi
+
+    enough = (n >= min_values).all(axis=1)
+    testable = enough & np.isfinite(kw.pvalue)
+    p = np.where(testable, kw.pvalue, np.nan)
+    p_adjusted = np.full(n_groups, np.nan)
+    reject = np.zeros(n_groups, dtype=bool)
+    for family in (primary, ~primary):
+        corr = adjust(np.where(family, p, np.nan), correction, alpha)
+        p_adjusted[family] = corr.p_adjusted[family]
+        reject[family] = corr.reject[family]
+
+    mean = moments.mean.reshape(n_groups, 2)
+    median = ci.median.reshape(n_groups, 2)
+    low = ci.low.reshape(n_groups, 2)
+    high = ci.high.reshape(n_groups, 2)
+    return _Columns(
+        test=combos // n_metrics,
+        metric=combos % n_metrics,
+        primary=primary,
+        n=n,
+        mean=mean,
+        cv=moments.cv.reshape(n_groups, 2),
+        median=median,
+        low=low,
+        high=high,
+        all_equal=all_equal,
+        first_value=lo,
+        h=np.where(testable, kw.statistic, np.nan),
+        p=p,
+        testable=testable,
+        p_adjusted=p_adjusted,
+        reject=reject & testable,
+        eta2=np.where(testable, eta_squared_h(kw.statistic, n.sum(axis=1), k=2), np.nan),
+        delta=percent_difference(mean[:, FIXED], mean[:, RANDOM]),
+        case=ci_case(median[:, FIXED], low[:, FIXED], high[:, FIXED], median[:, RANDOM], low[:, RANDOM], high[:, RANDOM], ci_case_rule),
+    )
+
+
+def _grouped_extremes(group: np.ndarray, value: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+    """Min and max of each group (inf / -inf when empty); reduceat on sorted codes, as ufunc.at is slow."""
+    lo = np.full(n_groups, np.inf)
+    hi = np.full(n_groups, -np.inf)
+    if len(group) == 0:
+        return lo, hi
+    order = np.argsort(group, kind="stable")
+    g = group[order]
+    v = value[order]
+    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    lo[g[starts]] = np.minimum.reduceat(v, starts)
+    hi[g[starts]] = np.maximum.reduceat(v, starts)
+    return lo, hi
+
+
+def _num(x: float | np.floating) -> float | None:
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _verdict(table: TrialTable, c: _Columns, i: int, *, min_values: int, ci_min: int, ci_level: float, ci_method: str) -> TestVerdict:
+    test = table.test_names[int(c.test[i])]
+    metric = table.metric_names[int(c.metric[i])]
+    info = table.metric_info(metric)
+    nf, nr = int(c.n[i, FIXED]), int(c.n[i, RANDOM])
+    notes: list[str] = []
+    if nf == 0 or nr == 0:
+        empty = "fixed" if nf == 0 else "random"
+        notes.append(f"no values in the {empty} arm: nothing to compare")
+    elif nf < min_values or nr < min_values:
+        few = [f"{k} {arm}" for k, arm in ((nf, "fixed"), (nr, "random")) if k < min_values]
+        notes.append(f"only {' and '.join(few)} value{'s' if (nf + nr) != 2 else ''}: Kruskal-Wallis needs at least {min_values} per arm")
+    elif c.all_equal[i]:
+        notes.append(f"all {nf + nr} values are equal ({c.first_value[i]:g}): Kruskal-Wallis is undefined")
+    for arm, name in ((FIXED, "fixed"), (RANDOM, "random")):
+        k = int(c.n[i, arm])
+        if 0 < k < ci_min:
+            notes.append(f"{k} {name} value{'s' if k != 1 else ''} are too few for a {ci_level * 100:g}% {ci_method} CI of the median (at least {ci_min} needed)")
+    if nf > 0 and nr > 0 and c.mean[i, FIXED] == 0:
+        notes.append("the fixed-arm mean is 0: Δ% is undefined")
+
+    def interval(arm: int) -> tuple[float, float] | None:
+        lo, hi = _num(c.low[i, arm]), _num(c.high[i, arm])
+        return (lo, hi) if lo is not None and hi is not None else None
+
+    testable = bool(c.testable[i])
+    return TestVerdict(
+        test=test,
+        metric=metric,
+        primary=bool(c.primary[i]),
+        n_fixed=nf,
+        n_random=nr,
+        kw_h=_num(c.h[i]),
+        kw_p=_num(c.p[i]),
+        p_adjusted=_num(c.p_adjusted[i]),
+        significant=bool(c.reject[i]) if testable else None,
+        eta2=_num(c.eta2[i]),
+        delta_pct=_num(c.delta[i]),
+        cv_fixed=_num(c.cv[i, FIXED]),
+        cv_random=_num(c.cv[i, RANDOM]),
+        mean_fixed=_num(c.mean[i, FIXED]),
+        mean_random=_num(c.mean[i, RANDOM]),
+        median_fixed=_num(c.median[i, FIXED]),
+        ci_fixed=interval(FIXED),
+        median_random=_num(c.median[i, RANDOM]),
+        ci_random=interval(RANDOM),
+        ci_case=int(c.case[i]) or None,
+        unit=info.unit,
+        better=info.better,
+        notes=tuple(notes),
+    )
