@@ -1,0 +1,553 @@
+"""The figures of the HTML report, drawn with matplotlib (Agg) and returned as inline SVG text.
+
+Summary figures (the paper's Figures 2-6) draw every test in one vectorised figure; per-test
+detail figures are drawn only for the tests the report singles out. Output is deterministic:
+a fixed hash salt per figure, no dates, and point clouds rasterised so big data stays small.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import re
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display is needed, and a report must render on a headless server
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.collections import LineCollection  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from benchsage.analyze.verdict import TestVerdict  # noqa: E402
+
+# Okabe-Ito colours: distinguishable with every common colour-vision deficiency.
+FIXED_COLOUR = "#0072B2"  # blue
+RANDOM_COLOUR = "#E69F00"  # orange
+SIGNIFICANT_COLOUR = "#D55E00"  # vermillion
+NEUTRAL_COLOUR = "#8C8C8C"
+CASE_COLOURS = {1: "#D55E00", 2: "#009E73", 3: "#E69F00", None: "#8C8C8C"}
+
+# Above this many tests a summary figure numbers tests by rank instead of naming them.
+NAMED_TESTS_MAX = 40
+# Above this many tests the median-CI figure becomes one normalised strip instead of panels.
+CI_PANELS_MAX = 30
+# Artists with more points than this are rasterised inside the SVG (text stays vector).
+RASTER_POINTS = 400
+DETAIL_RASTER_POINTS = 150  # a detail figure draws its points three times
+LABEL_CHARS = 48
+
+_RC = {
+    "svg.fonttype": "none",  # text stays text: small, searchable, escaped by matplotlib's writer
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "figure.dpi": 100,
+    "savefig.dpi": 110,
+}
+
+
+@dataclass(frozen=True)
+class Plot:
+    """One rendered figure: key (unique in a report), title and caption, inline SVG markup."""
+
+    key: str
+    title: str
+    caption: str
+    svg: str
+
+
+# -- labels -----------------------------------------------------------------------------------
+
+
+def axis_label(metric: str, unit: str, better: str) -> str:
+    """'throughput (ops/s), higher is better': the unit and which way is good."""
+    head = short_label(f"{metric} ({unit})" if unit else metric, 40)
+    if better in ("lower", "higher"):
+        return f"{head}, {better} is better"
+    return head
+
+
+def short_axis_label(metric: str, unit: str, better: str) -> str:
+    """'ops/s, ↑ better' for small panels."""
+    head = short_label(unit or metric, 16)
+    arrow = {"lower": "↓", "higher": "↑"}.get(better)
+    return f"{head}, {arrow} better" if arrow else head
+
+
+def short_label(text: str, limit: int = LABEL_CHARS) -> str:
+    """A one-line, bounded label for a tick: control characters become spaces."""
+    text = re.sub(r"[\x00-\x1f\x7f]+", " ", text).strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def verdict_label(v: TestVerdict, with_metric: bool) -> str:
+    return short_label(f"{v.test} [{v.metric}]" if with_metric else v.test)
+
+
+# -- rendering --------------------------------------------------------------------------------
+
+_PROLOG = re.compile(r"^.*?(?=<svg\b)", re.S)
+_METADATA = re.compile(r"<metadata>.*?</metadata>\s*", re.S)
+_STYLE_DEFS = re.compile(r"<defs>\s*<style type=\"text/css\">[^<]*</style>\s*</defs>\s*", re.S)
+_TAG = re.compile(r"<[^>]*>")
+_ID_ATTR = re.compile(r'\bid="([^"]*)"')
+_REF = re.compile(r'(href="#|url\(#)([^")]*)')
+
+
+def _scope_ids(svg: str, prefix: str) -> str:
+    """Prefix every id (and every reference to one) so that figures inlined side by side in
+    one HTML document cannot collide. Only tags are rewritten: text content (where test names
+    live) never contains a raw '<' or '>', so the tag pattern cannot reach into it.
+    """
+
+    def fix(tag: re.Match[str]) -> str:
+        t = _ID_ATTR.sub(lambda m: f'id="{prefix}{m.group(1)}"', tag.group(0))
+        return _REF.sub(lambda m: f"{m.group(1)}{prefix}{m.group(2)}", t)
+
+    return _TAG.sub(fix, svg)
+
+
+def render(fig: Figure, key: str, tight: bool = True) -> str:
+    """The figure as SVG markup to inline in HTML; deterministic for the same figure and key.
+
+    tight: crop to the drawn content (costs a second draw; figures with fixed margins skip it).
+    """
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.hashsalt": f"benchsage-{key}"}):
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight" if tight else None)
+    plt.close(fig)
+    svg = _PROLOG.sub("", buf.getvalue(), count=1)
+    svg = _METADATA.sub("", svg, count=1)
+    # matplotlib's <style>*{...}</style> would apply to the whole HTML page; the report's
+    # stylesheet carries the same rule scoped to plots.
+    svg = _STYLE_DEFS.sub("", svg, count=1)
+    svg = _scope_ids(svg, f"{key}-")
+    return svg.replace("<svg ", '<svg class="plot" role="img" ', 1).strip()
+
+
+def _figure(width: float, height: float, **kw: object) -> Figure:
+    with matplotlib.rc_context(_RC):
+        fig = plt.figure(figsize=(width, height), **kw)  # type: ignore[arg-type]
+    return fig
+
+
+def _fixed_margins(fig: Figure, rows: int, cols: int, *, left: float, right: float, bottom: float,
+                   top: float, wgap: float, hgap: float) -> None:
+    """Margins and gaps in inches (subplots_adjust wants fractions of figure and axes)."""
+    width, height = fig.get_size_inches()
+    ax_w = (width - left - right - (cols - 1) * wgap) / cols
+    ax_h = (height - bottom - top - (rows - 1) * hgap) / rows
+    fig.subplots_adjust(left=left / width, right=1 - right / width, bottom=bottom / height, top=1 - top / height,
+                        wspace=wgap / ax_w, hspace=hgap / ax_h)
+
+
+def _styled(func):  # type: ignore[no-untyped-def]
+    """Draw under the report's rc settings (fonts, spines), without touching global state."""
+
+    def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+        with matplotlib.rc_context(_RC):
+            return func(*args, **kwargs)
+
+    wrapper.__name__ = func.__name__
+    wrapper.__doc__ = func.__doc__
+    return wrapper
+
+
+def _named_axis(ax, positions: np.ndarray, labels: Sequence[str], axis: str) -> None:  # type: ignore[no-untyped-def]
+    # parse_math=False: a '$' in a test name is text, not a mathtext formula to parse.
+    if axis == "x":
+        ax.set_xticks(positions, labels, rotation=60, ha="right", rotation_mode="anchor", parse_math=False, fontsize=7)
+    else:
+        ax.set_yticks(positions, labels, parse_math=False, fontsize=7)
+
+
+def _finite(values: Iterable[float | None]) -> np.ndarray:
+    return np.array([np.nan if v is None else float(v) for v in values], dtype=np.float64)
+
+
+# -- summary figures (all tests) ---------------------------------------------------------------
+
+
+@_styled
+def pvalues_sorted(verdicts: Sequence[TestVerdict], alpha: float, alpha_corrected: float | None) -> Plot | None:
+    """Paper Figure 2: Kruskal-Wallis p-values of all tests, sorted, against alpha lines."""
+    p = _finite(v.kw_p for v in verdicts)
+    ok = np.isfinite(p)
+    if not ok.any():
+        return None
+    return _sorted_values(
+        key="fig-pvalues",
+        title="Kruskal-Wallis p-values, sorted",
+        caption=(
+            "One point per test (fixed arm vs random arm); beyond a dashed line (smaller p) the "
+            "difference is significant at that level. Tests without a p-value are left out."
+        ),
+        verdicts=[v for v, keep in zip(verdicts, ok) if keep],
+        values=p[ok],
+        ylabel="p-value (log scale; lower = stronger evidence)",
+        log=True,
+        hlines=[(alpha, f"alpha = {alpha:g}", NEUTRAL_COLOUR)]
+        + ([(alpha_corrected, f"corrected alpha = {alpha_corrected:.3g}", SIGNIFICANT_COLOUR)] if alpha_corrected else []),
+    )
+
+
+@_styled
+def eta2_sorted(verdicts: Sequence[TestVerdict]) -> Plot | None:
+    """Paper Figure 3: effect sizes eta²_H of all tests, sorted."""
+    e = _finite(v.eta2 for v in verdicts)
+    ok = np.isfinite(e)
+    if not ok.any():
+        return None
+    return _sorted_values(
+        key="fig-eta2",
+        title="Effect size eta²_H, sorted",
+        caption=(
+            "Share of the rank variance explained by the arm (fixed vs random). Rough guide: "
+            "0.01 small, 0.06 medium, 0.14 large."
+        ),
+        verdicts=[v for v, keep in zip(verdicts, ok) if keep],
+        values=e[ok],
+        ylabel="eta²_H (higher = larger order effect)",
+        log=False,
+        hlines=[(0.01, "small", NEUTRAL_COLOUR), (0.06, "medium", NEUTRAL_COLOUR), (0.14, "large", SIGNIFICANT_COLOUR)],
+        descending=True,
+    )
+
+
+@_styled
+def delta_sorted(verdicts: Sequence[TestVerdict]) -> Plot | None:
+    """Paper Figure 4: Δ% = (mean fixed − mean random) / mean fixed × 100, sorted."""
+    d = _finite(v.delta_pct for v in verdicts)
+    ok = np.isfinite(d)
+    if not ok.any():
+        return None
+    return _sorted_values(
+        key="fig-delta",
+        title="Δ% between the arms, sorted",
+        caption=(
+            "Δ% = (mean of fixed − mean of random) / mean of fixed × 100. Positive: the fixed "
+            "order measured larger values. Significant tests are drawn in red."
+        ),
+        verdicts=[v for v, keep in zip(verdicts, ok) if keep],
+        values=d[ok],
+        ylabel="Δ% (% of the fixed mean; > 0: fixed measured more)",
+        log=False,
+        hlines=[(0.0, "", NEUTRAL_COLOUR)],
+        bars=True,
+    )
+
+
+def _sorted_values(
+    *,
+    key: str,
+    title: str,
+    caption: str,
+    verdicts: Sequence[TestVerdict],
+    values: np.ndarray,
+    ylabel: str,
+    log: bool,
+    hlines: Sequence[tuple[float, str, str]],
+    descending: bool = False,
+    bars: bool = False,
+) -> Plot:
+    order = np.argsort(-values if descending else values, kind="stable")
+    vals = values[order]
+    sig = np.array([bool(verdicts[i].significant) for i in order], dtype=bool)
+    colours = np.where(sig, SIGNIFICANT_COLOUR, FIXED_COLOUR)
+    n = len(vals)
+    if log:
+        vals = np.maximum(vals, 1e-300)  # p can underflow to 0; keep it on a log axis
+    if n <= NAMED_TESTS_MAX:
+        # Few tests: one named row each, first in the sort order at the top; names read
+        # horizontally, however long they are.
+        with_metric = len({v.metric for v in verdicts}) > 1
+        fig = _figure(6.0, max(2.4, 0.9 + 0.2 * n))
+        ax = fig.add_subplot()
+        y = np.arange(n)[::-1]
+        if log:
+            ax.set_xscale("log")
+        if bars:
+            ax.barh(y, vals, color=colours, height=0.7)
+        else:
+            ax.scatter(vals, y, c=colours, s=22, linewidths=0, zorder=3)
+        for level, text, colour in hlines:
+            ax.axvline(level, color=colour, linestyle="--", linewidth=0.9)
+            if text:
+                ax.annotate(text, xy=(level, 1.0), xycoords=("data", "axes fraction"), xytext=(2, -2),
+                            textcoords="offset points", ha="left", va="top", fontsize=7, color=colour, rotation=90)
+        _named_axis(ax, y, [verdict_label(verdicts[i], with_metric) for i in order], "y")
+        ax.set_ylim(-0.7, n - 0.3)
+        ax.set_xlabel(ylabel)
+        ax.grid(axis="x", alpha=0.3)
+    else:
+        fig = _figure(10.0, 4.2)
+        ax = fig.add_subplot()
+        x = np.arange(n)
+        if log:
+            ax.set_yscale("log")
+        ax.scatter(x, vals, c=colours, s=6, linewidths=0, rasterized=n > RASTER_POINTS)
+        for level, text, colour in hlines:
+            ax.axhline(level, color=colour, linestyle="--", linewidth=0.9)
+            if text:
+                ax.annotate(text, xy=(1.0, level), xycoords=("axes fraction", "data"), xytext=(-2, 2),
+                            textcoords="offset points", ha="right", va="bottom", fontsize=7, color=colour)
+        ax.set_xlabel(f"tests, ranked ({n:,})")
+        ax.set_ylabel(ylabel)
+        ax.set_xlim(-0.01 * n, 1.01 * n)
+        ax.grid(axis="y", alpha=0.3)
+    return Plot(key, title, caption, render(fig, key))
+
+
+@_styled
+def ci_case_counts(verdicts: Sequence[TestVerdict]) -> Plot | None:
+    """Paper Figure 6: how many tests fall in each confidence-interval case."""
+    if not verdicts:
+        return None
+    cases = [1, 2, 3, None]
+    names = {
+        1: "case 1\nno overlap\n(red flag)",
+        2: "case 2\nmedian inside\nother CI",
+        3: "case 3\noverlap only\n(inconclusive)",
+        None: "no CI\n(too few values)",
+    }
+    counts = np.array([sum(1 for v in verdicts if v.ci_case == c) for c in cases])
+    if counts[-1] == 0:
+        cases, counts = cases[:-1], counts[:-1]
+    fig = _figure(5.6, 3.6)
+    ax = fig.add_subplot()
+    x = np.arange(len(cases))
+    ax.bar(x, counts, color=[CASE_COLOURS[c] for c in cases], width=0.65)
+    for xi, c in zip(x, counts):
+        ax.annotate(str(int(c)), xy=(xi, c), xytext=(0, 2), textcoords="offset points", ha="center", va="bottom")
+    ax.set_xticks(x, [names[c] for c in cases], fontsize=8)
+    ax.set_ylabel("tests")
+    ax.set_ylim(0, max(1, int(counts.max())) * 1.15)
+    return Plot(
+        "fig-ci-cases",
+        "Confidence-interval cases",
+        "95% CIs of the fixed and random medians: case 1 the intervals do not overlap (the "
+        "conclusion could change with the order), case 2 a median lies in the other arm's "
+        "interval, case 3 they overlap but neither median is inside (inconclusive).",
+        render(fig, "fig-ci-cases"),
+    )
+
+
+@_styled
+def median_cis(verdicts: Sequence[TestVerdict]) -> Plot | None:
+    """Paper Figure 5: each test's fixed and random medians with their CIs, side by side."""
+    vs = [v for v in verdicts if v.median_fixed is not None and v.median_random is not None]
+    if not vs:
+        return None
+    if len(vs) <= CI_PANELS_MAX:
+        return _median_ci_panels(vs)
+    return _median_ci_strip(vs)
+
+
+def _median_ci_panels(vs: Sequence[TestVerdict]) -> Plot:
+    with_metric = len({v.metric for v in vs}) > 1
+    ncols = min(len(vs), 5)
+    nrows = math.ceil(len(vs) / ncols)
+    fig = _figure(2.4 * ncols, 2.4 * nrows)
+    _fixed_margins(fig, nrows, ncols, left=0.8, right=0.1, bottom=0.35, top=0.3, wgap=0.85, hgap=0.7)
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    for ax in axes.flat[len(vs):]:
+        ax.set_visible(False)
+    for ax, v in zip(axes.flat, vs):
+        for x, median, ci, colour in ((0, v.median_fixed, v.ci_fixed, FIXED_COLOUR), (1, v.median_random, v.ci_random, RANDOM_COLOUR)):
+            if ci is not None:
+                err = [[max(0.0, median - ci[0])], [max(0.0, ci[1] - median)]]
+                ax.errorbar([x], [median], yerr=err, fmt="o", color=colour, capsize=4, markersize=5)
+            else:
+                ax.plot([x], [median], "o", color=colour, markersize=5)
+        ax.set_xlim(-0.6, 1.6)
+        ax.set_xticks([0, 1], ["fixed", "random"], fontsize=8)
+        ax.set_title(verdict_label(v, with_metric), fontsize=8, parse_math=False,
+                     color=CASE_COLOURS[1] if v.ci_case == 1 else "black")
+        ax.set_ylabel(short_axis_label(v.metric, v.unit, v.better), fontsize=7, parse_math=False)
+        ax.tick_params(axis="y", labelsize=7)
+        ax.margins(y=0.25)
+    return Plot(
+        "fig-median-ci",
+        "Median and 95% CI per test, fixed vs random",
+        "Blue: fixed arm, orange: random arm; bars are the confidence intervals of the "
+        "medians. Titles in red are case 1 (the intervals do not overlap).",
+        render(fig, "fig-median-ci", tight=False),
+    )
+
+
+def _median_ci_strip(vs: Sequence[TestVerdict]) -> Plot:
+    # Tests have different units, so every interval is drawn relative to its fixed median.
+    mf = _finite(v.median_fixed for v in vs)
+    scale = np.where(mf != 0, np.abs(mf), np.nan)
+
+    def rel(x: np.ndarray) -> np.ndarray:
+        return (x - mf) / scale * 100
+
+    lo_f = rel(_finite(v.ci_fixed[0] if v.ci_fixed else None for v in vs))
+    hi_f = rel(_finite(v.ci_fixed[1] if v.ci_fixed else None for v in vs))
+    mr = rel(_finite(v.median_random for v in vs))
+    lo_r = rel(_finite(v.ci_random[0] if v.ci_random else None for v in vs))
+    hi_r = rel(_finite(v.ci_random[1] if v.ci_random else None for v in vs))
+    order = np.argsort(np.nan_to_num(mr, nan=0.0), kind="stable")
+    n = len(vs)
+    x = np.arange(n)
+    fig = _figure(10.0, 4.2)
+    ax = fig.add_subplot()
+    raster = n > RASTER_POINTS
+    for xs, lo, hi, colour in ((x - 0.2, lo_f, hi_f, FIXED_COLOUR), (x + 0.2, lo_r, hi_r, RANDOM_COLOUR)):
+        lo, hi = lo[order], hi[order]
+        ok = np.isfinite(lo) & np.isfinite(hi)
+        segs = np.stack([np.column_stack([xs[ok], lo[ok]]), np.column_stack([xs[ok], hi[ok]])], axis=1)
+        ax.add_collection(LineCollection(segs, colors=colour, linewidths=0.8, rasterized=raster))
+    ax.scatter(x - 0.2, np.zeros(n), s=3, color=FIXED_COLOUR, linewidths=0, rasterized=raster, label="fixed median and CI")
+    case1 = np.array([vs[i].ci_case == 1 for i in order])
+    ax.scatter((x + 0.2)[~case1], mr[order][~case1], s=4, color=RANDOM_COLOUR, linewidths=0, rasterized=raster, label="random median and CI")
+    ax.scatter((x + 0.2)[case1], mr[order][case1], s=10, color=SIGNIFICANT_COLOUR, linewidths=0, rasterized=raster, label="random, case 1 (no overlap)")
+    ax.axhline(0, color=NEUTRAL_COLOUR, linewidth=0.8)
+    ax.set_xlim(-1, n)
+    ax.set_xlabel(f"tests, ranked by the random median ({n})")
+    ax.set_ylabel("% of the fixed median")
+    ax.legend(loc="upper left", fontsize=7, frameon=False)
+    ax.grid(axis="y", alpha=0.3)
+    return Plot(
+        "fig-median-ci",
+        "Median and 95% CI per test, fixed vs random (relative to the fixed median)",
+        "Every test, with both arms' medians and intervals expressed as % of the fixed median so "
+        "that tests with different units share one axis. The per-test detail below shows the "
+        "intervals in their own units.",
+        render(fig, "fig-median-ci"),
+    )
+
+
+# -- per-test detail ---------------------------------------------------------------------------
+
+
+def _jitter(n: int, seed: int) -> np.ndarray:
+    # Deterministic, so the same data always gives the same report.
+    return np.random.default_rng(seed).uniform(-0.18, 0.18, n)
+
+
+def _time_axis(t: np.ndarray) -> tuple[np.ndarray, str]:
+    span = float(np.nanmax(t) - np.nanmin(t)) if len(t) else 0.0
+    for div, unit in ((86400.0, "days"), (3600.0, "hours"), (60.0, "minutes")):
+        if span >= 2 * div:
+            return (t - np.nanmin(t)) / div, unit
+    return t - np.nanmin(t), "seconds"
+
+
+def _binned_median(x: np.ndarray, y: np.ndarray, bins: int = 20) -> tuple[np.ndarray, np.ndarray]:
+    """Median of y per value of x, or per equal-width bin of x when x has many values."""
+    if len(x) == 0:
+        return x, y
+    uniq = np.unique(x)
+    if len(uniq) <= bins:
+        keys = x
+        centres = uniq.astype(np.float64)
+    else:
+        edges = np.linspace(uniq[0], uniq[-1], bins + 1)
+        keys = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, bins - 1)
+        centres = (edges[:-1] + edges[1:]) / 2
+        uniq = np.arange(bins)
+    order = np.argsort(keys, kind="stable")
+    ks, ys = keys[order], y[order]
+    starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+    present = ks[starts]
+    meds = np.array([np.median(seg) for seg in np.split(ys, starts[1:])])
+    idx = np.searchsorted(uniq, present)
+    return centres[idx], meds
+
+
+@_styled
+def test_detail(
+    v: TestVerdict,
+    key: str,
+    value: np.ndarray,
+    arm: np.ndarray,
+    position: np.ndarray | None = None,
+    time: np.ndarray | None = None,
+) -> Plot:
+    """One test's data: its distribution by arm with the medians' CIs, and, when the data
+    has them, its values by position in run and over time.
+
+    value, arm (0 fixed / 1 random), position and time are the rows of this test and metric.
+    """
+    panels = 1 + (position is not None) + (time is not None)
+    fig = _figure(0.6 + 3.5 * panels, 3.2)
+    # Fixed margins instead of a layout engine: detail figures are many, and measuring text
+    # to lay them out would cost more than drawing them. One value axis serves all panels.
+    _fixed_margins(fig, 1, panels, left=1.0, right=0.1, bottom=0.62, top=0.3, wgap=0.35, hgap=0)
+    axes = fig.subplots(1, panels, squeeze=False, sharey=True)[0]
+    ylabel = axis_label(v.metric, v.unit, v.better)
+    fixed = arm == 0
+    raster = len(value) > DETAIL_RASTER_POINTS
+    size, alpha = (16, 0.6) if len(value) < 200 else (7, 0.45)
+
+    ax = axes[0]
+    for x, mask, colour, median, ci in (
+        (0, fixed, FIXED_COLOUR, v.median_fixed, v.ci_fixed),
+        (1, ~fixed, RANDOM_COLOUR, v.median_random, v.ci_random),
+    ):
+        ys = value[mask]
+        ax.scatter(x + _jitter(len(ys), x), ys, s=size, color=colour, alpha=alpha, linewidths=0, rasterized=raster)
+        if median is not None:
+            err = [[max(0.0, median - ci[0])], [max(0.0, ci[1] - median)]] if ci is not None else None
+            ax.errorbar([x + 0.32], [median], yerr=err, fmt="D", color="black", markersize=4, capsize=4, linewidth=1.2)
+    ax.set_xticks([0, 1], [f"fixed\n(n={int(fixed.sum())})", f"random\n(n={int((~fixed).sum())})"])
+    ax.set_xlim(-0.5, 1.6)
+    ax.set_ylabel(ylabel, parse_math=False)
+    ax.set_title("by arm (black: median, 95% CI)")
+    ax.grid(axis="y", alpha=0.3)
+
+    i = 1
+    if position is not None:
+        ax = axes[i]
+        i += 1
+        for mask, colour, name in ((fixed, FIXED_COLOUR, "fixed"), (~fixed, RANDOM_COLOUR, "random")):
+            ax.scatter(position[mask], value[mask], s=size, color=colour, alpha=alpha, linewidths=0, rasterized=raster, label=name)
+        cx, cy = _binned_median(position[~fixed], value[~fixed])
+        if len(cx) > 1:
+            ax.plot(cx, cy, color="black", linewidth=1.0, label="random median")
+        ax.set_xlabel("position in run (0 = first)")
+        ax.set_title("by position in run")
+        ax.legend(fontsize=7, frameon=False)
+        ax.grid(alpha=0.3)
+    if time is not None:
+        ax = axes[i]
+        t, unit = _time_axis(time)
+        for mask, colour, name in ((fixed, FIXED_COLOUR, "fixed"), (~fixed, RANDOM_COLOUR, "random")):
+            ax.scatter(t[mask], value[mask], s=size, color=colour, alpha=alpha, linewidths=0, rasterized=raster, label=name)
+        ax.set_xlabel(f"time since the first trial ({unit})")
+        ax.set_title("over time")
+        ax.legend(fontsize=7, frameon=False)
+        ax.grid(alpha=0.3)
+    return Plot(key, v.test, "", render(fig, key, tight=False))
+
+
+@_styled
+def run_timeline(run_start: np.ndarray, run_arm: np.ndarray) -> Plot | None:
+    """When each run started, by arm: interleaved arms alternate, blocked arms separate."""
+    if len(run_start) == 0 or not np.isfinite(run_start).all():
+        return None
+    t, unit = _time_axis(run_start)
+    fig = _figure(9.0, 1.9)
+    ax = fig.add_subplot()
+    for code, colour, name in ((0, FIXED_COLOUR, "fixed"), (1, RANDOM_COLOUR, "random")):
+        m = run_arm == code
+        ax.scatter(t[m], np.full(int(m.sum()), code), marker="|", s=120, color=colour, linewidths=1.2,
+                   rasterized=len(t) > RASTER_POINTS)
+    ax.set_yticks([0, 1], ["fixed", "random"])
+    ax.set_ylim(-0.6, 1.6)
+    ax.set_xlabel(f"run start, time since the first run ({unit})")
+    ax.spines["left"].set_visible(False)
+    return Plot(
+        "fig-timeline",
+        "Runs over time, by arm",
+        "One tick per run. Interleaved arms alternate along the time axis; if all runs of one arm "
+        "precede the other, drift over time can masquerade as an order effect.",
+        render(fig, "fig-timeline"),
+    )
