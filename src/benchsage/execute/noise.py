@@ -1,0 +1,511 @@
+"""The machine's sources of noise, one small class per source (after pyperf's `system show`).
+
+Each source reads /proc and /sys under a root directory (default "/", a fake tree in tests)
+and returns a Reading: a value, a state ("ok", "warn" or "unknown") and, when the setting can
+perturb measurements, concrete advice. A source never raises: unreadable means "unknown".
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import subprocess
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Mapping
+
+OK = "ok"
+WARN = "warn"
+UNKNOWN = "unknown"
+STATES: tuple[str, ...] = (OK, WARN, UNKNOWN)
+
+_CPU = "sys/devices/system/cpu"
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What one noise source looks like on this machine right now."""
+
+    name: str
+    value: str | None
+    state: str  # OK, WARN or UNKNOWN
+    advice: str | None = None
+    data: Mapping[str, Any] = field(default_factory=dict)  # the raw numbers behind `value`
+
+
+def parse_cpu_list(text: str) -> list[int]:
+    """The kernel's CPU list format ("0-3,8,10-11") as a sorted list of CPU numbers."""
+    cpus: set[int] = set()
+    for part in text.strip().split(","):
+        part = part.strip()
+        if not part:
+            continue
+        if "-" in part:
+            lo, hi = part.split("-", 1)
+            cpus.update(range(int(lo), int(hi) + 1))
+        else:
+            cpus.add(int(part))
+    return sorted(cpus)
+
+
+def format_cpu_list(cpus: list[int]) -> str:
+    """The inverse of parse_cpu_list: [0, 1, 2, 5] -> "0-2,5"."""
+    ranges: list[list[int]] = []
+    for cpu in sorted(set(cpus)):
+        if ranges and cpu == ranges[-1][1] + 1:
+            ranges[-1][1] = cpu
+        else:
+            ranges.append([cpu, cpu])
+    return ",".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in ranges)
+
+
+class NoiseSource:
+    """One source of noise. Subclasses set `name` and `title` and implement `_read`."""
+
+    name: ClassVar[str] = ""
+    title: ClassVar[str] = ""
+
+    def __init__(self, root: str = "/") -> None:
+        self.root = root
+
+    def path(self, relative: str) -> str:
+        return os.path.join(self.root, relative)
+
+    def text(self, relative: str) -> str | None:
+        """A file's stripped content, or None when it is missing or unreadable."""
+        try:
+            with open(self.path(relative), encoding="utf-8", errors="replace") as f:
+                return f.read().strip()
+        except OSError:
+            return None
+
+    def cpus(self) -> list[int]:
+        """Online CPUs: sys/devices/system/cpu/online, else the cpuN directories."""
+        online = self.text(f"{_CPU}/online")
+        if online:
+            try:
+                return parse_cpu_list(online)
+            except ValueError:
+                pass
+        found = [int(m.group(1)) for p in glob.glob(self.path(f"{_CPU}/cpu[0-9]*")) if (m := re.search(r"cpu(\d+)$", p))]
+        if not found and self.root == "/":
+            return list(range(os.cpu_count() or 1))
+        return sorted(found)
+
+    def per_cpu(self, relative: str) -> dict[int, str]:
+        """The readable values of sys/devices/system/cpu/cpuN/<relative>, by CPU."""
+        values = {}
+        for cpu in self.cpus():
+            value = self.text(f"{_CPU}/cpu{cpu}/{relative}")
+            if value is not None:
+                values[cpu] = value
+        return values
+
+    def meminfo(self) -> dict[str, int]:
+        """/proc/meminfo in KiB."""
+        out: dict[str, int] = {}
+        for line in (self.text("proc/meminfo") or "").splitlines():
+            key, _, rest = line.partition(":")
+            fields = rest.split()
+            if fields and fields[0].isdigit():
+                out[key.strip()] = int(fields[0])
+        return out
+
+    def read(self) -> Reading:
+        try:
+            return self._read()
+        except Exception as exc:  # a source must never take `benchsage env` down with it
+            return self.unknown(f"cannot read: {exc}")
+
+    def _read(self) -> Reading:
+        raise NotImplementedError
+
+    def ok(self, value: str, **data: Any) -> Reading:
+        return Reading(self.name, value, OK, None, data)
+
+    def warn(self, value: str, advice: str, **data: Any) -> Reading:
+        return Reading(self.name, value, WARN, advice, data)
+
+    def unknown(self, reason: str, **data: Any) -> Reading:
+        return Reading(self.name, None, UNKNOWN, None, {"reason": reason, **data})
+
+
+def _by_value(per_cpu: Mapping[int, str]) -> str:
+    """"performance" when every CPU agrees, else "performance (cpu 0-3), powersave (cpu 4-7)"."""
+    groups: dict[str, list[int]] = {}
+    for cpu, value in per_cpu.items():
+        groups.setdefault(value, []).append(cpu)
+    if len(groups) == 1:
+        return next(iter(groups))
+    return ", ".join(f"{value} (cpu {format_cpu_list(cpus)})" for value, cpus in groups.items())
+
+
+class CPUGovernor(NoiseSource):
+    name = "governor"
+    title = "CPU scaling governor"
+
+    def _read(self) -> Reading:
+        governors = self.per_cpu("cpufreq/scaling_governor")
+        if not governors:
+            return self.unknown("no cpufreq governor (no frequency scaling driver, or a virtual machine)")
+        driver = self.text(f"{_CPU}/cpu{min(governors)}/cpufreq/scaling_driver")
+        value = _by_value(governors)
+        data = {"per_cpu": governors, "driver": driver}
+        if all(g == "performance" for g in governors.values()):
+            return self.ok(value, **data)
+        return self.warn(
+            value,
+            "Use the 'performance' governor: the clock then does not depend on how busy the CPU "
+            "was just before a trial (sudo cpupower frequency-set -g performance).",
+            **data,
+        )
+
+
+class CPUFrequency(NoiseSource):
+    name = "cpu_frequency"
+    title = "CPU frequency limits"
+
+    def _read(self) -> Reading:
+        lo = self.per_cpu("cpufreq/scaling_min_freq")
+        hi = self.per_cpu("cpufreq/scaling_max_freq")
+        cpus = sorted(set(lo) & set(hi))
+        if not cpus:
+            return self.unknown("no cpufreq limits (no frequency scaling driver, or a virtual machine)")
+        limits = {cpu: (int(lo[cpu]) // 1000, int(hi[cpu]) // 1000) for cpu in cpus}  # MHz
+        hw_max = self.per_cpu("cpufreq/cpuinfo_max_freq")
+        governors = self.per_cpu("cpufreq/scaling_governor")
+        value = _by_value({cpu: f"{a}-{b} MHz" for cpu, (a, b) in limits.items()})
+        capped = [cpu for cpu in cpus if cpu in hw_max and int(hw_max[cpu]) // 1000 > limits[cpu][1]]
+        if capped:
+            value += f" (capped below the hardware maximum on cpu {format_cpu_list(capped)})"
+        data = {"per_cpu_mhz": {cpu: list(v) for cpu, v in limits.items()}}
+        if len(set(limits.values())) > 1:
+            return self.warn(
+                value,
+                "CPUs have different frequency limits, so a trial's speed depends on where it "
+                "lands: set the same limits everywhere (cpupower frequency-set -d/-u) or pin "
+                "trials with taskset.",
+                **data,
+            )
+        low, high = limits[cpus[0]]
+        if low == high or all(governors.get(cpu) == "performance" for cpu in cpus):
+            return self.ok(value, **data)
+        return self.warn(
+            value,
+            f"The clock may move between {low} and {high} MHz during a trial: fix it "
+            f"(sudo cpupower frequency-set -d {high}MHz -u {high}MHz) or use the 'performance' governor.",
+            **data,
+        )
+
+
+class TurboBoost(NoiseSource):
+    name = "turbo"
+    title = "Turbo boost"
+
+    def _read(self) -> Reading:
+        no_turbo = self.text(f"{_CPU}/intel_pstate/no_turbo")
+        if no_turbo in ("0", "1"):
+            knob, on = f"/{_CPU}/intel_pstate/no_turbo", no_turbo == "0"
+            off_cmd = f"echo 1 | sudo tee {knob}"
+        else:
+            boost = self.text(f"{_CPU}/cpufreq/boost")
+            if boost not in ("0", "1"):
+                return self.unknown("no turbo control (intel_pstate/no_turbo, cpufreq/boost) found")
+            knob, on = f"/{_CPU}/cpufreq/boost", boost == "1"
+            off_cmd = f"echo 0 | sudo tee {knob}"
+        if not on:
+            return self.ok("off", control=knob)
+        return self.warn(
+            "on",
+            "Disable turbo boost: with it the clock depends on temperature and on how many cores "
+            f"are busy, which changes between trials ({off_cmd}).",
+            control=knob,
+        )
+
+
+class SMT(NoiseSource):
+    name = "smt"
+    title = "Simultaneous multithreading"
+
+    def _read(self) -> Reading:
+        control = self.text(f"{_CPU}/smt/control")
+        active = self.text(f"{_CPU}/smt/active")
+        if control in ("notsupported", "notimplemented"):
+            return self.ok("not supported", control=control)
+        if active == "1":
+            return self.warn(
+                "on",
+                "Sibling hardware threads share a core's caches and execution units: disable SMT "
+                f"(echo off | sudo tee /{_CPU}/smt/control) or pin trials to one thread per core.",
+                control=control,
+            )
+        if active == "0" or control in ("off", "forceoff"):
+            return self.ok("off", control=control)
+        return self.unknown("no smt/active or smt/control in sysfs")
+
+
+class ASLR(NoiseSource):
+    name = "aslr"
+    title = "Address space layout randomization"
+    _MODES: ClassVar[dict[str, str]] = {"0": "off", "1": "partial (no heap)", "2": "full"}
+
+    def _read(self) -> Reading:
+        raw = self.text("proc/sys/kernel/randomize_va_space")
+        if raw not in self._MODES:
+            return self.unknown("cannot read /proc/sys/kernel/randomize_va_space")
+        if raw == "2":
+            return self.ok("full", mode=int(raw))
+        # Why full randomization (as pyperf advises): a fixed layout can bias every trial the
+        # same way (Mytkowicz et al.); randomized, layout becomes noise the statistics see.
+        return self.warn(
+            self._MODES[raw],
+            "Enable full randomization (echo 2 | sudo tee /proc/sys/kernel/randomize_va_space): "
+            "one fixed memory layout can bias every trial the same way.",
+            mode=int(raw),
+        )
+
+
+class IsolatedCPUs(NoiseSource):
+    name = "isolated_cpus"
+    title = "Isolated CPUs"
+
+    def _read(self) -> Reading:
+        isolated_text = self.text(f"{_CPU}/isolated")
+        if isolated_text is None:
+            return self.unknown(f"no /{_CPU}/isolated")
+        isolated = parse_cpu_list(isolated_text)
+        nohz = parse_cpu_list(self.text(f"{_CPU}/nohz_full") or "")
+        cpus = self.cpus()
+        data = {"isolated": isolated, "nohz_full": nohz, "cpus": len(cpus)}
+        if isolated:
+            value = format_cpu_list(isolated) + (f" (nohz_full {format_cpu_list(nohz)})" if nohz else "")
+            return self.ok(value, **data)
+        if len(cpus) < 2:
+            return self.ok("none (one CPU)", **data)
+        last = format_cpu_list(cpus[len(cpus) // 2 :])
+        return self.warn(
+            "none",
+            "Trials share every CPU with the rest of the system: isolate some "
+            f"(isolcpus={last} nohz_full={last} rcu_nocbs={last} on the kernel command line) and "
+            f"pin trials to them (taskset -c {last}).",
+            **data,
+        )
+
+
+class LoadAverage(NoiseSource):
+    name = "load"
+    title = "Load average"
+
+    def _read(self) -> Reading:
+        raw = self.text("proc/loadavg")
+        if not raw:
+            return self.unknown("cannot read /proc/loadavg")
+        fields = raw.split()
+        load1, load5, load15 = (float(x) for x in fields[:3])
+        cpus = max(1, len(self.cpus()))
+        # Every other runnable task takes CPU time from trials. Above a tenth of the machine
+        # (and at least half a CPU, so a lone short-lived command does not trip it) the
+        # machine is not idle enough to measure on.
+        threshold = max(0.5, 0.1 * cpus)
+        data = {"load1": load1, "load5": load5, "load15": load15, "cpus": cpus, "threshold": threshold}
+        value = f"{load1:.2f} {load5:.2f} {load15:.2f} ({cpus} CPUs)"
+        if load1 <= threshold:
+            return self.ok(value, **data)
+        return self.warn(
+            value,
+            f"Other work keeps the machine busy (1-minute load {load1:.2f} on {cpus} CPUs, above "
+            f"{threshold:.2f}): trials will also measure waiting for a CPU; stop it or use an idle machine.",
+            **data,
+        )
+
+
+class MemoryPressure(NoiseSource):
+    name = "memory"
+    title = "Memory available and pressure"
+
+    def _read(self) -> Reading:
+        info = self.meminfo()
+        if "MemTotal" not in info or "MemAvailable" not in info:
+            return self.unknown("cannot read MemTotal/MemAvailable from /proc/meminfo")
+        total, available = info["MemTotal"], info["MemAvailable"]
+        share = available / total if total else 0.0
+        stall = None
+        for line in (self.text("proc/pressure/memory") or "").splitlines():
+            if line.startswith("some "):
+                stall = float(dict(kv.split("=", 1) for kv in line.split()[1:])["avg60"])
+        data = {"total_kib": total, "available_kib": available, "some_avg60": stall}
+        value = f"{available / 1048576:.1f} GiB available of {total / 1048576:.1f} GiB ({share:.0%})"
+        if stall is not None:
+            value += f", stalled {stall:.2f}% of the last minute"
+        # Below a tenth available the kernel reclaims page cache that trials rely on; a
+        # percent of the last minute stalled means reclaim is already slowing tasks down.
+        if share >= 0.10 and (stall is None or stall <= 1.0):
+            return self.ok(value, **data)
+        return self.warn(
+            value,
+            "Memory is short: trials may wait for reclaim and lose their page cache; free memory "
+            "or run less at the same time.",
+            **data,
+        )
+
+
+class Swap(NoiseSource):
+    name = "swap"
+    title = "Swap in use"
+
+    def _read(self) -> Reading:
+        info = self.meminfo()
+        if "SwapTotal" not in info:
+            return self.unknown("cannot read SwapTotal from /proc/meminfo")
+        total, free = info["SwapTotal"], info.get("SwapFree", 0)
+        used = max(0, total - free)
+        data = {"total_kib": total, "used_kib": used}
+        if total == 0:
+            return self.ok("no swap", **data)
+        value = f"{used / 1024:.0f} MiB used of {total / 1048576:.1f} GiB"
+        if used == 0:
+            return self.ok(value, **data)
+        return self.warn(
+            value,
+            "Memory is swapped out; a trial that touches it waits for the disk. Free memory, then "
+            "bring it back (sudo swapoff -a && sudo swapon -a).",
+            **data,
+        )
+
+
+class ThermalThrottle(NoiseSource):
+    name = "thermal_throttle"
+    title = "Thermal throttling"
+
+    def _read(self) -> Reading:
+        core = self.per_cpu("thermal_throttle/core_throttle_count")
+        package = self.per_cpu("thermal_throttle/package_throttle_count")
+        if not core and not package:
+            return self.unknown("no thermal_throttle counters (virtual machine or not an Intel CPU)")
+        # The package counter is repeated on every CPU of the package: count it once per value.
+        core_events = sum(int(v) for v in core.values())
+        package_events = max((int(v) for v in package.values()), default=0)
+        data = {"core_events": core_events, "package_events": package_events}
+        if core_events == 0 and package_events == 0:
+            return self.ok("never since boot", **data)
+        return self.warn(
+            f"{core_events} core and {package_events} package events since boot",
+            "The CPUs have slowed down to cool off: heat can lower the clock in the middle of a "
+            "trial. Improve cooling, disable turbo, or leave idle time between runs.",
+            **data,
+        )
+
+
+_detect_virt_cache: dict[str, str | None] = {}
+_CONTAINERS = frozenset(
+    {"docker", "podman", "lxc", "lxc-libvirt", "systemd-nspawn", "openvz", "rkt", "wsl", "proot", "pouch", "container-other"}
+)
+
+
+def _systemd_detect_virt() -> str | None:
+    """systemd-detect-virt's answer, run once per process (it cannot change while we run)."""
+    if "answer" not in _detect_virt_cache:
+        answer = None
+        try:
+            proc = subprocess.run(["systemd-detect-virt"], capture_output=True, text=True, timeout=5)
+            answer = proc.stdout.strip() or None
+        except (OSError, subprocess.SubprocessError):
+            pass
+        _detect_virt_cache["answer"] = answer
+    return _detect_virt_cache["answer"]
+
+
+class Virtualization(NoiseSource):
+    name = "virtualization"
+    title = "Virtualization"
+
+    def _read(self) -> Reading:
+        detected = _systemd_detect_virt() if self.root == "/" else None
+        cpuinfo = self.text("proc/cpuinfo") or ""
+        hypervisor = bool(re.search(r"^flags\s*:.*\bhypervisor\b", cpuinfo, re.MULTILINE))
+        product = self.text("sys/class/dmi/id/product_name")
+        data = {"systemd_detect_virt": detected, "hypervisor_flag": hypervisor, "product_name": product}
+        kinds = []
+        if detected and detected != "none":
+            kinds.append(detected)
+        # systemd-detect-virt names the innermost layer: a container may also run in a VM.
+        if hypervisor and (detected is None or detected in _CONTAINERS):
+            kinds.append("virtual machine (hypervisor flag)")
+        elif not kinds and product and re.search(r"virtual|kvm|qemu|vmware|hvm domu|bochs", product, re.IGNORECASE):
+            kinds.append(f"virtual machine ({product})")
+        if not kinds:
+            if detected is None and not cpuinfo:
+                return self.unknown("neither systemd-detect-virt nor /proc/cpuinfo is available", **data)
+            return self.ok("none (bare metal)", **data)
+        return self.warn(
+            ", ".join(kinds),
+            "Virtual machines and containers share their host with others (steal time, noisy "
+            "neighbours, frequency scaling you cannot see): compare only runs on the same host, "
+            "and prefer bare metal for small effects.",
+            **data,
+        )
+
+
+class CPUModel(NoiseSource):
+    name = "cpu"
+    title = "CPU model and count"
+
+    def _read(self) -> Reading:
+        cpuinfo = self.text("proc/cpuinfo") or ""
+        model = None
+        for key in ("model name", "Hardware", "cpu model", "Processor", "cpu", "uarch"):
+            m = re.search(rf"^{re.escape(key)}\s*:\s*(.+)$", cpuinfo, re.MULTILINE)
+            if m:
+                model = m.group(1).strip()
+                break
+        cpus = self.cpus()
+        cores = {
+            (self.text(f"{_CPU}/cpu{c}/topology/physical_package_id"), self.text(f"{_CPU}/cpu{c}/topology/core_id"))
+            for c in cpus
+        }
+        physical = len(cores) if cores and all(None not in pair for pair in cores) else None
+        data = {"model": model, "cpus": len(cpus), "cores": physical, "online": format_cpu_list(cpus)}
+        if model is None and not cpus:
+            return self.unknown("cannot read /proc/cpuinfo", **data)
+        value = f"{model or 'unknown model'} x {len(cpus)}"
+        if physical is not None and physical != len(cpus):
+            value += f" ({physical} cores)"
+        return self.ok(value, **data)
+
+
+class Kernel(NoiseSource):
+    name = "kernel"
+    title = "Kernel"
+
+    def _read(self) -> Reading:
+        release = self.text("proc/sys/kernel/osrelease")
+        version = self.text("proc/sys/kernel/version")
+        if release is None and self.root == "/":
+            uname = os.uname()
+            release, version = uname.release, uname.version
+        if release is None:
+            return self.unknown("cannot read /proc/sys/kernel/osrelease")
+        value = release + (f" ({version})" if version else "")
+        return self.ok(value, release=release, version=version)
+
+
+SOURCES: tuple[type[NoiseSource], ...] = (
+    CPUModel,
+    Kernel,
+    CPUGovernor,
+    CPUFrequency,
+    TurboBoost,
+    SMT,
+    ASLR,
+    IsolatedCPUs,
+    LoadAverage,
+    MemoryPressure,
+    Swap,
+    ThermalThrottle,
+    Virtualization,
+)
+
+
+def collect_noise(root: str = "/") -> list[Reading]:
+    """Read every source, in a fixed order (the order `benchsage env` prints)."""
+    return [source(root).read() for source in SOURCES]
