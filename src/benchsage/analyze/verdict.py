@@ -63,6 +63,8 @@ class PositionEffect:
     p: float | None
     p_adjusted: float | None
     significant: bool | None
+    # Large experiments bin positions: the row covers position..position_last. None: one position.
+    position_last: int | None = None
 
 
 @dataclass(frozen=True)

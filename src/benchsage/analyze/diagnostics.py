@@ -1,0 +1,451 @@
+"""Where does an order effect come from, and was the design sound? Diagnostics of a trial table.
+
+In the random arm every test meets different positions and different predecessors, so the data
+itself can say whether running first after the reset, or right after a particular test, moves
+a test's values (position effects, carry-over). Across runs, the start times say whether the
+two arms were interleaved in time and whether values drift (trends), so that slow drift is not
+mistaken for an order effect.
+
+Design choices (all vectorised over tests; the families are corrected as a whole):
+
+Position effects. For each (test, metric) of the random arm and each position "bin", the values
+in the bin are compared with the test's values elsewhere in the random arm: two-sample
+Kruskal-Wallis, effect_pct = (median_at - median_other) / median_other x 100. A comparison is
+examined when both sides hold at least `min_values` values. Every examined comparison (all
+bins, tests and metrics) forms one family for the Bonferroni/Holm correction.
+- Small experiments: when a typical test has at least `min_values` random-arm values per
+  position on average, and there are at most MAX_SINGLE_POSITIONS positions, each position is its
+  own bin (memcached, 3 tests x 50 runs: positions 0, 1, 2).
+- Large experiments (hundreds of positions, a handful of values per position): position 0 is
+  always a bin of its own, because the trial right after the reset is where cold caches, page
+  faults and JIT warm-up show (the question "first in run vs later"); positions 1..P-1 are cut
+  into at most MAX_LATER_BINS bins of equal width, fewer when a typical test has too few values
+  to fill them (at least 2 x min_values expected per bin). This keeps the family small, so the
+  correction does not drown real effects in thousands of hopeless comparisons.
+  Because position 0 then holds only about runs/P values of each test, too few to test each
+  test alone, the large-experiment mode also pools all tests of a metric ("(all tests)" rows):
+  each value is replaced by its percentile rank within its own test's random-arm values, which
+  makes the tests comparable (a stratified, van Elteren-like rank comparison), and the
+  Kruskal-Wallis test compares the percentiles in the bin with the rest. Its effect_pct compares
+  medians of value / (the test's random-arm median), i.e. a typical relative shift.
+
+Carry-over. For each (test, metric) of the random arm and each predecessor (another test, or
+"(reset)" for the first trial of a run), the values after that predecessor are compared with
+the test's values after anything else; same test, same minimum, one corrected family.
+
+Interleaving. Each run's start is provenance["run_starts"][run] when the source recorded it,
+else the earliest start of its trials. Per worker, runs are ordered by start: the arms are "not
+interleaved" when one arm's runs all precede the other's (the hard flag), or when the arms are
+clustered in time: the Wald-Wolfowitz runs test on the sequence of arms finds fewer stretches
+of one arm than chance would give (one-sided p < alpha).
+
+Trends. Within each arm, Spearman's rho of value against the run's start time (the trial's own
+start when runs are unknown), per test and metric, as one corrected family: drift over hours
+looks like an order effect whenever the arms were not interleaved.
+
+Only primary metrics are examined (for imported data: every metric), as they decide the verdict.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special
+
+from benchsage.analyze.verdict import Carryover, Diagnostics, Interleaving, PositionEffect, Trend
+from benchsage.stats._grouped import grouped_ranks
+from benchsage.stats.correction import adjust
+from benchsage.stats.kruskal import kruskal_2
+from benchsage.stats.median_ci import grouped_median_ci
+from benchsage.stats.spearman import spearman_grouped
+from benchsage.store.table import ARMS, FIRST, FIXED, NO_PREDECESSOR_INFO, RANDOM, TrialTable
+
+MAX_SINGLE_POSITIONS = 32  # beyond this many positions, positions are binned
+MAX_LATER_BINS = 9  # bins of positions 1..P-1 in large experiments (plus position 0 alone)
+ALL_TESTS = "(all tests)"
+RESET = "(reset)"
+_CHUNK_VALUES = 4_000_000  # values copied per batch of one-vs-rest comparisons (bounds memory)
+
+
+def diagnose(
+    table: TrialTable,
+    *,
+    alpha: float = 0.05,
+    correction: str = "bonferroni",
+    min_values: int = 5,
+) -> Diagnostics | None:
+    """Position effects, carry-over, interleaving and trends of a table (see the module docstring).
+
+    None when the table knows neither runs, nor positions, nor times: nothing to diagnose.
+    """
+    known_run = table.run >= 0
+    known_pos = table.position >= 0
+    known_time = np.isfinite(table.time)
+    if not (known_run.any() or known_pos.any() or known_time.any()):
+        return None
+    keep = table.primary & np.isfinite(table.value)
+    if not keep.all():
+        table = table.select(keep)
+    comp, comp_test, comp_metric = _comparisons(table)
+    return Diagnostics(
+        interleaving=_interleaving(table, alpha),
+        position_effects=_position_effects(table, comp, comp_test, comp_metric, alpha, correction, min_values),
+        carryover=_carryover(table, comp, comp_test, comp_metric, alpha, correction, min_values),
+        trends=_trends(table, comp, comp_test, comp_metric, alpha, correction, min_values),
+    )
+
+
+# -- shared machinery -------------------------------------------------------------------------
+
+
+def _comparisons(table: TrialTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Dense code of each row's (test, metric), and the test and metric of each code."""
+    n_metrics = max(len(table.metric_names), 1)
+    key = table.test.astype(np.int64) * n_metrics + table.metric.astype(np.int64)
+    if len(key) == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    present = np.bincount(key, minlength=len(table.test_names) * n_metrics) > 0
+    combos = np.flatnonzero(present)
+    remap = np.cumsum(present) - 1
+    return remap[key], combos // n_metrics, combos % n_metrics
+
+
+@dataclass(frozen=True, eq=False)
+class _OneVsRest:
+    """Per examined (comparison, category): the category's values against the comparison's others."""
+
+    comp: np.ndarray
+    cat: np.ndarray
+    n_at: np.ndarray
+    n_other: np.ndarray
+    median_at: np.ndarray
+    median_other: np.ndarray
+    p: np.ndarray
+
+
+def _one_vs_rest(
+    test_values: np.ndarray,
+    effect_values: np.ndarray,
+    comp: np.ndarray,
+    cat: np.ndarray,
+    n_comp: int,
+    n_cat: int,
+    min_values: int,
+) -> _OneVsRest:
+    """Kruskal-Wallis of "category k" vs "the rest" within each comparison, for every (c, k) with
+    at least min_values values on both sides; medians of effect_values on both sides.
+
+    Each value takes part in every examined pair of its comparison (once inside, otherwise as
+    "the rest"), so the values are copied per pair, in batches of at most _CHUNK_VALUES.
+    """
+    n_c = np.bincount(comp, minlength=n_comp).astype(np.int64)
+    pair_key = comp.astype(np.int64) * n_cat + cat
+    n_at_all = np.bincount(pair_key, minlength=n_comp * n_cat).astype(np.int64)
+    n_other_all = np.repeat(n_c, n_cat) - n_at_all
+    pairs = np.flatnonzero((n_at_all >= min_values) & (n_other_all >= min_values))
+    pc, pk = pairs // n_cat, pairs % n_cat
+    m = len(pairs)
+    p = np.full(m, np.nan)
+    med_at = np.full(m, np.nan)
+    med_other = np.full(m, np.nan)
+    if m:
+        order = np.argsort(comp, kind="stable")
+        starts = np.zeros(n_comp, dtype=np.int64)
+        np.cumsum(n_c[:-1], out=starts[1:])
+        sizes = n_c[pc]
+        bounds = _chunks(sizes, _CHUNK_VALUES)
+        for lo, hi in zip(bounds[:-1], bounds[1:]):
+            sz = sizes[lo:hi]
+            local = np.repeat(np.arange(hi - lo), sz)
+            begin = np.repeat(starts[pc[lo:hi]] - (np.cumsum(sz) - sz), sz)
+            rows = order[begin + np.arange(len(local))]
+            inside = cat[rows] == pk[lo:hi][local]
+            kw = kruskal_2(test_values[rows], local, inside, hi - lo)
+            med = grouped_median_ci(effect_values[rows], local * 2 + inside, 2 * (hi - lo)).median
+            p[lo:hi] = kw.pvalue
+            med_other[lo:hi] = med[0::2]
+            med_at[lo:hi] = med[1::2]
+    return _OneVsRest(pc, pk, n_at_all[pairs], n_other_all[pairs], med_at, med_other, p)
+
+
+def _chunks(sizes: np.ndarray, limit: int) -> list[int]:
+    """Boundaries that cut consecutive pairs into batches of about `limit` copied values."""
+    bounds = [0]
+    total = 0
+    for i, s in enumerate(sizes.tolist()):
+        if total and total + s > limit:
+            bounds.append(i)
+            total = 0
+        total += s
+    bounds.append(len(sizes))
+    return bounds
+
+
+def _effect_pct(at: np.ndarray, other: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(other != 0, (at - other) / other * 100.0, np.nan)
+
+
+def _num(x: float) -> float | None:
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _decide(p: np.ndarray, correction: str, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    corr = adjust(p, correction, alpha)
+    return corr.p_adjusted, corr.reject
+
+
+# -- position effects -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Bins:
+    first: np.ndarray  # first position of each bin
+    last: np.ndarray  # last position of each bin
+    of_position: np.ndarray  # bin index of each position 0..P-1
+    single: bool  # one bin per position
+
+
+def _position_bins(n_positions: int, typical_n: float, min_values: int) -> _Bins:
+    if n_positions <= MAX_SINGLE_POSITIONS and typical_n / max(n_positions, 1) >= min_values:
+        first = np.arange(n_positions)
+        return _Bins(first, first, first.copy(), True)
+    later = n_positions - 1
+    k = int(min(MAX_LATER_BINS, max(1, typical_n // (2 * min_values)), max(later, 1)))
+    # Equal-width bins over 1..P-1; position 0 alone.
+    edges = 1 + np.floor(np.arange(k + 1) * later / k).astype(np.int64) if later > 0 else np.array([1, 1])
+    first = np.concatenate([[0], edges[:-1]])
+    last = np.concatenate([[0], edges[1:] - 1])
+    nonempty = last >= first
+    first, last = first[nonempty], last[nonempty]
+    of_position = np.zeros(n_positions, dtype=np.int64)
+    for b in range(len(first)):
+        of_position[first[b] : last[b] + 1] = b
+    return _Bins(first, last, of_position, False)
+
+
+def _position_effects(
+    table: TrialTable, comp: np.ndarray, comp_test: np.ndarray, comp_metric: np.ndarray, alpha: float, correction: str, min_values: int
+) -> tuple[PositionEffect, ...]:
+    rows = np.flatnonzero((table.arm == RANDOM) & (table.position >= 0))
+    if len(rows) == 0:
+        return ()
+    n_comp = len(comp_test)
+    c = comp[rows]
+    position = table.position[rows].astype(np.int64)
+    value = table.value[rows]
+    n_positions = int(position.max()) + 1
+    per_comp = np.bincount(c, minlength=n_comp)
+    typical = float(np.median(per_comp[per_comp > 0]))
+    bins = _position_bins(n_positions, typical, min_values)
+    b = bins.of_position[position]
+    n_bins = len(bins.first)
+
+    per_test = _one_vs_rest(value, value, c, b, n_comp, n_bins, min_values)
+    parts = [(per_test, comp_test[per_test.comp], comp_metric[per_test.comp])]
+    if not bins.single:
+        # Pool the tests of each metric on a common scale: percentile ranks for the test,
+        # value / the test's random-arm median for the effect size.
+        ranks = grouped_ranks(value, c, n_comp)
+        percentile = (ranks.ranks() - 0.5) / per_comp[c]
+        medians = grouped_median_ci(value, c, n_comp).median
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = value / medians[c]
+        metric = comp_metric[c]
+        usable = np.isfinite(ratio)
+        n_metrics = max(len(table.metric_names), 1)
+        pooled = _one_vs_rest(percentile[usable], ratio[usable], metric[usable], b[usable], n_metrics, n_bins, min_values)
+        parts.append((pooled, np.full(len(pooled.comp), -1), pooled.comp))
+
+    p = np.concatenate([part.p for part, _, _ in parts])
+    p_adj, reject = _decide(p, correction, alpha)
+    out: list[PositionEffect] = []
+    i = 0
+    for part, tests, metrics in parts:
+        effect = _effect_pct(part.median_at, part.median_other)
+        for j in range(len(part.comp)):
+            k = int(part.cat[j])
+            tested = not math.isnan(p[i])
+            out.append(
+                PositionEffect(
+                    test=ALL_TESTS if tests[j] < 0 else table.test_names[int(tests[j])],
+                    metric=table.metric_names[int(metrics[j])],
+                    position=int(bins.first[k]),
+                    n_at=int(part.n_at[j]),
+                    n_other=int(part.n_other[j]),
+                    median_at=_num(part.median_at[j]),
+                    median_other=_num(part.median_other[j]),
+                    effect_pct=_num(effect[j]),
+                    p=_num(p[i]),
+                    p_adjusted=_num(p_adj[i]),
+                    significant=bool(reject[i]) if tested else None,
+                    position_last=None if bins.single else int(bins.last[k]),
+                )
+            )
+            i += 1
+    return tuple(out)
+
+
+# -- carry-over -------------------------------------------------------------------------------
+
+
+def _carryover(
+    table: TrialTable, comp: np.ndarray, comp_test: np.ndarray, comp_metric: np.ndarray, alpha: float, correction: str, min_values: int
+) -> tuple[Carryover, ...]:
+    rows = np.flatnonzero((table.arm == RANDOM) & (table.predecessor != NO_PREDECESSOR_INFO))
+    if len(rows) == 0:
+        return ()
+    n_tests = len(table.test_names)
+    pred = table.predecessor[rows].astype(np.int64)
+    cat = np.where(pred == FIRST, n_tests, pred)  # the reset is one more "predecessor"
+    res = _one_vs_rest(table.value[rows], table.value[rows], comp[rows], cat, len(comp_test), n_tests + 1, min_values)
+    p_adj, reject = _decide(res.p, correction, alpha)
+    effect = _effect_pct(res.median_at, res.median_other)
+    return tuple(
+        Carryover(
+            test=table.test_names[int(comp_test[res.comp[j]])],
+            metric=table.metric_names[int(comp_metric[res.comp[j]])],
+            after=RESET if res.cat[j] == n_tests else table.test_names[int(res.cat[j])],
+            n_after=int(res.n_at[j]),
+            n_other=int(res.n_other[j]),
+            median_after=_num(res.median_at[j]),
+            median_other=_num(res.median_other[j]),
+            effect_pct=_num(effect[j]),
+            p=_num(res.p[j]),
+            p_adjusted=_num(p_adj[j]),
+            significant=bool(reject[j]) if math.isfinite(res.p[j]) else None,
+        )
+        for j in range(len(res.comp))
+    )
+
+
+# -- run start times, interleaving, trends ----------------------------------------------------
+
+
+def run_starts(table: TrialTable) -> np.ndarray:
+    """Start time of every run id (index = run id; NaN when unknown).
+
+    provenance["run_starts"] (what the source recorded) wins; otherwise the earliest start of
+    the run's trials in the table.
+    """
+    known = table.run >= 0
+    if not known.any():
+        return np.zeros(0)
+    size = int(table.run[known].max()) + 1
+    starts = np.full(size, np.inf)
+    timed = known & np.isfinite(table.time)
+    np.minimum.at(starts, table.run[timed], table.time[timed])
+    starts[np.isinf(starts)] = np.nan
+    for run, start in dict(table.provenance.get("run_starts") or {}).items():
+        if 0 <= int(run) < size and start is not None and math.isfinite(float(start)):
+            starts[int(run)] = float(start)
+    return starts
+
+
+def _runs_test_lower(arms: np.ndarray) -> tuple[int, float, float]:
+    """Wald-Wolfowitz runs test: (stretches of one arm, expected stretches, one-sided p).
+
+    Wald & Wolfowitz (1940), "On a test whether two samples are from the same population",
+    Ann. Math. Statist. 11(2). With n1, n2 runs of each arm and R maximal stretches of equal
+    arms in time order, E[R] = 2 n1 n2 / n + 1 and Var[R] = 2 n1 n2 (2 n1 n2 - n) / (n^2 (n - 1));
+    p = Phi((R - E[R]) / sd), small when the arms are clustered (too few stretches).
+    """
+    n1 = int((arms == FIXED).sum())
+    n2 = int((arms == RANDOM).sum())
+    n = n1 + n2
+    stretches = 1 + int(np.count_nonzero(arms[1:] != arms[:-1])) if n else 0
+    expected = 2.0 * n1 * n2 / n + 1.0 if n else float("nan")
+    if n1 == 0 or n2 == 0 or n < 3:
+        return stretches, expected, float("nan")
+    var = 2.0 * n1 * n2 * (2.0 * n1 * n2 - n) / (n * n * (n - 1.0))
+    if var <= 0:
+        return stretches, expected, float("nan")
+    z = (stretches - expected) / math.sqrt(var)
+    return stretches, expected, float(special.ndtr(z))
+
+
+def _interleaving(table: TrialTable, alpha: float) -> Interleaving | None:
+    known = table.run >= 0
+    if not known.any():
+        return None
+    starts = run_starts(table)
+    ids, first = np.unique(table.run[known], return_index=True)
+    rows = np.flatnonzero(known)[first]
+    arm = table.arm[rows].astype(np.int64)
+    worker = table.worker[rows]
+    start = starts[ids]
+    n_fixed, n_random = int((arm == FIXED).sum()), int((arm == RANDOM).sum())
+    timed = np.isfinite(start)
+    if not timed.any():
+        return Interleaving(None, "no run start times in the data: cannot tell whether the arms were interleaved", n_fixed, n_random)
+    verdicts: list[bool] = []
+    details: list[str] = []
+    workers = np.unique(worker[timed])
+    for w in workers.tolist():
+        sel = timed & (worker == w)
+        order = np.argsort(start[sel], kind="stable")
+        seq = arm[sel][order]
+        ok, detail = _judge(seq, alpha)
+        verdicts.append(ok)
+        details.append(detail if len(workers) == 1 else f"worker {table.worker_names[w]}: {detail}")
+    untimed = int((~timed).sum())
+    if untimed:
+        details.append(f"{untimed} run{'s' if untimed != 1 else ''} without a start time left out")
+    return Interleaving(all(verdicts), "; ".join(details), n_fixed, n_random)
+
+
+def _judge(seq: np.ndarray, alpha: float) -> tuple[bool, str]:
+    """Interleaved or not, and why, for one worker's arms in time order."""
+    n_fixed, n_random = int((seq == FIXED).sum()), int((seq == RANDOM).sum())
+    if n_fixed == 0 or n_random == 0:
+        only = ARMS[FIXED] if n_random == 0 else ARMS[RANDOM]
+        return False, f"only {only} runs ({len(seq)}): the other arm ran elsewhere or not at all"
+    where_f, where_r = np.flatnonzero(seq == FIXED), np.flatnonzero(seq == RANDOM)
+    if where_f.max() < where_r.min():
+        return False, f"all {n_fixed} fixed runs precede all {n_random} random runs"
+    if where_r.max() < where_f.min():
+        return False, f"all {n_random} random runs precede all {n_fixed} fixed runs"
+    stretches, expected, p = _runs_test_lower(seq)
+    test = f"{stretches} stretches of one arm, {expected:.1f} expected by chance (Wald-Wolfowitz runs test, one-sided p = {p:.3g})"
+    if math.isfinite(p) and p < alpha:
+        return False, f"{n_fixed} fixed and {n_random} random runs are clustered in time: {test}"
+    return True, f"{n_fixed} fixed and {n_random} random runs are interleaved in time: {test}"
+
+
+def _trends(
+    table: TrialTable, comp: np.ndarray, comp_test: np.ndarray, comp_metric: np.ndarray, alpha: float, correction: str, min_values: int
+) -> tuple[Trend, ...]:
+    starts = run_starts(table)
+    x = np.full(len(table), np.nan)
+    known = table.run >= 0
+    if len(starts):
+        x[known] = starts[table.run[known]]
+    # Without a run start, the trial's own start time.
+    x = np.where(np.isnan(x), table.time, x)
+    rows = np.flatnonzero(np.isfinite(x))
+    if len(rows) == 0:
+        return ()
+    n_comp = len(comp_test)
+    group = comp[rows] * 2 + table.arm[rows].astype(np.int64)
+    n = np.bincount(group, minlength=2 * n_comp)
+    rho, p = spearman_grouped(x[rows], table.value[rows], group, 2 * n_comp)
+    examined = np.flatnonzero(n >= min_values)
+    p_exam = p[examined]
+    p_adj, reject = _decide(p_exam, correction, alpha)
+    return tuple(
+        Trend(
+            test=table.test_names[int(comp_test[g // 2])],
+            metric=table.metric_names[int(comp_metric[g // 2])],
+            arm=ARMS[int(g % 2)],
+            n=int(n[g]),
+            spearman_rho=_num(rho[g]),
+            p=_num(p[g]),
+            p_adjusted=_num(p_adj[j]),
+            significant=bool(reject[j]) if math.isfinite(p[g]) else None,
+        )
+        for j, g in enumerate(examined.tolist())
+    )
