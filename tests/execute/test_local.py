@@ -1,0 +1,42 @@
+"""LocalWorker: the Worker protocol on this machine, end to end with real processes."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from benchsage.execute.local import LocalWorker
+from benchsage.execute.metrics import extract
+from benchsage.execute.snapshot import command_files
+from benchsage.execute.worker import ProcessRequest, Worker
+from benchsage.spec import MetricSpec
+
+
+def test_local_worker_satisfies_the_protocol(tmp_path: Path) -> None:
+    worker: Worker = LocalWorker()
+    assert worker.name == "local" and LocalWorker("bench-1").name == "bench-1"
+    worker.close()
+
+
+def test_runs_a_trial_and_collects_its_results_file(tmp_path: Path) -> None:
+    with LocalWorker() as worker:
+        result = worker.run(ProcessRequest("printf '3.5\\n' > r.txt; echo ok", str(tmp_path), collect=("r.txt",)))
+    assert result.ok and result.stdout == b"ok\n"
+    assert extract(MetricSpec("v", file="r.txt"), result) == 3.5
+
+
+def test_failures_are_results_not_exceptions(tmp_path: Path) -> None:
+    worker = LocalWorker()
+    assert worker.run(ProcessRequest("exit 7", str(tmp_path))).exit_status == 7
+    assert worker.run(ProcessRequest("sleep 5", str(tmp_path), timeout=0.2)).timed_out
+    assert worker.run(ProcessRequest("true", str(tmp_path / "gone"))).error is not None
+
+
+def test_snapshot_names_the_worker_and_hashes_the_test_files(tmp_path: Path) -> None:
+    script = tmp_path / "t.sh"
+    script.write_text("echo t\n")
+    files = command_files("sh ./t.sh", str(tmp_path))
+    snap = LocalWorker("node-a").snapshot(files, str(tmp_path))
+    assert snap["worker"] == "node-a"
+    assert snap["files"][str(script)] == hashlib.sha256(b"echo t\n").hexdigest()
+    assert snap["kernel"] and snap["host"]
