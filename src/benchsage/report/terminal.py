@@ -1,0 +1,318 @@
+"""Print an Analysis on the terminal: tables like the paper's Tables 3-5, the verdict, where the
+effect comes from, and the warnings.
+
+Styles are used only on a colour terminal; piped output, NO_COLOR and Console(no_color=True)
+get plain text without a single ANSI escape. Strings from specs and data are never read as
+rich markup.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Iterable
+
+from rich import box
+from rich.console import Console
+from rich.table import Column, Table
+from rich.text import Text
+
+from benchsage.analyze.summary import verdict_sentence
+from benchsage.analyze.verdict import Analysis, Diagnostics, TestVerdict
+
+NULL = "–"  # a value that could not be computed; the warnings say why
+NAME_MIN = 12  # a narrow terminal folds test names, but not below this many characters
+
+
+def make_console(stderr: bool = False, *, force_terminal: bool | None = None) -> Console:
+    """A console on stdout (or stderr) that is plain when NO_COLOR is set or it is not a tty.
+
+    force_terminal: None detects (the default); True / False override the detection, e.g.
+    for tests. Emoji codes and highlighting are off: test names are printed as they are.
+    """
+    no_color = os.environ.get("NO_COLOR", "") != ""
+    # No file=: rich then looks sys.stdout / sys.stderr up when it writes, so redirections
+    # made after the console was created (pytest's capture, contextlib.redirect_stdout) apply.
+    return Console(
+        stderr=stderr,
+        force_terminal=force_terminal,
+        no_color=no_color,
+        highlight=False,
+        emoji=False,
+    )
+
+
+@dataclass(frozen=True)
+class _Styles:
+    """Style names when the console shows styles, empty strings otherwise."""
+
+    header: str = ""
+    title: str = ""
+    significant: str = ""
+    case1: str = ""
+    warning: str = ""
+    verdict_effect: str = ""
+    verdict_none: str = ""
+    dim: str = ""
+
+
+def _styles(console: Console) -> _Styles:
+    # no_color alone would still let rich emit bold and italic: plain means no escapes at all.
+    if not console.is_terminal or console.no_color or console.color_system is None:
+        return _Styles()
+    return _Styles(
+        header="bold",
+        title="bold",
+        significant="bold red",
+        case1="yellow",
+        warning="yellow",
+        verdict_effect="bold red",
+        verdict_none="bold green",
+        dim="dim",
+    )
+
+
+# -- number formatting ----------------------------------------------------------------------
+
+
+def _g(x: float | None, digits: int = 6) -> str:
+    return NULL if x is None else f"{x:.{digits}g}"
+
+
+def _p(x: float | None) -> str:
+    if x is None:
+        return NULL
+    if x >= 1e-3 or x == 0:
+        return f"{x:.3g}"
+    # 8.51e-5 rather than 8.51e-05: narrow columns matter on an 80-column terminal.
+    mantissa, exponent = f"{x:.2e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def _fixed3(x: float | None) -> str:
+    return NULL if x is None else f"{x:.3f}"
+
+
+def _pct(x: float | None) -> str:
+    return NULL if x is None else f"{x:+.2f}"
+
+
+def _yes_no(x: bool | None) -> str:
+    return NULL if x is None else ("yes" if x else "no")
+
+
+def _counts(v: TestVerdict) -> str:
+    return f"{v.n_fixed}/{v.n_random}"
+
+
+def _metric_title(v: TestVerdict) -> str:
+    details = [d for d in (v.unit, f"{v.better} is better" if v.better else "") if d]
+    return v.metric + (f" ({', '.join(details)})" if details else "")
+
+
+def _table(columns: Iterable[tuple[str, str]], st: _Styles) -> Table:
+    table = Table(
+        box=box.SIMPLE_HEAD,
+        header_style=st.header,
+        border_style=st.dim,
+        show_edge=False,
+        pad_edge=False,
+        collapse_padding=True,
+    )
+    for name, justify in columns:
+        # Numbers never wrap; names (left-aligned columns) fold when the terminal is narrow,
+        # so a long test command is shown whole rather than cut with an ellipsis.
+        wraps = justify == "left"
+        table.add_column(name, justify=justify, overflow="fold", no_wrap=not wraps)  # type: ignore[arg-type]
+    return table
+
+
+def _cell_width(cell: object) -> int:
+    text = cell if isinstance(cell, Text) else Text(str(cell))
+    return max((line.cell_len for line in text.split("\n")), default=0)
+
+
+def _natural_width(column: Column) -> int:
+    return max([_cell_width(column.header)] + [_cell_width(c) for c in column.cells])
+
+
+def _print_table(console: Console, table: Table) -> None:
+    """Print a table so that numbers are never cut and names fold only when they must.
+
+    Rich, left alone, squeezes the one wrappable column (the test name) to nothing on an
+    80-column terminal. Here the columns first close up (two spaces between them, then one);
+    if the names still do not fit, each name column gets an equal share of what is left,
+    at least NAME_MIN characters, and folds its text into that.
+    """
+    columns = table.columns
+    numbers = sum(_natural_width(c) for c in columns if c.no_wrap)
+    names = [c for c in columns if not c.no_wrap]
+    need = sum(_natural_width(c) for c in names)
+    gaps = len(columns) - 1
+    for gap, padding in ((2, (0, 1)), (1, (0, 0))):
+        room = console.width - numbers - gap * gaps
+        if room >= need:
+            table.padding = padding
+            console.print(table)
+            return
+    table.padding = (0, 0)  # the loop ended on the closest spacing: keep it
+    if names:
+        share = max(room, 0) // len(names)
+        for c in names:
+            c.width = min(_natural_width(c), max(share, NAME_MIN))
+    console.print(table)
+
+
+def _row_style(v: TestVerdict, st: _Styles) -> str:
+    return st.significant if v.significant else ""
+
+
+# -- sections -------------------------------------------------------------------------------
+
+
+def _primary_tables(analysis: Analysis, console: Console, st: _Styles) -> None:
+    by_metric: dict[str, list[TestVerdict]] = {}
+    for v in analysis.tests:
+        if v.primary:
+            by_metric.setdefault(v.metric, []).append(v)
+    for verdicts in by_metric.values():
+        _line(console, f"Primary metric: {_metric_title(verdicts[0])}", st.title)
+        table = _table(
+            [
+                ("test", "left"),
+                ("n F/R", "right"),
+                ("median F", "right"),
+                ("median R", "right"),
+                ("KW p", "right"),
+                ("p adj", "right"),
+                ("sig", "center"),
+                ("eta²", "right"),
+                ("Δ%", "right"),
+                ("CI\ncase", "center"),
+            ],
+            st,
+        )
+        for v in verdicts:
+            case = Text(NULL if v.ci_case is None else str(v.ci_case), style=st.case1 if v.ci_case == 1 else "")
+            table.add_row(
+                Text(v.test),
+                _counts(v),
+                _g(v.median_fixed),
+                _g(v.median_random),
+                _p(v.kw_p),
+                _p(v.p_adjusted),
+                _yes_no(v.significant),
+                _fixed3(v.eta2),
+                _pct(v.delta_pct),
+                case,
+                style=_row_style(v, st),
+            )
+        _print_table(console, table)
+        console.print()
+
+
+def _secondary_table(analysis: Analysis, console: Console, st: _Styles) -> None:
+    others = [v for v in analysis.tests if not v.primary]
+    if not others:
+        return
+    _line(console, "Other metrics (corrected within their own family; they do not decide the verdict)", st.title)
+    table = _table(
+        [
+            ("test", "left"),
+            ("metric", "left"),
+            ("n F/R", "right"),
+            ("median F", "right"),
+            ("median R", "right"),
+            ("p adj", "right"),
+            ("sig", "center"),
+            ("Δ%", "right"),
+            ("CI", "center"),
+        ],
+        st,
+    )
+    for v in others:
+        table.add_row(
+            Text(v.test),
+            Text(v.metric),
+            _counts(v),
+            _g(v.median_fixed, 4),
+            _g(v.median_random, 4),
+            _p(v.p_adjusted),
+            _yes_no(v.significant),
+            _pct(v.delta_pct),
+            NULL if v.ci_case is None else str(v.ci_case),
+            style=_row_style(v, st),
+        )
+    _print_table(console, table)
+    console.print()
+
+
+def _line(console: Console, text: str, style: str = "") -> None:
+    # soft_wrap: long sentences stay one line in logs and pipes; a terminal wraps them itself.
+    console.print(Text(text, style=style), soft_wrap=True)
+
+
+def _diagnostics(d: Diagnostics, console: Console, st: _Styles) -> None:
+    _line(console, "Where the effect comes from", st.title)
+    if d.interleaving is not None:
+        state = {True: "interleaved", False: "NOT interleaved", None: "unknown"}[d.interleaving.interleaved]
+        _line(console, f"Arms in time: {state}: {d.interleaving.detail}", st.warning if d.interleaving.interleaved is False else "")
+
+    positions = [e for e in d.position_effects if e.significant]
+    if positions:
+        _line(console, "Position effects (random arm: at this position vs elsewhere)")
+        table = _table([
+            ("test", "left"), ("metric", "left"), ("position", "right"), ("n at/other", "right"), ("effect %", "right"), ("p adj", "right"),
+        ], st)
+        for e in positions:
+            table.add_row(Text(e.test), Text(e.metric), str(e.position), f"{e.n_at}/{e.n_other}", _pct(e.effect_pct), _p(e.p_adjusted))
+        _print_table(console, table)
+    else:
+        _line(console, f"Position effects: none significant ({len(d.position_effects)} examined).")
+
+    carry = [c for c in d.carryover if c.significant]
+    if carry:
+        _line(console, "Carry-over (random arm: after this predecessor vs after others)")
+        table = _table([
+            ("test", "left"), ("metric", "left"), ("after", "left"), ("n after/other", "right"), ("effect %", "right"), ("p adj", "right"),
+        ], st)
+        for c in carry:
+            table.add_row(Text(c.test), Text(c.metric), Text(c.after), f"{c.n_after}/{c.n_other}", _pct(c.effect_pct), _p(c.p_adjusted))
+        _print_table(console, table)
+    else:
+        _line(console, f"Carry-over: none significant ({len(d.carryover)} examined).")
+
+    trends = [t for t in d.trends if t.significant]
+    if trends:
+        _line(console, "Trends over time within an arm (Spearman)")
+        table = _table([
+            ("test", "left"), ("metric", "left"), ("arm", "left"), ("n", "right"), ("rho", "right"), ("p adj", "right"),
+        ], st)
+        for t in trends:
+            table.add_row(Text(t.test), Text(t.metric), t.arm, str(t.n), _g(t.spearman_rho, 3), _p(t.p_adjusted if t.p_adjusted is not None else t.p))
+        _print_table(console, table)
+    else:
+        _line(console, f"Trends over time: none significant ({len(d.trends)} examined).")
+
+    if d.workers:
+        _line(console, "Workers whose software differs:", st.warning)
+        for name, detail in d.workers.items():
+            _line(console, f"  {name}: {detail}")
+    console.print()
+
+
+def render_analysis(analysis: Analysis, console: Console) -> None:
+    """Print the analysis: a table per primary metric (paper Tables 3-5), the other metrics,
+    the verdict sentence, the diagnostics when present, then the warnings."""
+    st = _styles(console)
+    _primary_tables(analysis, console, st)
+    _secondary_table(analysis, console, st)
+    sentence = verdict_sentence(analysis)
+    _line(console, sentence, st.verdict_effect if analysis.order_matters else st.verdict_none)
+    console.print()
+    if analysis.diagnostics is not None:
+        _diagnostics(analysis.diagnostics, console, st)
+    if analysis.warnings:
+        _line(console, f"Warnings ({len(analysis.warnings)}):", st.warning)
+        for w in analysis.warnings:
+            _line(console, f"  - {w}", st.warning)

@@ -1,0 +1,190 @@
+"""render_analysis and make_console: content of the tables and sections, and no ANSI escapes
+unless the console is a colour terminal."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from benchsage.analyze.order import analyze_table
+from benchsage.analyze.summary import verdict_sentence
+from benchsage.analyze.verdict import Carryover, Diagnostics, Interleaving, PositionEffect, Trend
+from benchsage.report.terminal import make_console, render_analysis
+from benchsage.store.table import MetricInfo, TrialTable
+
+ARTIFACT = Path("/work/shared/data/ordersage-artifact")
+ANSI = re.compile(r"\x1b\[")
+
+
+@pytest.fixture(scope="module")
+def memcached():
+    with open(ARTIFACT / "memcached-table3" / "all_exp_results.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    table = TrialTable.from_columns(
+        test=[r["exp_command"] for r in rows],
+        arm=[r["order_type"] for r in rows],
+        value=[float(r["result"]) for r in rows],
+        metric=["result"] * len(rows),
+        metrics_info={"result": MetricInfo("result", "ops/s", "higher")},
+        warnings=("2 trials were excluded: status Failure",),
+    )
+    return analyze_table(table)
+
+
+def _diagnostics(significant: bool) -> Diagnostics:
+    return Diagnostics(
+        interleaving=Interleaving(False, "all 50 fixed runs precede all 50 random runs", 50, 50),
+        position_effects=(
+            PositionEffect("./get_hits_test.sh", "result", 0, 24, 26, 67000.0, 70000.0, -4.5, 0.0019, 0.0058, significant),
+            PositionEffect("./cmd_set_test.sh", "result", 0, 25, 25, 50000.0, 50010.0, -0.02, 0.8, 1.0, False),
+        ),
+        carryover=(
+            Carryover("./get_hits_test.sh", "result", "./cmd_set_test.sh", 17, 33, 71000.0, 68900.0, 3.1, 0.01, 0.03, significant),
+            Carryover("./get_hits_test.sh", "result", "./cmd_get_test.sh", 16, 34, 68000.0, 69000.0, -1.4, 0.4, 1.0, False),
+            Carryover("./cmd_get_test.sh", "result", "./cmd_set_test.sh", 16, 34, 131000.0, 131100.0, -0.1, 0.9, 1.0, False),
+        ),
+        trends=(
+            Trend("./get_hits_test.sh", "result", "fixed", 50, 0.62, 1e-6, 6e-6, significant),
+            Trend("./get_hits_test.sh", "result", "random", 50, 0.05, 0.7, 1.0, False),
+        ),
+    )
+
+
+def _render(analysis, **console_args) -> str:
+    console = Console(file=io.StringIO(), width=console_args.pop("width", 160), **console_args)
+    render_analysis(analysis, console)
+    return console.file.getvalue()
+
+
+@pytest.mark.parametrize("width", [80, 160])
+def test_primary_table_holds_paper_table3(memcached, width):
+    out = _render(memcached, width=width)  # 80 columns: still one line per test
+    assert "Primary metric: result (ops/s, higher is better)" in out
+    for header in ("test", "n F/R", "median F", "median R", "KW p", "p adj", "sig", "eta²", "Δ%", "CI", "case"):
+        assert header in out
+    hits = next(line for line in out.splitlines() if line.startswith("./get_hits_test.sh"))
+    cells = hits.split()
+    assert cells == ["./get_hits_test.sh", "50/50", "70154.6", "67697.8", "8.51e-5", "2.55e-4", "yes", "0.147", "+5.26", "3"]
+    cmd_set = next(line for line in out.splitlines() if line.startswith("./cmd_set_test.sh")).split()
+    assert cmd_set[6] == "no" and cmd_set[-1] == "2"
+    # Table rows keep the analysis' order of tests.
+    assert out.index("./cmd_set_test.sh") < out.index("./cmd_get_test.sh") < out.index("./get_hits_test.sh")
+
+
+def test_verdict_then_warnings(memcached):
+    out = _render(memcached)
+    assert verdict_sentence(memcached) in out
+    assert "Warnings (1):" in out and "2 trials were excluded: status Failure" in out
+    assert out.index(verdict_sentence(memcached)) < out.index("Warnings (1):")
+    assert "Where the effect comes from" not in out  # no diagnostics in this analysis
+
+
+def test_plain_output_has_no_ansi_codes(memcached):
+    analysis = dataclasses.replace(memcached, diagnostics=_diagnostics(True))
+    assert not ANSI.search(_render(analysis))  # not a terminal
+    assert not ANSI.search(_render(analysis, force_terminal=True, no_color=True))
+    assert not ANSI.search(_render(analysis, force_terminal=True, color_system=None))
+    # The check above can fail: a colour terminal does get styles.
+    assert ANSI.search(_render(analysis, force_terminal=True, color_system="standard"))
+
+
+def test_make_console_respects_no_color(monkeypatch, memcached):
+    monkeypatch.setenv("NO_COLOR", "1")
+    console = make_console(force_terminal=True)
+    console.file = io.StringIO()
+    render_analysis(memcached, console)
+    assert "Order matters" in console.file.getvalue()
+    assert not ANSI.search(console.file.getvalue())
+    monkeypatch.delenv("NO_COLOR")
+    coloured = make_console(force_terminal=True)
+    assert not coloured.no_color
+
+
+def test_make_console_is_plain_when_not_a_tty(capsys, memcached):
+    console = make_console()
+    assert not console.is_terminal
+    render_analysis(memcached, console)
+    out = capsys.readouterr().out
+    assert "./get_hits_test.sh" in out and not ANSI.search(out)
+    err_console = make_console(stderr=True)
+    err_console.print("to stderr")
+    assert capsys.readouterr().err == "to stderr\n"
+
+
+def test_diagnostics_section_with_significant_findings(memcached):
+    out = _render(dataclasses.replace(memcached, diagnostics=_diagnostics(True)))
+    section = out[out.index("Where the effect comes from"):]
+    assert "NOT interleaved: all 50 fixed runs precede all 50 random runs" in section
+    position_row = next(line for line in section.splitlines() if line.startswith("./get_hits_test.sh") and "24/26" in line).split()
+    assert position_row == ["./get_hits_test.sh", "result", "0", "24/26", "-4.50", "0.0058"]
+    carry_row = next(line for line in section.splitlines() if "./cmd_set_test.sh" in line and "17/33" in line).split()
+    assert carry_row == ["./get_hits_test.sh", "result", "./cmd_set_test.sh", "17/33", "+3.10", "0.03"]
+    trend_row = next(line for line in section.splitlines() if line.startswith("./get_hits_test.sh") and " fixed " in line).split()
+    assert trend_row == ["./get_hits_test.sh", "result", "fixed", "50", "0.62", "6.00e-6"]
+    assert "none significant" not in section
+    assert section.index("Where the effect comes from") < section.index("Warnings (1):")
+
+
+def test_diagnostics_section_without_significant_findings(memcached):
+    out = _render(dataclasses.replace(memcached, diagnostics=_diagnostics(False)))
+    assert "Position effects: none significant (2 examined)." in out
+    assert "Carry-over: none significant (3 examined)." in out
+    assert "Trends over time: none significant (2 examined)." in out
+
+
+def test_other_metrics_table_and_nulls():
+    rng = np.random.default_rng(3)
+    n = 20
+    table = TrialTable.from_columns(
+        test=["a"] * (2 * n) + ["a"] * (2 * n) + ["b"] * 4,
+        metric=["result"] * (2 * n) + ["max_rss"] * (2 * n) + ["result"] * 4,
+        arm=(["fixed"] * n + ["random"] * n) * 2 + ["fixed", "random"] * 2,
+        value=np.r_[rng.normal(10, 1, 2 * n), rng.normal(500, 5, 2 * n), [1.0, 2.0, 3.0, 4.0]],
+        primary=[True] * (2 * n) + [False] * (2 * n) + [True] * 4,
+    )
+    out = _render(analyze_table(table))
+    assert "Other metrics (corrected within their own family; they do not decide the verdict)" in out
+    other = next(line for line in out.splitlines() if "max_rss" in line).split()
+    assert other[:3] == ["a", "max_rss", "20/20"]
+    b_row = next(line for line in out.splitlines() if line.startswith("b ")).split()
+    assert b_row == ["b", "2/2", "2", "3", "–", "–", "–", "–", "-50.00", "–"]
+    assert "; 1 more could not be tested (see the warnings)" in out
+
+
+def test_strings_from_data_are_not_markup():
+    names = ["[bold red]x[/bold red]", ":thumbs_up: test"]
+    table = TrialTable.from_columns(test=names * 20, arm=(["fixed"] * 2 + ["random"] * 2) * 10, value=np.arange(40.0))
+    out = _render(analyze_table(table), force_terminal=True, color_system="standard")
+    assert "[bold red]x[/bold red]" in out and ":thumbs_up: test" in out
+
+
+@pytest.mark.parametrize("width", [80, 100, 200])
+def test_numbers_are_never_cut_and_names_fold_whole(width):
+    """On a narrow terminal long test names fold over lines; every number stays whole."""
+    long = "./bench/run--with-a-rather-long-option=value--and-another-one"
+    names = [long + "-a", long + "-b"]
+    rng = np.random.default_rng(4)
+    table = TrialTable.from_columns(
+        test=names * 40, arm=(["fixed"] * 2 + ["random"] * 2) * 20, value=np.round(rng.normal(70000, 3000, 80), 1)
+    )
+    analysis = analyze_table(table)
+    out = _render(analysis, width=width)
+    lines = out.splitlines()
+    body = lines[lines.index(next(line for line in lines if line.startswith("───"))) + 1 :]
+    body = body[: body.index("")]
+    assert max(len(line) for line in body) <= width
+    for v in analysis.tests:
+        assert f"{v.n_fixed}/{v.n_random}" in out
+        assert f"{v.median_fixed:.6g}" in out and f"{v.median_random:.6g}" in out
+        assert f"{v.delta_pct:+.2f}" in out
+    # The first column, read back across the folded lines, holds both names whole.
+    assert "".join(line.split()[0] for line in body) == "".join(names)
+    if width >= 160:
+        assert len(body) == 2  # room enough: one line per test
