@@ -57,7 +57,6 @@ from scipy import special
 from benchsage.analyze.verdict import Carryover, Diagnostics, Interleaving, PositionEffect, Trend
 from benchsage.stats._grouped import grouped_ranks
 from benchsage.stats.correction import adjust
-from benchsage.stats.kruskal import kruskal_2
 from benchsage.stats.median_ci import grouped_median_ci
 from benchsage.stats.spearman import spearman_grouped
 from benchsage.store.table import ARMS, FIRST, FIXED, NO_PREDECESSOR_INFO, RANDOM, TrialTable
@@ -66,7 +65,7 @@ MAX_SINGLE_POSITIONS = 32  # beyond this many positions, positions are binned
 MAX_LATER_BINS = 9  # bins of positions 1..P-1 in large experiments (plus position 0 alone)
 ALL_TESTS = "(all tests)"
 RESET = "(reset)"
-_CHUNK_VALUES = 4_000_000  # values copied per batch of one-vs-rest comparisons (bounds memory)
+MAX_WORKER_DETAILS = 3  # interleaving details spelled out per worker
 
 
 def diagnose(
@@ -123,6 +122,7 @@ class _OneVsRest:
     n_other: np.ndarray
     median_at: np.ndarray
     median_other: np.ndarray
+    h: np.ndarray
     p: np.ndarray
 
 
@@ -135,11 +135,17 @@ def _one_vs_rest(
     n_cat: int,
     min_values: int,
 ) -> _OneVsRest:
-    """Kruskal-Wallis of "category k" vs "the rest" within each comparison, for every (c, k) with
-    at least min_values values on both sides; medians of effect_values on both sides.
+    """Kruskal-Wallis of "category k" vs "the rest of its comparison" for every (c, k) with at
+    least min_values values on both sides, and the medians of effect_values on both sides.
 
-    Each value takes part in every examined pair of its comparison (once inside, otherwise as
-    "the rest"), so the values are copied per pair, in batches of at most _CHUNK_VALUES.
+    Each value is "inside" for its own category and "the rest" for every other one, so running
+    kruskal_2 per pair would copy each value once per category (tens of millions of values in
+    a paper-scale experiment). Instead every comparison is ranked once, and each pair's H comes
+    from the rank sum of its category: the two-sample H of kruskal_2 (Kruskal & Wallis 1952,
+    tie-corrected), H = 12 S^2 N (N - 1) / (n_at n_rest (N^3 - N - T)), with S the sum over the
+    category of (rank - (N + 1) / 2) and T the comparison's tie term. It equals
+    kruskal_2(values, pair, inside) exactly (tests/analyze/test_diagnostics.py checks it).
+    The rest's median is read from the comparison's sorted values without copying them either.
     """
     n_c = np.bincount(comp, minlength=n_comp).astype(np.int64)
     pair_key = comp.astype(np.int64) * n_cat + cat
@@ -147,41 +153,65 @@ def _one_vs_rest(
     n_other_all = np.repeat(n_c, n_cat) - n_at_all
     pairs = np.flatnonzero((n_at_all >= min_values) & (n_other_all >= min_values))
     pc, pk = pairs // n_cat, pairs % n_cat
+    n_at, n_other = n_at_all[pairs], n_other_all[pairs]
     m = len(pairs)
+    if m == 0:
+        empty = np.zeros(0)
+        return _OneVsRest(pc, pk, n_at, n_other, empty, empty, empty, empty)
+    # Row -> its examined pair (or -1).
+    pair_of_key = np.full(n_comp * n_cat, -1, dtype=np.int64)
+    pair_of_key[pairs] = np.arange(m)
+    pair = pair_of_key[pair_key]
+
+    # Kruskal-Wallis from one ranking of each comparison.
+    ranks = grouped_ranks(test_values, comp, n_comp)
+    n = n_c.astype(np.float64)
+    centred = ranks.ranks() - (n[comp] + 1.0) / 2.0
+    inside = pair >= 0
+    s = np.bincount(pair[inside], weights=centred[inside], minlength=m)
+    big_n = n[pc]
+    untied = big_n**3 - big_n - ranks.tie_term[pc]
+    h = np.full(m, np.nan)
+    ok = untied > 0  # all values of the comparison equal: H undefined
+    h[ok] = 12.0 * s[ok] ** 2 * big_n[ok] * (big_n[ok] - 1.0) / (n_at[ok].astype(np.float64) * n_other[ok] * untied[ok])
     p = np.full(m, np.nan)
-    med_at = np.full(m, np.nan)
-    med_other = np.full(m, np.nan)
-    if m:
-        order = np.argsort(comp, kind="stable")
-        starts = np.zeros(n_comp, dtype=np.int64)
-        np.cumsum(n_c[:-1], out=starts[1:])
-        sizes = n_c[pc]
-        bounds = _chunks(sizes, _CHUNK_VALUES)
-        for lo, hi in zip(bounds[:-1], bounds[1:]):
-            sz = sizes[lo:hi]
-            local = np.repeat(np.arange(hi - lo), sz)
-            begin = np.repeat(starts[pc[lo:hi]] - (np.cumsum(sz) - sz), sz)
-            rows = order[begin + np.arange(len(local))]
-            inside = cat[rows] == pk[lo:hi][local]
-            kw = kruskal_2(test_values[rows], local, inside, hi - lo)
-            med = grouped_median_ci(effect_values[rows], local * 2 + inside, 2 * (hi - lo)).median
-            p[lo:hi] = kw.pvalue
-            med_other[lo:hi] = med[0::2]
-            med_at[lo:hi] = med[1::2]
-    return _OneVsRest(pc, pk, n_at_all[pairs], n_other_all[pairs], med_at, med_other, p)
+    p[ok] = special.chdtrc(1.0, h[ok])
 
+    # Medians: sort each comparison's effect values once.
+    if effect_values is test_values:
+        sorted_rows = ranks.order
+    else:
+        sorted_rows = grouped_ranks(effect_values, comp, n_comp).order
+    sorted_values = effect_values[sorted_rows]
+    starts = np.zeros(n_comp, dtype=np.int64)
+    np.cumsum(n_c[:-1], out=starts[1:])
+    q_all = np.arange(len(sorted_rows)) - starts[comp[sorted_rows]]  # place within the comparison
+    pair_sorted = pair[sorted_rows]
+    take = pair_sorted >= 0
+    # Rows of each pair in ascending value order (a stable sort keeps the value order).
+    by_pair = np.argsort(pair_sorted[take], kind="stable")
+    q = q_all[take][by_pair]
+    owner = pair_sorted[take][by_pair]
+    first = np.zeros(m, dtype=np.int64)
+    np.cumsum(n_at[:-1], out=first[1:])
+    j = np.arange(len(q)) - first[owner]
+    base = starts[pc]
 
-def _chunks(sizes: np.ndarray, limit: int) -> list[int]:
-    """Boundaries that cut consecutive pairs into batches of about `limit` copied values."""
-    bounds = [0]
-    total = 0
-    for i, s in enumerate(sizes.tolist()):
-        if total and total + s > limit:
-            bounds.append(i)
-            total = 0
-        total += s
-    bounds.append(len(sizes))
-    return bounds
+    def at(rank0: np.ndarray) -> np.ndarray:  # value of the pair's rank0-th (0-based) member
+        return sorted_values[base + q[first + rank0]]
+
+    median_at = (at((n_at - 1) // 2) + at(n_at // 2)) / 2.0
+    # The rest's r-th value (0-based) sits at place r + #{members whose count of non-members
+    # before them (q_j - j) is <= r} in the comparison's sorted values.
+    stride = int(n_c.max()) + 2
+    key = owner * stride + (q - j)
+
+    def rest(rank0: np.ndarray) -> np.ndarray:
+        before = np.searchsorted(key, np.arange(m) * stride + rank0, side="right") - first
+        return sorted_values[base + rank0 + before]
+
+    median_other = (rest((n_other - 1) // 2) + rest(n_other // 2)) / 2.0
+    return _OneVsRest(pc, pk, n_at, n_other, median_at, median_other, h, p)
 
 
 def _effect_pct(at: np.ndarray, other: np.ndarray) -> np.ndarray:
@@ -382,16 +412,21 @@ def _interleaving(table: TrialTable, alpha: float) -> Interleaving | None:
     timed = np.isfinite(start)
     if not timed.any():
         return Interleaving(None, "no run start times in the data: cannot tell whether the arms were interleaved", n_fixed, n_random)
+    # Each worker has its own sequence of runs (and possibly its own clock).
     verdicts: list[bool] = []
-    details: list[str] = []
+    judged: list[tuple[bool, str]] = []
     workers = np.unique(worker[timed])
     for w in workers.tolist():
         sel = timed & (worker == w)
         order = np.argsort(start[sel], kind="stable")
-        seq = arm[sel][order]
-        ok, detail = _judge(seq, alpha)
+        ok, detail = _judge(arm[sel][order], alpha)
         verdicts.append(ok)
-        details.append(detail if len(workers) == 1 else f"worker {table.worker_names[w]}: {detail}")
+        judged.append((ok, detail if len(workers) == 1 else f"worker {table.worker_names[w]}: {detail}"))
+    # Problems first; a fleet of workers gets a count rather than a line per worker.
+    judged.sort(key=lambda item: item[0])
+    details = [d for _, d in judged[:MAX_WORKER_DETAILS]]
+    if len(judged) > MAX_WORKER_DETAILS:
+        details.append(f"{sum(verdicts)} of {len(verdicts)} workers interleaved")
     untimed = int((~timed).sum())
     if untimed:
         details.append(f"{untimed} run{'s' if untimed != 1 else ''} without a start time left out")
