@@ -102,6 +102,10 @@ def test_make_console_respects_no_color(monkeypatch, memcached):
     render_analysis(memcached, console)
     assert "Order matters" in console.file.getvalue()
     assert not ANSI.search(console.file.getvalue())
+    # Even renderers that ask for bold get plain text from this console.
+    console.file = io.StringIO()
+    console.print("[bold]x[/bold]")
+    assert console.file.getvalue() == "x\n"
     monkeypatch.delenv("NO_COLOR")
     coloured = make_console(force_terminal=True)
     assert not coloured.no_color

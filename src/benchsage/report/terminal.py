@@ -33,10 +33,12 @@ def make_console(stderr: bool = False, *, force_terminal: bool | None = None) ->
     no_color = os.environ.get("NO_COLOR", "") != ""
     # No file=: rich then looks sys.stdout / sys.stderr up when it writes, so redirections
     # made after the console was created (pytest's capture, contextlib.redirect_stdout) apply.
+    # Under NO_COLOR, color_system=None drops bold and italic too, for every renderer.
     return Console(
         stderr=stderr,
         force_terminal=force_terminal,
         no_color=no_color,
+        color_system=None if no_color else "auto",
         highlight=False,
         emoji=False,
     )
