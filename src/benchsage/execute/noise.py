@@ -334,9 +334,9 @@ class MemoryPressure(NoiseSource):
             if line.startswith("some "):
                 stall = float(dict(kv.split("=", 1) for kv in line.split()[1:])["avg60"])
         data = {"total_kib": total, "available_kib": available, "some_avg60": stall}
-        value = f"{available / 1048576:.1f} GiB available of {total / 1048576:.1f} GiB ({share:.0%})"
+        value = f"{available / 1048576:.1f} of {total / 1048576:.1f} GiB available ({share:.0%})"
         if stall is not None:
-            value += f", stalled {stall:.2f}% of the last minute"
+            value += f", {stall:.2f}% stalled"
         # Below a tenth available the kernel reclaims page cache that trials rely on; a
         # percent of the last minute stalled means reclaim is already slowing tasks down.
         if share >= 0.10 and (stall is None or stall <= 1.0):
@@ -485,8 +485,7 @@ class Kernel(NoiseSource):
             release, version = uname.release, uname.version
         if release is None:
             return self.unknown("cannot read /proc/sys/kernel/osrelease")
-        value = release + (f" ({version})" if version else "")
-        return self.ok(value, release=release, version=version)
+        return self.ok(release, release=release, version=version)
 
 
 SOURCES: tuple[type[NoiseSource], ...] = (

@@ -1,0 +1,141 @@
+"""`benchsage env` output and the comparison of per-run environment snapshots."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+from typing import Any
+
+from rich.console import Console
+
+from benchsage.execute.noise import OK, SOURCES, UNKNOWN, WARN, Reading, collect_noise
+from benchsage.execute.snapshot import collect
+from benchsage.report.environment import compare_snapshots, env_json, render_env
+
+READINGS = [
+    Reading("governor", "powersave", WARN, "Use the 'performance' governor: now.", {"per_cpu": {0: "powersave"}}),
+    Reading("aslr", "full", OK, None, {"mode": 2}),
+    Reading("turbo", None, UNKNOWN, None, {"reason": "no turbo control found"}),
+    Reading("kernel", "[bold]not markup[/bold]", OK, None, {}),
+]
+
+
+def render(readings: list[Reading], terminal: bool, width: int = 80) -> str:
+    buf = io.StringIO()
+    render_env(readings, Console(file=buf, force_terminal=terminal, width=width, color_system="standard" if terminal else None))
+    return buf.getvalue()
+
+
+def test_render_env_plain_when_not_a_terminal() -> None:
+    text = render(READINGS, terminal=False, width=120)
+    assert "\x1b[" not in text
+    for expected in ("CPU scaling governor", "powersave", "warn", "Use the 'performance' governor", "Turbo boost",
+                     "no turbo control found", "[bold]not markup[/bold]", "1 of 4 sources can add noise", "1 could not be read"):
+        assert expected in text, expected
+
+
+def test_render_env_layouts() -> None:
+    narrow = render(READINGS, terminal=False, width=80).splitlines()
+    assert narrow[0].split() == ["source", "value", "state"]
+    assert any(line.startswith("CPU scaling governor: Use the 'performance' governor") for line in narrow)
+    assert any(line.startswith("Turbo boost (unknown): no turbo control found") for line in narrow)
+    wide = render(READINGS, terminal=False, width=160).splitlines()
+    assert wide[0].split() == ["source", "value", "state", "advice"]
+    assert any("powersave" in line and "Use the 'performance' governor" in line for line in wide)
+
+
+def test_render_env_colours_on_a_terminal() -> None:
+    assert "\x1b[" in render(READINGS, terminal=True)
+
+
+def test_render_env_on_this_machine() -> None:
+    text = render(collect_noise(), terminal=False)
+    for source in SOURCES:
+        assert source.title in text
+
+
+def test_env_json() -> None:
+    doc = env_json(READINGS)
+    assert json.loads(json.dumps(doc)) == doc
+    assert doc["tool"]["name"] == "benchsage"
+    assert doc["summary"] == {"ok": 2, "warn": 1, "unknown": 1}
+    first = doc["sources"][0]
+    assert first == {
+        "name": "governor", "title": "CPU scaling governor", "value": "powersave", "state": "warn",
+        "advice": "Use the 'performance' governor: now.", "data": {"per_cpu": {"0": "powersave"}},
+    }
+    real = env_json(collect_noise())
+    assert [s["name"] for s in real["sources"]] == [s.name for s in SOURCES]
+    json.dumps(real)
+
+
+def snapshot(governor: str | None = "performance", files: dict[str, str | None] | None = None, load: str = "ok", **kw: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "host": "h", "kernel": "6.1.0", "os": "Debian 12", "cpu_model": "X", "cpu_count": 8,
+        "governor": governor, "turbo": "off", "smt": "off", "aslr": "full", "python": "3.11.7", "benchsage": "0.1.0",
+        "load_average": [0.1, 0.1, 0.1],
+        "noise": {"load": {"value": "0.10 0.10 0.10 (8 CPUs)" if load == "ok" else "3.00 1.00 0.50 (8 CPUs)", "state": load}},
+        "files": files if files is not None else {"/exp/bench": "a" * 64},
+    }
+    base.update(kw)
+    return base
+
+
+def test_identical_snapshots_give_no_warnings() -> None:
+    snaps = {f"local:run {i}": snapshot() for i in range(1, 21)}
+    assert compare_snapshots(snaps) == []
+    assert compare_snapshots({}) == []
+    assert compare_snapshots({"local:run 1": None}) == []
+
+
+def test_a_setting_that_differs_between_runs() -> None:
+    snaps = {f"local:run {i}": snapshot("performance" if i <= 12 else "powersave") for i in range(1, 21)}
+    (warning,) = compare_snapshots(snaps)
+    assert warning == "governor differs between runs: 'performance' in 12 runs, 'powersave' in 8 runs"
+
+
+def test_settings_split_by_worker_say_so() -> None:
+    snaps = {f"a:run {i}": snapshot(kernel="6.1.0") for i in range(3)}
+    snaps |= {f"b:run {i}": snapshot(kernel="6.5.0", governor=None) for i in range(2)}
+    warnings = compare_snapshots(snaps)
+    assert "governor differs between runs: 'performance' in 3 runs, unknown in 2 runs (by worker: a 'performance', b unknown)" in warnings
+    assert "kernel differs between runs: '6.1.0' in 3 runs, '6.5.0' in 2 runs (by worker: a '6.1.0', b '6.5.0')" in warnings
+
+
+def test_transient_noise_that_warned_before_some_runs() -> None:
+    snaps = {f"local:run {i}": snapshot(load="warn" if i < 3 else "ok") for i in range(10)}
+    (warning,) = compare_snapshots(snaps)
+    assert warning == "load average warned before 3 of 10 runs (e.g. 3.00 1.00 0.50 (8 CPUs))"
+
+
+def test_files_that_differ_between_workers_and_change_within_one() -> None:
+    same, other, newer = "1" * 64, "2" * 64, "3" * 64
+    snaps = {
+        "a:run 1": snapshot(files={"/exp/bench": same, "/exp/lib.so": same}),
+        "a:run 2": snapshot(files={"/exp/bench": same, "/exp/lib.so": same}),
+        "b:run 3": snapshot(files={"/exp/bench": other, "/exp/lib.so": same}),
+        "c:run 4": snapshot(files={"/exp/bench": None, "/exp/lib.so": same}),
+        "c:run 5": snapshot(files={"/exp/bench": None, "/exp/lib.so": newer}),
+    }
+    warnings = compare_snapshots(snaps)
+    assert "/exp/bench differs between workers: 111111111111 on a; 222222222222 on b; missing on c" in warnings
+    assert "/exp/lib.so changed between runs on worker c: 111111111111 in 1 run, 333333333333 in 1 run" in warnings
+    assert any(w.startswith("/exp/lib.so differs between workers") for w in warnings)
+    assert len(warnings) == 3
+
+
+def test_worker_from_the_snapshot_when_labels_have_none() -> None:
+    snaps = {"1": snapshot(worker="a", files={"/x": "1" * 64}), "2": snapshot(host="h2", files={"/x": "2" * 64})}
+    assert compare_snapshots(snaps) == ["/x differs between workers: 111111111111 on a; 222222222222 on h2"]
+
+
+def test_real_snapshots_compare_clean(tmp_path: Any) -> None:
+    (tmp_path / "t.sh").write_text("echo\n")
+    first = collect(["t.sh"], str(tmp_path))
+    second = copy.deepcopy(first)
+    second["noise"]["load"]["state"] = first["noise"]["load"]["state"]
+    assert [w for w in compare_snapshots({"local:run 1": first, "local:run 2": second}) if "warned" not in w] == []
+    (tmp_path / "t.sh").write_text("echo changed\n")
+    third = collect(["t.sh"], str(tmp_path))
+    assert any(w.startswith("t.sh changed between runs on worker local") for w in compare_snapshots({"local:run 1": first, "local:run 3": third}))
