@@ -136,6 +136,14 @@ def test_diagnostics_section_with_significant_findings(memcached):
     assert section.index("Where the effect comes from") < section.index("Warnings (1):")
 
 
+def test_binned_positions_show_as_a_range(memcached):
+    d = _diagnostics(True)
+    binned = dataclasses.replace(d.position_effects[0], position=10, position_last=19)
+    out = _render(dataclasses.replace(memcached, diagnostics=dataclasses.replace(d, position_effects=(binned,))))
+    row = next(line for line in out.splitlines() if line.startswith("./get_hits_test.sh") and "24/26" in line).split()
+    assert row[2] == "10-19"
+
+
 def test_diagnostics_section_without_significant_findings(memcached):
     out = _render(dataclasses.replace(memcached, diagnostics=_diagnostics(False)))
     assert "Position effects: none significant (2 examined)." in out

@@ -267,7 +267,9 @@ def _diagnostics(d: Diagnostics, console: Console, st: _Styles) -> None:
             ("test", "left"), ("metric", "left"), ("position", "right"), ("n at/other", "right"), ("effect %", "right"), ("p adj", "right"),
         ], st)
         for e in positions:
-            table.add_row(Text(e.test), Text(e.metric), str(e.position), f"{e.n_at}/{e.n_other}", _pct(e.effect_pct), _p(e.p_adjusted))
+            # Large experiments bin positions: show the bin as a range.
+            where = str(e.position) if e.position_last in (None, e.position) else f"{e.position}-{e.position_last}"
+            table.add_row(Text(e.test), Text(e.metric), where, f"{e.n_at}/{e.n_other}", _pct(e.effect_pct), _p(e.p_adjusted))
         _print_table(console, table)
     else:
         _line(console, f"Position effects: none significant ({len(d.position_effects)} examined).")
