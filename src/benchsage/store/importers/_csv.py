@@ -117,6 +117,7 @@ def read_columns(
     status: str | None = None,
     is_ok: Callable[[str], bool] = lambda s: True,
     needed: Sequence[str] = (),
+    strict: Sequence[str] = (),
 ) -> tuple[Columns, dict[str, str]]:
     """Stream a CSV file into numpy columns.
 
@@ -124,7 +125,9 @@ def read_columns(
     numeric / integer: returned as float64 (NaN where empty); integer columns must hold whole
         numbers >= 0. lists: numeric columns whose cells may hold several comma-separated numbers.
     status / is_ok: the column saying whether a row is analysable; `needed` columns (and lists)
-        must hold finite numbers in ok rows, anything is tolerated in the others.
+        must hold finite numbers in ok rows, anything is tolerated in the others. In `strict`
+        columns a cell is empty or a number, whatever the row's status (a failed trial still
+        has a position).
     Absent optional columns are simply missing from the result. Returns the columns and, for
     each required entry, the column that satisfied it.
     """
@@ -135,9 +138,9 @@ def read_columns(
     # First try with numbers parsed by the CSV reader (fast); text in a numeric column (a
     # failed trial that says "error", garbage, "1.5,2.5") makes us read again with text.
     try:
-        return _read(path, found, present, categorical, numeric, integer, lists, status, is_ok, needed, as_text=False), chosen
+        return _read(path, found, present, categorical, numeric, integer, lists, status, is_ok, needed, strict, as_text=False), chosen
     except _Retry:
-        return _read(path, found, present, categorical, numeric, integer, lists, status, is_ok, needed, as_text=True), chosen
+        return _read(path, found, present, categorical, numeric, integer, lists, status, is_ok, needed, strict, as_text=True), chosen
 
 
 def _read(
@@ -151,6 +154,7 @@ def _read(
     status: str | None,
     is_ok: Callable[[str], bool],
     needed: Sequence[str],
+    strict: Sequence[str],
     *,
     as_text: bool,
 ) -> Columns:
@@ -194,7 +198,7 @@ def _read(
         ok_parts.append(ok)
         for c in num:
             must = ok if c in needed else None
-            num_parts[c].append(_numbers(path, batch.column(c), c, offset, must, integer=c in integer))
+            num_parts[c].append(_numbers(path, batch.column(c), c, offset, must, integer=c in integer, strict=c in strict))
         for c in lst:
             list_parts[c].append(_list_numbers(path, batch.column(c), c, offset, ok))
         offset += rows
@@ -259,14 +263,19 @@ class _Labels:
         return self._index[name]
 
 
-def _numbers(path: Path, column: pa.Array, name: str, offset: int, must: np.ndarray | None, *, integer: bool) -> np.ndarray:
-    """A block of a numeric column as float64; rows in `must` need a finite number."""
+def _numbers(
+    path: Path, column: pa.Array, name: str, offset: int, must: np.ndarray | None, *, integer: bool, strict: bool = False
+) -> np.ndarray:
+    """A block of a numeric column as float64; rows in `must` need a finite number, and in a
+    `strict` column every non-empty cell must be a number."""
     if pa.types.is_string(column.type):
         text = pc.utf8_trim_whitespace(column)
         is_number = pc.fill_null(pc.match_substring_regex(text, NUMBER), False)
         values = pc.cast(pc.if_else(is_number, text, pa.scalar(None, pa.string())), pa.float64()).to_numpy(zero_copy_only=False)
-        if must is not None:
-            garbage = must & ~is_number.to_numpy(zero_copy_only=False) & _present(text)
+        if must is not None or strict:
+            garbage = ~is_number.to_numpy(zero_copy_only=False) & _present(text)
+            if not strict:
+                garbage &= must
             bad = np.flatnonzero(garbage)
             if len(bad):
                 row = int(bad[0])

@@ -47,6 +47,7 @@ def read_ordersage(path: str | Path, *, require_both_arms: bool = True) -> Trial
         lists=("result",),
         status="completion_status",
         is_ok=lambda s: s.strip() == _SUCCESS,
+        strict=("time_start", "order_number"),
     )
     n, ok = cols.n, cols.ok
     test_names, test = cols.labels[chosen["exp_command"]], cols.codes[chosen["exp_command"]]

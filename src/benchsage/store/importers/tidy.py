@@ -41,6 +41,7 @@ def read_tidy(path: str | Path, *, require_both_arms: bool = True) -> TrialTable
         status="status",
         is_ok=lambda s: s.strip().lower() == "ok",
         needed=("value",),
+        strict=("time", "position"),
     )
     n, has, ok = cols.n, set(cols.names), cols.ok
 
