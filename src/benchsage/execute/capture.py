@@ -18,8 +18,9 @@ import select
 import signal
 import subprocess
 import time
-from typing import Mapping
+from typing import Any, Mapping
 
+from benchsage.errors import WorkerError
 from benchsage.execute.worker import ProcessRequest, ProcessResult
 
 _SHELL = "/bin/sh"
@@ -151,15 +152,17 @@ def run_process(request: ProcessRequest) -> ProcessResult:
         os.set_blocking(out_r, False)
         os.set_blocking(err_r, False)
         status, usage, t_end, timed_out, tails = _wait(request, pid, pidfd, out_r, err_r, t0)
-    except BaseException:
-        # Interrupted (Ctrl-C, SystemExit from a signal handler) or a bug: never leave the
-        # trial running behind us.
+    except BaseException as exc:
+        # Interrupted (Ctrl-C, SystemExit from a signal handler) or unable to wait: never
+        # leave the trial running behind us.
         _kill_group(pid)
         try:
             os.wait4(pid, 0)
         except ChildProcessError:
             pass
         proc.returncode = -signal.SIGKILL
+        if isinstance(exc, OSError):  # pidfd_open needs Linux >= 5.3; poll cannot fail otherwise
+            raise WorkerError(f"the local worker cannot wait for a trial: {exc}") from exc
         raise
     finally:
         for fd in (pidfd, out_r, err_r):
@@ -197,7 +200,7 @@ def _kill_group(pid: int) -> None:
 
 def _wait(
     request: ProcessRequest, pid: int, pidfd: int, out_r: int, err_r: int, t0: float
-) -> tuple[int, object, float, bool, tuple[_Tail, _Tail]]:
+) -> tuple[int, Any, float, bool, tuple[_Tail, _Tail]]:
     """Block until the shell exits or the deadline passes; returns (status, rusage, ...)."""
     tails = {out_r: _Tail(request.output_limit), err_r: _Tail(request.output_limit)}
     poller = select.poll()
