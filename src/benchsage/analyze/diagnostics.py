@@ -84,15 +84,18 @@ def diagnose(
     known_time = np.isfinite(table.time)
     if not (known_run.any() or known_pos.any() or known_time.any()):
         return None
+    # The design (run starts, interleaving) is judged on every trial, the effects on primary values.
+    starts = run_starts(table)
+    interleaving = _interleaving(table, starts, alpha)
     keep = table.primary & np.isfinite(table.value)
     if not keep.all():
         table = table.select(keep)
     comp, comp_test, comp_metric = _comparisons(table)
     return Diagnostics(
-        interleaving=_interleaving(table, alpha),
+        interleaving=interleaving,
         position_effects=_position_effects(table, comp, comp_test, comp_metric, alpha, correction, min_values),
         carryover=_carryover(table, comp, comp_test, comp_metric, alpha, correction, min_values),
-        trends=_trends(table, comp, comp_test, comp_metric, alpha, correction, min_values),
+        trends=_trends(table, starts, comp, comp_test, comp_metric, alpha, correction, min_values),
     )
 
 
@@ -398,11 +401,10 @@ def _runs_test_lower(arms: np.ndarray) -> tuple[int, float, float]:
     return stretches, expected, float(special.ndtr(z))
 
 
-def _interleaving(table: TrialTable, alpha: float) -> Interleaving | None:
+def _interleaving(table: TrialTable, starts: np.ndarray, alpha: float) -> Interleaving | None:
     known = table.run >= 0
     if not known.any():
         return None
-    starts = run_starts(table)
     ids, first = np.unique(table.run[known], return_index=True)
     rows = np.flatnonzero(known)[first]
     arm = table.arm[rows].astype(np.int64)
@@ -452,9 +454,15 @@ def _judge(seq: np.ndarray, alpha: float) -> tuple[bool, str]:
 
 
 def _trends(
-    table: TrialTable, comp: np.ndarray, comp_test: np.ndarray, comp_metric: np.ndarray, alpha: float, correction: str, min_values: int
+    table: TrialTable,
+    starts: np.ndarray,
+    comp: np.ndarray,
+    comp_test: np.ndarray,
+    comp_metric: np.ndarray,
+    alpha: float,
+    correction: str,
+    min_values: int,
 ) -> tuple[Trend, ...]:
-    starts = run_starts(table)
     x = np.full(len(table), np.nan)
     known = table.run >= 0
     if len(starts):
