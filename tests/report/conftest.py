@@ -7,6 +7,7 @@ the Analysis of it.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -14,15 +15,8 @@ from typing import Any, Sequence
 import numpy as np
 import pytest
 
-from benchsage.analyze.verdict import (
-    Analysis,
-    Carryover,
-    Diagnostics,
-    Interleaving,
-    PositionEffect,
-    TestVerdict,
-    Trend,
-)
+from benchsage.analyze.order import analyze_table
+from benchsage.analyze.verdict import Analysis, Carryover, Diagnostics, Interleaving, PositionEffect, Trend
 from benchsage.store.table import MetricInfo, TrialTable
 
 sys.path.insert(0, str(Path(__file__).parent))  # browser.py, the chromium driver
@@ -100,95 +94,22 @@ def synthetic_table(
     )
 
 
-# -- the Analysis of a table, built here until analyze.order.analyze_table is available ---------
+def analysis_of(table: TrialTable, diagnostics: Diagnostics | None = None, **options: Any) -> Analysis:
+    """benchsage's own analysis of `table`, with `diagnostics` attached when given."""
+    return dataclasses.replace(analyze_table(table, **options), diagnostics=diagnostics)
 
 
-def _median_ci(x: np.ndarray, level: float = 0.95) -> tuple[float, tuple[float, float] | None]:
-    """Median and its exact binomial order-statistic interval [x(l), x(n-l+1)]."""
-    from scipy.stats import binom
-
-    x = np.sort(x)
-    n = len(x)
-    median = float(np.median(x))
-    ls = np.arange(1, n // 2 + 1)
-    cover = binom.cdf(n - ls, n, 0.5) - binom.cdf(ls - 1, n, 0.5)
-    ok = ls[cover >= level]
-    if len(ok) == 0:
-        return median, None
-    lo = int(ok.max())
-    return median, (float(x[lo - 1]), float(x[n - lo]))
-
-
-def _case(mf: float, cf: tuple[float, float] | None, mr: float, cr: tuple[float, float] | None) -> int | None:
-    if cf is None or cr is None:
-        return None
-    if cf[1] < cr[0] or cr[1] < cf[0]:
-        return 1
-    if cr[0] <= mf <= cr[1] or cf[0] <= mr <= cf[1]:
-        return 2
-    return 3
-
-
-def hand_analysis(table: TrialTable, alpha: float = 0.05, diagnostics: Diagnostics | None = None) -> Analysis:
-    """Fixed vs random per (test, metric) with scipy, Bonferroni over all pairs."""
-    from scipy.stats import kruskal
-
-    key = table.test.astype(np.int64) * len(table.metric_names) + table.metric
-    order = np.lexsort((table.arm, key))
-    k = key[order]
-    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
-    raw = []
-    for lo, hi in zip(starts, np.r_[starts[1:], len(k)]):
-        rows = order[lo:hi]
-        t, m = int(table.test[rows[0]]), int(table.metric[rows[0]])
-        f = table.value[rows][table.arm[rows] == 0]
-        r = table.value[rows][table.arm[rows] == 1]
-        h, p = kruskal(f, r)
-        n = len(f) + len(r)
-        mf, cf = _median_ci(f)
-        mr, cr = _median_ci(r)
-        info = table.metric_info(table.metric_names[m])
-        raw.append(dict(
-            test=table.test_names[t], metric=table.metric_names[m], primary=True,
-            n_fixed=len(f), n_random=len(r), kw_h=float(h), kw_p=float(p),
-            eta2=float((h - 1) / (n - 2)), delta_pct=float((f.mean() - r.mean()) / f.mean() * 100),
-            cv_fixed=float(f.std(ddof=1) / f.mean()), cv_random=float(r.std(ddof=1) / r.mean()),
-            mean_fixed=float(f.mean()), mean_random=float(r.mean()),
-            median_fixed=mf, ci_fixed=cf, median_random=mr, ci_random=cr, ci_case=_case(mf, cf, mr, cr),
-            unit=info.unit, better=info.better,
-        ))
-    m = len(raw)
-    verdicts = tuple(
-        TestVerdict(p_adjusted=min(1.0, d["kw_p"] * m), significant=d["kw_p"] * m < alpha, **d) for d in raw
-    )
-    return Analysis(
-        tool_version="0.1.0",
-        alpha=alpha,
-        correction="bonferroni",
-        alpha_corrected=alpha / m,
-        ci_method="exact-binomial",
-        ci_level=0.95,
-        ci_case_rule="paper-prose",
-        order_matters=any(v.significant for v in verdicts),
-        tests=verdicts,
-        warnings=tuple(table.warnings),
-        diagnostics=diagnostics,
-        sources=table.sources,
-        excluded=table.excluded,
-    )
-
-
-def hand_diagnostics(table: TrialTable, names: Sequence[str]) -> Diagnostics:
+def hand_diagnostics(names: Sequence[str], metric: str = "wall_time") -> Diagnostics:
     """A few diagnostics rows about `names`, enough to exercise every diagnostics table."""
     return Diagnostics(
         interleaving=Interleaving(True, "fixed and random runs alternate in pairs", 15, 15),
         position_effects=tuple(
-            PositionEffect(n, "wall_time", 0, 3, 12, 1.08, 1.0, 8.0, 0.001, 0.01, True) for n in names
+            PositionEffect(n, metric, 0, 3, 12, 1.08, 1.0, 8.0, 0.001, 0.01, True) for n in names
         ),
         carryover=tuple(
-            Carryover(n, "wall_time", names[0], 4, 11, 0.95, 1.0, -5.0, 0.2, 1.0, False) for n in names
+            Carryover(n, metric, names[0], 4, 11, 0.95, 1.0, -5.0, 0.2, 1.0, False) for n in names
         ),
-        trends=tuple(Trend(n, "wall_time", "fixed", 15, 0.1, 0.7, 1.0, False) for n in names),
+        trends=tuple(Trend(n, metric, "fixed", 15, 0.1, 0.7, 1.0, False) for n in names),
         workers={"local": {"binary sha256": "<b>not bold</b>"}},
     )
 
@@ -200,4 +121,4 @@ def small_table() -> TrialTable:
 
 @pytest.fixture(scope="session")
 def small_analysis(small_table: TrialTable) -> Analysis:
-    return hand_analysis(small_table)
+    return analysis_of(small_table)

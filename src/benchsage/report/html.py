@@ -21,7 +21,9 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from benchsage import __version__
+from benchsage.analyze.summary import verdict_sentence
 from benchsage.analyze.verdict import Analysis, Carryover, PositionEffect, TestVerdict, Trend
+from benchsage.errors import UsageError
 from benchsage.report import plots
 from benchsage.store.table import TrialTable
 
@@ -32,6 +34,7 @@ DETAIL_MAX = 48
 TOP_EFFECTS = 12
 DIAGNOSTIC_ROWS = 50  # rows per diagnostics table (significant first)
 WARNINGS_MAX = 200
+TALL_ROWS = 30  # a longer table scrolls inside its own box, so the figures stay in reach
 TEXT_MAX = 200_000  # characters of one provenance text (spec, plan) before it is cut
 
 _DASH = "—"
@@ -61,6 +64,8 @@ def write_report(analysis: Analysis, table: TrialTable, path: str | os.PathLike[
     try:
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, dest)
+    except OSError as exc:
+        raise UsageError(f"cannot write the report to {dest}: {exc.strerror or exc}") from exc
     finally:
         if tmp.exists():
             tmp.unlink()
@@ -206,15 +211,6 @@ def _header(name: str, analysis: Analysis, table: TrialTable) -> str:
     )
 
 
-def _verdict_sentence(analysis: Analysis) -> str:
-    try:
-        from benchsage.analyze.summary import verdict_sentence
-    except ImportError:  # TEMPORARY until analyze/summary.py lands
-        n = len(analysis.significant_tests)
-        return f"The order of tests {'changed' if analysis.order_matters else 'did not change'} the results ({n} significant)."
-    return verdict_sentence(analysis)
-
-
 def _verdict_section(analysis: Analysis, table: TrialTable) -> str:
     primary = [v for v in analysis.tests if v.primary]
     tested = [v for v in primary if v.kw_p is not None]
@@ -233,7 +229,7 @@ def _verdict_section(analysis: Analysis, table: TrialTable) -> str:
     ]
     return (
         '<section id="verdict"><h2>Verdict</h2>'
-        f'<p class="{cls}">{_e(_verdict_sentence(analysis))}</p>'
+        f'<p class="{cls}">{_e(verdict_sentence(analysis))}</p>'
         f"{_facts(facts)}</section>"
     )
 
@@ -291,7 +287,8 @@ def _test_table(verdicts: Sequence[TestVerdict], detail_ids: Mapping[tuple[str, 
     columns = _TEST_COLUMNS + ((("notes", "text"),) if notes else ())
     head = "".join(f'<th class="{c}" scope="col">{_e(t)}</th>' if c else f'<th scope="col">{_e(t)}</th>' for t, c in columns)
     rows = "\n".join(_test_row(v, detail_ids.get((v.test, v.metric)), notes) for v in sorted(verdicts, key=_sort_key_p))
-    return f'<div class="scroll"><table class="sortable"><thead><tr>{head}</tr></thead><tbody>\n{rows}\n</tbody></table></div>'
+    tall = " tall" if len(verdicts) > TALL_ROWS else ""
+    return f'<div class="scroll{tall}"><table class="sortable"><thead><tr>{head}</tr></thead><tbody>\n{rows}\n</tbody></table></div>'
 
 
 def _tables_section(analysis: Analysis, detail_ids: Mapping[tuple[str, str], str]) -> str:

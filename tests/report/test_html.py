@@ -1,0 +1,362 @@
+"""The HTML report: one self-contained file whose every string from data is escaped, checked
+by parsing the HTML here and by opening it in a real headless Chromium."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchsage.analyze.verdict import Analysis
+from benchsage.design.plan import make_plan
+from benchsage.errors import UsageError
+from benchsage.report import html as report_html
+from benchsage.report.html import render_report, write_report
+from benchsage.store.table import TrialTable
+
+import browser
+from conftest import (
+    SCRIPT_METRIC,
+    SCRIPT_TEST,
+    XSS_TEST,
+    analysis_of,
+    hand_diagnostics,
+    synthetic_table,
+)
+
+ARTIFACT = Path(__file__).resolve().parents[3] / "shared" / "data" / "ordersage-artifact"
+SECTIONS = ("verdict", "tables", "figures", "detail", "diagnostics", "provenance", "warnings")
+BOLD_TEST = "cost $x^2$ & <b>bold</b>"
+SPEC_TEXT = "[experiment]\nname = \"</pre><script>document.title='pwned'</script>\"\n"
+STDOUT = "<img src=x onerror=\"document.title='pwned'\">"
+needs_chromium = pytest.mark.skipif(not browser.available(), reason="chromium is not installed")
+
+
+class Page(HTMLParser):
+    """Every element (tag, attributes) and the text of a page, entities decoded."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.elements: list[tuple[str, dict[str, str]]] = []
+        self.text: list[str] = []
+        self.scripts: list[str] = []
+        self._in_script = False
+        self.feed(text)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.elements.append((tag, {k: v or "" for k, v in attrs}))
+        self._in_script = tag == "script"
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.elements.append((tag, {k: v or "" for k, v in attrs}))
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_script = False
+
+    def handle_data(self, data: str) -> None:
+        (self.scripts if self._in_script else self.text).append(data)
+
+    def tags(self, name: str) -> list[dict[str, str]]:
+        return [attrs for tag, attrs in self.elements if tag == name]
+
+    @property
+    def all_text(self) -> str:
+        return "".join(self.text)
+
+
+def assert_nothing_injected(page: Page) -> None:
+    """Only the report's own sorter runs; no markup from data became an element."""
+    handlers = [(tag, a) for tag, attrs in page.elements for a in attrs if a.lower().startswith("on")]
+    assert handlers == []
+    assert len(page.tags("script")) == 1
+    for tag in ("img", "iframe", "object", "embed", "link", "base", "form", "b", "i", "u"):
+        assert page.tags(tag) == [], tag
+
+
+@pytest.fixture(scope="module")
+def xss_table() -> TrialTable:
+    names = [XSS_TEST, SCRIPT_TEST, BOLD_TEST, "./plain.sh"]
+    prov = {
+        "name": "demo <i>italic</i>",
+        "spec": SPEC_TEXT,
+        "seed": 7,
+        "tool_version": "0.1.0",
+        "plan": make_plan(names, 8, 7),
+        "snapshots": {
+            run: {"host": "node1", "kernel": "6.1", "stdout": STDOUT, "hashes": {"run.sh": "abc" if run < 10 else "<u>def</u>"}}
+            for run in range(16)
+        },
+        "stdout_tail": STDOUT,
+    }
+    table = synthetic_table(4, 8, seed=2, names=names, metric=SCRIPT_METRIC, unit="<u>ops/s</u>", better="higher", provenance=prov)
+    return dataclasses.replace(table, warnings=(f"3 rows of {SCRIPT_TEST} were not ok",))
+
+
+@pytest.fixture(scope="module")
+def xss_analysis(xss_table: TrialTable) -> Analysis:
+    return analysis_of(xss_table, hand_diagnostics(xss_table.test_names[:3], SCRIPT_METRIC))
+
+
+@pytest.fixture(scope="module")
+def xss_report(xss_analysis: Analysis, xss_table: TrialTable, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("xss") / "report.html"
+    write_report(xss_analysis, xss_table, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def small_report(small_analysis: Analysis, small_table: TrialTable, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("small") / "report.html"
+    write_report(small_analysis, small_table, str(path))
+    return path
+
+
+# -- the file -------------------------------------------------------------------------------------
+
+
+def test_report_has_every_section_in_order(small_report: Path) -> None:
+    text = small_report.read_text(encoding="utf-8")
+    assert text.startswith("<!DOCTYPE html>")
+    at = [text.index(f'<section id="{s}">') for s in SECTIONS]
+    assert at == sorted(at)
+    page = Page(text)
+    assert [a["href"] for a in page.tags("a") if a.get("href", "").startswith("#")][: len(SECTIONS)] == [f"#{s}" for s in SECTIONS]
+
+
+def test_report_needs_no_network(xss_report: Path) -> None:
+    text = xss_report.read_text(encoding="utf-8")
+    page = Page(text)
+    for tag, attrs in page.elements:
+        for name in ("src", "href", "xlink:href", "action", "formaction", "poster", "data"):
+            if name in attrs:
+                assert attrs[name].startswith(("#", "data:")), (tag, name, attrs[name][:80])
+    # The only http URLs are XML namespace names, which nothing fetches.
+    for url in re.findall(r"https?://[^\s\"'<>)]*", text):
+        assert url in ("http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"), url
+    assert "@import" not in text and not re.search(r"url\((?!#|data:)", text)
+
+
+def test_content_security_policy_allows_only_the_sorter(xss_report: Path) -> None:
+    page = Page(xss_report.read_text(encoding="utf-8"))
+    (meta,) = [m for m in page.tags("meta") if m.get("http-equiv") == "Content-Security-Policy"]
+    (script,) = page.scripts
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode()
+    policy = dict(part.strip().split(" ", 1) for part in meta["content"].split(";"))
+    assert policy["default-src"] == "'none'"
+    assert policy["script-src"] == f"'sha256-{digest}'"
+    assert policy["img-src"] == "data:"
+
+
+def test_strings_from_data_are_escaped(xss_report: Path, xss_table: TrialTable) -> None:
+    text = xss_report.read_text(encoding="utf-8")
+    for raw in (XSS_TEST, SCRIPT_TEST, SCRIPT_METRIC, "<b>bold</b>", "<u>ops/s</u>", "<i>italic</i>", "</pre><script>"):
+        assert raw not in text, raw
+    page = Page(text)
+    assert_nothing_injected(page)
+    shown = page.all_text
+    # Shown as text: test names, metric, unit, spec, plan, snapshots, stdout, warnings.
+    for literal in (XSS_TEST, SCRIPT_TEST, BOLD_TEST, SCRIPT_METRIC, "<u>ops/s</u>", SPEC_TEXT.strip(), STDOUT,
+                    "demo <i>italic</i>", "<u>def</u>", f"3 rows of {SCRIPT_TEST} were not ok", "<b>not bold</b>"):
+        assert literal in shown, literal
+    (title,) = re.findall(r"<title>(.*?)</title>", text)
+    assert title == "benchsage report: demo &lt;i&gt;italic&lt;/i&gt;"
+
+
+def test_tests_table_is_sorted_by_p_and_carries_numeric_sort_keys(small_report: Path, small_analysis: Analysis) -> None:
+    text = small_report.read_text(encoding="utf-8")
+    table = text[text.index('<section id="tables">'): text.index('<section id="figures">')]
+    rows = re.findall(r"<tr( class=\"sig\")?><td class=\"name\">(.*?)</td>(.*?)</tr>", table)
+    assert len(rows) == len(small_analysis.tests)
+    p_adjusted = [float(re.findall(r'data-v="([^"]*)"', cells)[3]) for _, _, cells in rows]
+    assert p_adjusted == sorted(p_adjusted)
+    by_name = {v.test: v for v in small_analysis.tests}
+    for sig, name, _ in rows:
+        name = re.sub(r"<[^>]+>", "", name)
+        assert bool(sig) == bool(by_name[name].significant)
+    assert "<th" in table and 'class="sortable"' in table
+
+
+def test_figures_and_detail_are_inline_svg(small_report: Path, small_analysis: Analysis) -> None:
+    text = small_report.read_text(encoding="utf-8")
+    figures = text[text.index('<section id="figures">'): text.index('<section id="detail">')]
+    for key in ("fig-pvalues", "fig-eta2", "fig-delta", "fig-ci-cases", "fig-median-ci"):
+        assert f'<figure id="{key}">' in figures
+    assert figures.count("<svg") == 5
+    detail = text[text.index('<section id="detail">'): text.index('<section id="diagnostics">')]
+    # Few tests: every test gets its detail, most significant first, linked from the table.
+    assert detail.count('<article class="detail"') == detail.count("<svg") == len(small_analysis.tests)
+    first = min(small_analysis.tests, key=lambda v: v.kw_p)
+    assert detail.index(first.test) < detail.index("<svg")
+    assert text.count('href="#d-') == len(small_analysis.tests)
+    ids = re.findall(r'\bid="([^"]*)"', text)
+    assert len(ids) == len(set(ids))  # inlined figures do not collide
+    assert '<figure id="fig-timeline">' in text  # runs have start times
+
+
+def test_detail_is_bounded_for_many_tests(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(report_html, "DETAIL_ALL_MAX", 4)
+    monkeypatch.setattr(report_html, "DETAIL_MAX", 7)
+    monkeypatch.setattr(report_html, "TOP_EFFECTS", 3)
+    table = synthetic_table(40, 10, seed=5, affected_share=0.4)
+    analysis = analysis_of(table)
+    sig = sorted((v for v in analysis.tests if v.significant), key=lambda v: v.p_adjusted)
+    assert len(sig) > 7, "the data should have more significant tests than detail places"
+    chosen, note = report_html._choose_detail(analysis.tests)
+    assert len(chosen) == 7
+    largest = sorted(analysis.tests, key=lambda v: -abs(v.delta_pct))[:3]
+    assert all(v in chosen for v in largest)
+    assert all(v in chosen for v in sig[:4])  # the smallest p fill the other places
+    text = render_report(analysis, table)
+    assert text.count('<article class="detail"') == 7
+    assert note in Page(text).all_text
+    assert "of 40 tests" in note
+
+
+def test_fields_that_cannot_be_computed_are_shown_as_missing() -> None:
+    rng = np.random.default_rng(1)
+    tests = ["few"] * 6 + ["enough"] * 40
+    arms = ["fixed", "random"] * 3 + ["fixed"] * 20 + ["random"] * 20
+    table = TrialTable.from_columns(test=tests, arm=arms, value=rng.uniform(1, 2, 46))
+    analysis = analysis_of(table)
+    few = next(v for v in analysis.tests if v.test == "few")
+    assert few.kw_p is None and few.notes
+    text = render_report(analysis, table)
+    page = Page(text)
+    row = re.search(r'<td class="name">(?:<a [^>]*>)?few(?:</a>)?</td>(.*?)</tr>', text)
+    assert row is not None and row.group(1).count("—") >= 5
+    assert few.notes[0] in page.all_text
+    assert "The data does not say when runs started." in page.all_text
+
+
+def test_an_analysis_without_tests_still_renders() -> None:
+    table = TrialTable.from_columns(test=[], arm=[], value=[])
+    analysis = Analysis("0.1.0", 0.05, "bonferroni", None, "exact-binomial", 0.95, "paper", False, ())
+    page = Page(render_report(analysis, table))
+    assert "No tests were compared." in page.all_text
+    assert "No test had enough values to plot." in page.all_text
+    assert len(page.tags("svg")) == 0
+
+
+def test_provenance_is_shown(xss_report: Path, xss_table: TrialTable) -> None:
+    text = xss_report.read_text(encoding="utf-8")
+    prov = Page(text[text.index('<section id="provenance">'): text.index('<section id="warnings">')]).all_text
+    assert "tool version" in prov and "0.1.0" in prov
+    assert "seed" in prov and "7" in prov
+    plan = make_plan(xss_table.test_names, 8, 7)
+    arms = "".join(r.arm[0].upper() for r in plan.runs)
+    assert arms in prov  # the interleaving of the plan, run by run
+    # Snapshots are folded: a setting all runs share once, a setting that differs with its runs.
+    assert "16 snapshots." in prov
+    assert "2 different values" in prov and "(runs 0–9)" in prov and "(runs 10–15)" in prov
+    assert prov.count("node1") == 1
+
+
+@pytest.fixture(scope="module")
+def tiny() -> tuple[Analysis, TrialTable]:
+    table = synthetic_table(3, 6, seed=8)
+    return analysis_of(table, hand_diagnostics(table.test_names[:1])), table
+
+
+def test_report_is_deterministic(tiny: tuple[Analysis, TrialTable]) -> None:
+    assert render_report(*tiny) == render_report(*tiny)
+
+
+def test_write_report_replaces_atomically_and_reports_bad_paths(tiny: tuple[Analysis, TrialTable], tmp_path: Path) -> None:
+    analysis, table = tiny
+    dest = tmp_path / "r.html"
+    dest.write_text("old")
+    write_report(analysis, table, dest)
+    assert dest.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.html"]
+    with pytest.raises(UsageError, match="cannot write the report to .*missing"):
+        write_report(analysis, table, tmp_path / "missing" / "r.html")
+
+
+def test_report_of_the_paper_artifact() -> None:
+    from benchsage.store.importers.detect import load_sources
+
+    table = load_sources([ARTIFACT / "memcached-table3" / "all_exp_results.csv"])
+    analysis = analysis_of(table)
+    text = render_report(analysis, table)
+    page = Page(text)
+    for name in ("./cmd_get_test.sh", "./cmd_set_test.sh", "./get_hits_test.sh"):
+        assert name in page.all_text
+    assert text.count('<article class="detail"') == 3
+    assert '<figure id="fig-timeline">' in text
+    assert "all_exp_results.csv" in page.all_text
+    assert_nothing_injected(page)
+
+
+# -- in a real browser ------------------------------------------------------------------------------
+
+
+@pytest.mark.browser
+@needs_chromium
+def test_browser_shows_injected_markup_as_text_and_runs_nothing(xss_report: Path) -> None:
+    dom = browser.dump_dom(xss_report)
+    page = Page(dom)
+    (title,) = re.findall(r"<title>(.*?)</title>", dom)
+    assert "pwned" not in title and title == "benchsage report: demo &lt;i&gt;italic&lt;/i&gt;"
+    assert_nothing_injected(page)
+    for literal in (XSS_TEST, SCRIPT_TEST, SCRIPT_METRIC, STDOUT, SPEC_TEXT.strip()):
+        assert literal in page.all_text, literal
+    # The sorter, allowed by the policy's hash, did run.
+    assert re.search(r'<html[^>]* data-sortable="\d+"', dom)
+
+
+@pytest.mark.browser
+@needs_chromium
+def test_browser_draws_the_report(small_report: Path, small_analysis: Analysis, tmp_path: Path) -> None:
+    import matplotlib.image
+
+    dom = browser.dump_dom(small_report)
+    assert len(re.findall(r"<svg\b", dom)) == 5 + len(small_analysis.tests) + 1  # summary, detail, timeline
+    png = browser.screenshot(small_report, tmp_path / "shot.png", 1280, 2400)
+    pixels = matplotlib.image.imread(png)[:, :, :3]
+    assert pixels.shape[:2] == (2400, 1280)
+    assert float(pixels.std()) > 0.05
+    colours = np.unique((pixels * 255).round().astype(np.uint8).reshape(-1, 3), axis=0)
+    assert len(colours) > 200
+    # The p-value figure is in view: its points are drawn in the fixed arm's blue and in red.
+    for rgb in ((0x00, 0x72, 0xB2), (0xD5, 0x5E, 0x00)):
+        near = np.abs(pixels * 255 - np.array(rgb)).max(axis=2) < 12
+        assert near.sum() > 30, rgb
+
+
+@pytest.mark.browser
+@needs_chromium
+def test_browser_sorts_the_table_by_a_clicked_column(tmp_path: Path) -> None:
+    rng = np.random.default_rng(4)
+    tests = [f"t{i}" for i in range(6) for _ in range(20)] + ["few"] * 4
+    arms = (["fixed"] * 10 + ["random"] * 10) * 6 + ["fixed", "random"] * 2
+    table = TrialTable.from_columns(test=tests, arm=arms, value=rng.uniform(1, 2, len(tests)))
+    text = render_report(analysis_of(table), table)
+    # Click the Δ% heading once, then the p heading twice, the way a reader would.
+    text = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", text)
+    clicks = """<script>
+      var heads = document.querySelector("table.sortable").tHead.rows[0].cells, by = {};
+      Array.prototype.forEach.call(heads, function (h) { by[h.textContent] = h; });
+      by["Δ%"].click();
+      document.body.setAttribute("data-delta", Array.prototype.map.call(
+        document.querySelector("table.sortable").tBodies[0].rows, function (r) { return r.cells[0].textContent; }).join("|"));
+      by["p"].click(); by["p"].click();
+    </script></body>"""
+    page = tmp_path / "sorted.html"
+    page.write_text(text.replace("</body>", clicks), encoding="utf-8")
+    dom = browser.dump_dom(page)
+    analysis = analysis_of(table)
+    by_delta = [v.test for v in sorted(analysis.tests, key=lambda v: v.delta_pct)]
+    (after_delta,) = re.findall(r'<body[^>]* data-delta="([^"]*)"', dom)
+    assert after_delta.split("|") == by_delta  # ascending on the first click
+    body = dom[dom.index("<tbody>"): dom.index("</tbody>")]
+    order = re.findall(r'<td class="name">(?:<a [^>]*>)?([^<]*)', body)
+    by_p_desc = [v.test for v in sorted((v for v in analysis.tests if v.kw_p is not None), key=lambda v: -v.kw_p)]
+    assert order == by_p_desc + ["few"]  # descending on the second click, unknown still last
+    assert re.search(r'<th[^>]*aria-sort="descending"[^>]*>p</th>', dom)
