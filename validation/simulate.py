@@ -40,6 +40,9 @@ CI_LEVEL = 0.95
 CORRECTIONS = ("bonferroni", "holm")
 CI_METHODS = ("exact-binomial", "le-boudec")
 MAX_ROWS_PER_BATCH = 1_500_000  # keeps a batch's sorts fast and its memory modest
+# The diagnostics' carry-over test indexes (test, predecessor) pairs densely, tests x tests: a
+# batch of experiments is one table, so its test count is kept small when they run.
+MAX_TESTS_PER_DIAGNOSED_BATCH = 2_000
 
 
 @dataclass(frozen=True)
@@ -125,8 +128,10 @@ def simulate(design: Design, reps: int, rng: np.random.Generator) -> Batch:
     return Batch(design, reps, table, median)
 
 
-def split_reps(design: Design, reps: int) -> list[int]:
+def split_reps(design: Design, reps: int, *, diagnosed: bool = False) -> list[int]:
     per = max(1, MAX_ROWS_PER_BATCH // (2 * design.runs * design.tests))
+    if diagnosed:
+        per = min(per, max(1, MAX_TESTS_PER_DIAGNOSED_BATCH // design.tests))
     return [min(per, reps - i) for i in range(0, reps, per)]
 
 
@@ -278,7 +283,7 @@ def run_null(design: Design, reps: int, rng: np.random.Generator, *, carryover: 
     total = {m: 0 for m in CI_METHODS}
     undefined = {m: 0 for m in CI_METHODS}
     co_any = {c: [] for c in CORRECTIONS}
-    for size in split_reps(design, reps):
+    for size in split_reps(design, reps, diagnosed=carryover):
         batch = simulate(design, size, rng)
         out = analyse(batch, carryover=carryover)
         for c in CORRECTIONS:
@@ -310,7 +315,7 @@ def run_power(design: Design, reps: int, rng: np.random.Generator, *, carryover:
     hit = {c: [] for c in CORRECTIONS}
     anyhit = {c: [] for c in CORRECTIONS}
     co = {c: [] for c in CORRECTIONS}
-    for size in split_reps(design, reps):
+    for size in split_reps(design, reps, diagnosed=carryover):
         batch = simulate(design, size, rng)
         out = analyse(batch, ci_methods=("exact-binomial",), carryover=carryover)
         for c in CORRECTIONS:
