@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from benchsage.analyze.order import analyze_table
+from benchsage.analyze.pipeline import Options, analyze_loaded
 from benchsage.analyze.verdict import Analysis, Carryover, Diagnostics, Interleaving, PositionEffect, Trend
 from benchsage.store.table import MetricInfo, TrialTable
 
@@ -95,7 +96,10 @@ def synthetic_table(
 
 
 def analysis_of(table: TrialTable, diagnostics: Diagnostics | None = None, **options: Any) -> Analysis:
-    """benchsage's own analysis of `table`, with `diagnostics` attached when given."""
+    """benchsage's own analysis of `table` (as `benchsage analyze` does it, diagnostics
+    included), or with the given hand-made `diagnostics` instead of the computed ones."""
+    if diagnostics is None:
+        return analyze_loaded(table, Options(**options))
     return dataclasses.replace(analyze_table(table, **options), diagnostics=diagnostics)
 
 

@@ -21,6 +21,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from benchsage import __version__
+from benchsage.analyze.diagnostics import run_starts
 from benchsage.analyze.summary import verdict_sentence
 from benchsage.analyze.verdict import Analysis, Carryover, PositionEffect, TestVerdict, Trend
 from benchsage.errors import UsageError
@@ -418,15 +419,15 @@ def _detail_section(table: TrialTable, detail: Sequence[TestVerdict], ids: Mappi
 
 
 def _run_starts(table: TrialTable) -> tuple[np.ndarray, np.ndarray]:
-    """Each run's earliest trial start and its arm (runs with unknown times are left out)."""
-    ok = (table.run >= 0) & np.isfinite(table.time)
-    if not ok.any():
+    """Each run's start (as the diagnostics see it) and its arm; runs without a time are left out."""
+    starts = run_starts(table)
+    if len(starts) == 0:
         return np.zeros(0), np.zeros(0, dtype=np.int8)
-    run, time, arm = table.run[ok], table.time[ok], table.arm[ok]
-    order = np.lexsort((time, run))
-    run, time, arm = run[order], time[order], arm[order]
-    first = np.flatnonzero(np.r_[True, run[1:] != run[:-1]])
-    return time[first], arm[first]
+    known = table.run >= 0
+    arm = np.full(len(starts), -1, dtype=np.int8)
+    arm[table.run[known]] = table.arm[known]
+    keep = np.isfinite(starts) & (arm >= 0)
+    return starts[keep], arm[keep]
 
 
 def _diag_table(headers: Sequence[str], rows: Sequence[str], total: int, what: str) -> str:
@@ -451,11 +452,16 @@ def _sig_td(flag: bool | None) -> str:
     return f'<td class="text{" yes" if flag else ""}">{_yes_no(flag)}</td>'
 
 
+def _positions(d: PositionEffect) -> str:
+    last = getattr(d, "position_last", None)
+    return str(d.position) if last is None or last == d.position else f"{d.position}–{last}"
+
+
 def _position_row(d: PositionEffect) -> str:
     cls = ' class="sig"' if d.significant else ""
     return (
         f'<tr{cls}><td class="name">{_e(d.test)}</td><td class="text">{_e(d.metric)}</td>'
-        + _num_td(d.position, str(d.position)) + _num_td(d.n_at, str(d.n_at)) + _num_td(d.n_other, str(d.n_other))
+        + _num_td(d.position, _positions(d)) + _num_td(d.n_at, str(d.n_at)) + _num_td(d.n_other, str(d.n_other))
         + _num_td(d.median_at, _fmt(d.median_at)) + _num_td(d.median_other, _fmt(d.median_other))
         + _num_td(d.effect_pct, _fmt_pct(d.effect_pct)) + _num_td(d.p, _fmt_p(d.p))
         + _num_td(d.p_adjusted, _fmt_p(d.p_adjusted)) + _sig_td(d.significant) + "</tr>"

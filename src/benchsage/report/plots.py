@@ -366,7 +366,7 @@ def _median_ci_panels(vs: Sequence[TestVerdict]) -> Plot:
                 ax.plot([x], [median], "o", color=colour, markersize=5)
         ax.set_xlim(-0.6, 1.6)
         ax.set_xticks([0, 1], ["fixed", "random"], fontsize=8)
-        ax.set_title(verdict_label(v, with_metric), fontsize=8, parse_math=False,
+        ax.set_title(verdict_label(v, with_metric), fontsize=8, parse_math=False, y=1.0,
                      color=CASE_COLOURS[1] if v.ci_case == 1 else "black")
         ax.set_ylabel(short_axis_label(v.metric, v.unit, v.better), fontsize=7, parse_math=False)
         ax.tick_params(axis="y", labelsize=7)
@@ -500,7 +500,7 @@ def test_detail(
     ax.set_xticks([0, 1], [f"fixed\n(n={int(fixed.sum())})", f"random\n(n={int((~fixed).sum())})"])
     ax.set_xlim(-0.5, 1.6)
     ax.set_ylabel(ylabel, parse_math=False)
-    ax.set_title("by arm (black: median, 95% CI)")
+    ax.set_title("by arm (black: median, 95% CI)", y=1.0)
     ax.grid(axis="y", alpha=0.3)
 
     i = 1
@@ -513,7 +513,7 @@ def test_detail(
         if len(cx) > 1:
             ax.plot(cx, cy, color="black", linewidth=1.0, label="random median")
         ax.set_xlabel("position in run (0 = first)")
-        ax.set_title("by position in run")
+        ax.set_title("by position in run", y=1.0)
         ax.legend(fontsize=7, frameon=False)
         ax.grid(alpha=0.3)
     if time is not None:
@@ -522,7 +522,7 @@ def test_detail(
         for mask, colour, name in ((fixed, FIXED_COLOUR, "fixed"), (~fixed, RANDOM_COLOUR, "random")):
             ax.scatter(t[mask], value[mask], s=size, color=colour, alpha=alpha, linewidths=0, rasterized=raster, label=name)
         ax.set_xlabel(f"time since the first trial ({unit})")
-        ax.set_title("over time")
+        ax.set_title("over time", y=1.0)
         ax.legend(fontsize=7, frameon=False)
         ax.grid(alpha=0.3)
     return Plot(key, v.test, "", render(fig, key, tight=False))
