@@ -21,7 +21,7 @@ from benchsage.analyze.verdict import Analysis, TestVerdict
 from benchsage.store.importers import load_source
 from benchsage.store.table import TrialTable
 
-ARTIFACT = Path("/work/shared/data/ordersage-artifact")
+ARTIFACT = Path(__file__).resolve().parents[3] / "shared" / "data" / "ordersage-artifact"  # ../shared next to the repository
 MEMCACHED = ARTIFACT / "memcached-table3"
 NPBENCH = ARTIFACT / "npbench-table4"
 pytestmark = pytest.mark.skipif(not MEMCACHED.is_dir(), reason="the OrderSage artifact data is not here")

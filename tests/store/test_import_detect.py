@@ -12,7 +12,7 @@ from benchsage.errors import DataError, UsageError
 from benchsage.store.importers import FORMATS, load_source, load_sources
 from benchsage.store.importers.detect import detect_format
 
-ARTIFACT = Path("/work/shared/data/ordersage-artifact")
+ARTIFACT = Path(__file__).resolve().parents[3] / "shared" / "data" / "ordersage-artifact"  # ../shared next to the repository
 MEMCACHED = ARTIFACT / "memcached-table3" / "all_exp_results.csv"
 NPBENCH = ARTIFACT / "npbench-table4" / "all_test_results.csv"
 needs_artifact = pytest.mark.skipif(not MEMCACHED.is_file(), reason="the OrderSage artifact data is not here")

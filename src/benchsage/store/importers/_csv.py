@@ -97,10 +97,6 @@ class Columns:
     lists: dict[str, Values] = field(default_factory=dict)
     ok: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
 
-    def line(self, row: int) -> int:
-        """The file line of a data row (the header is line 1)."""
-        return row + 2
-
 
 class _Retry(Exception):
     """A block had text in a numeric column: read again with numbers as text."""
@@ -135,32 +131,40 @@ def read_columns(
     found = header(path)
     chosen = require_columns(path, found, required)
     present = set(found)
+    want = _Want(
+        categorical=tuple(c for c in categorical if c in present),
+        numeric=tuple(c for c in (*numeric, *integer) if c in present),
+        lists=tuple(c for c in lists if c in present),
+        integer=tuple(integer),
+        status=status if status in present else None,
+        is_ok=is_ok,
+        needed=tuple(needed),
+        strict=tuple(strict),
+    )
     # First try with numbers parsed by the CSV reader (fast); text in a numeric column (a
     # failed trial that says "error", garbage, "1.5,2.5") makes us read again with text.
     try:
-        return _read(path, found, present, categorical, numeric, integer, lists, status, is_ok, needed, strict, as_text=False), chosen
+        return _read(path, found, want, as_text=False), chosen
     except _Retry:
-        return _read(path, found, present, categorical, numeric, integer, lists, status, is_ok, needed, strict, as_text=True), chosen
+        return _read(path, found, want, as_text=True), chosen
 
 
-def _read(
-    path: Path,
-    found: list[str],
-    present: set[str],
-    categorical: Sequence[str],
-    numeric: Sequence[str],
-    integer: Sequence[str],
-    lists: Sequence[str],
-    status: str | None,
-    is_ok: Callable[[str], bool],
-    needed: Sequence[str],
-    strict: Sequence[str],
-    *,
-    as_text: bool,
-) -> Columns:
-    cat = [c for c in categorical if c in present]
-    num = [c for c in (*numeric, *integer) if c in present]
-    lst = [c for c in lists if c in present]
+@dataclass(frozen=True)
+class _Want:
+    """The columns read_columns was asked for that the file has, and how to check them."""
+
+    categorical: tuple[str, ...]
+    numeric: tuple[str, ...]
+    lists: tuple[str, ...]
+    integer: tuple[str, ...]
+    status: str | None
+    is_ok: Callable[[str], bool]
+    needed: tuple[str, ...]
+    strict: tuple[str, ...]
+
+
+def _read(path: Path, found: list[str], want: _Want, *, as_text: bool) -> Columns:
+    cat, num, lst, status = want.categorical, want.numeric, want.lists, want.status
     types: dict[str, pa.DataType] = {c: _DICT for c in cat}
     types.update({c: (pa.string() if as_text else pa.float64()) for c in (*num, *lst)})
     try:
@@ -191,14 +195,14 @@ def _read(
             code_parts[c].append(global_labels[c].codes(batch.column(c)))
         if status in cat:
             labels = global_labels[status].names
-            good = np.array([is_ok(s) for s in labels], dtype=bool)
+            good = np.array([want.is_ok(s) for s in labels], dtype=bool)
             ok = good[code_parts[status][-1]] if len(labels) else np.zeros(rows, dtype=bool)
         else:
             ok = np.ones(rows, dtype=bool)
         ok_parts.append(ok)
         for c in num:
-            must = ok if c in needed else None
-            num_parts[c].append(_numbers(path, batch.column(c), c, offset, must, integer=c in integer, strict=c in strict))
+            must = ok if c in want.needed else None
+            num_parts[c].append(_numbers(path, batch.column(c), c, offset, must, integer=c in want.integer, strict=c in want.strict))
         for c in lst:
             list_parts[c].append(_list_numbers(path, batch.column(c), c, offset, ok))
         offset += rows
