@@ -235,6 +235,16 @@ def test_fields_that_cannot_be_computed_are_shown_as_missing() -> None:
     assert "The data does not say when runs started." in page.all_text
 
 
+def test_over_time_uses_trial_starts_when_runs_are_unknown() -> None:
+    rng = np.random.default_rng(2)
+    n = 40
+    table = TrialTable.from_columns(test=["a"] * n, arm=["fixed", "random"] * (n // 2), value=rng.uniform(1, 2, n),
+                                    time=1.7e9 + 90.0 * np.arange(n))
+    text = render_report(analysis_of(table), table)
+    assert "trial start, time since the first trial (minutes)" in text
+    assert "position in run" not in text[text.index('<section id="detail">'):]
+
+
 def test_an_analysis_without_tests_still_renders() -> None:
     table = TrialTable.from_columns(test=[], arm=[], value=[])
     analysis = Analysis("0.1.0", 0.05, "bonferroni", None, "exact-binomial", 0.95, "paper", False, ())
@@ -290,6 +300,10 @@ def test_report_of_the_paper_artifact() -> None:
         assert name in page.all_text
     assert text.count('<article class="detail"') == 3
     assert '<figure id="fig-timeline">' in text
+    # OrderSage times trials on a clock that restarts each run: over time means run starts,
+    # which span the experiment's 12 hours, not the seconds of one run.
+    detail = text[text.index('<section id="detail">'): text.index('<section id="diagnostics">')]
+    assert detail.count("run start, time since the first run (hours)") == 3
     assert "all_exp_results.csv" in page.all_text
     assert_nothing_injected(page)
 

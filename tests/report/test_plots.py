@@ -173,7 +173,7 @@ def test_detail_has_one_panel_per_kind_of_data(small_table, verdicts) -> None:  
     shown = texts(full.svg)
     assert "wall_time (s), lower is better" in shown
     assert "position in run (0 = first)" in shown
-    assert any(t.startswith("time since the first trial") for t in shown)
+    assert "trial start, time since the first trial (minutes)" in shown
     assert shown.count("(n=15)") == 2  # both arms, 15 runs each
     assert "data:image/png" not in full.svg  # 30 points stay vector
     bare = plots.test_detail(v, "fig-d-1", value, arm)

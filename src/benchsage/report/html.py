@@ -386,6 +386,12 @@ def _detail_section(table: TrialTable, detail: Sequence[TestVerdict], ids: Mappi
     if not detail:
         out.append("<p>No test to show.</p>")
     rows_of = _rows_of(table) if detail else None
+    # "Over time" is drawn at each run's start as the diagnostics define it: some sources
+    # (OrderSage) time trials on a clock that restarts with every run.
+    starts = run_starts(table) if detail else np.zeros(0)
+    run_origin = float(np.nanmin(starts)) if np.isfinite(starts).any() else None
+    timed = np.isfinite(table.time)
+    trial_origin = float(table.time[timed].min()) if detail and timed.any() else None
     for v in detail:
         anchor = ids[(v.test, v.metric)]
         rows = rows_of(v.test, v.metric)
@@ -401,14 +407,21 @@ def _detail_section(table: TrialTable, detail: Sequence[TestVerdict], ids: Mappi
             out.append("<p>The trial table holds no values for this test.</p></article>")
             continue
         position = table.position[rows]
-        time = table.time[rows]
+        run = table.run[rows]
+        time, origin, time_of = None, None, "run"
+        if run_origin is not None and bool(np.all(run >= 0)) and bool(np.all(np.isfinite(starts[run]))):
+            time, origin = starts[run], run_origin
+        elif trial_origin is not None and bool(np.all(timed[rows])):
+            time, origin, time_of = table.time[rows], trial_origin, "trial"
         plot = plots.test_detail(
             v,
             f"fig-{anchor}",
             table.value[rows],
             table.arm[rows],
             position if bool(np.all(position >= 0)) else None,
-            time if bool(np.all(np.isfinite(time))) else None,
+            time,
+            time_origin=origin,
+            time_of=time_of,
         )
         out.append(f"{plot.svg}</article>")
     out.append("</section>")
@@ -590,7 +603,9 @@ def _value_html(obj: Any, depth: int = 0) -> str:
         items = list(obj.items())
         rows = "".join(f"<tr><td>{_e(k)}</td><td>{_value_html(v, depth + 1)}</td></tr>" for k, v in items[:200])
         more = f'<p class="note">… {len(items) - 200:,} more entries</p>' if len(items) > 200 else ""
-        return f'<table class="kv"><tbody>{rows}</tbody></table>{more}'
+        block = f'<table class="kv"><tbody>{rows}</tbody></table>{more}'
+        # Long mappings (a start time per run, ...) fold away until asked for.
+        return block if len(items) <= 12 else f"<details><summary>{len(items):,} entries</summary>{block}</details>"
     if isinstance(obj, list):
         if obj and all(isinstance(x, Mapping) for x in obj):
             keys: list[str] = []

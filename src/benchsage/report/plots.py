@@ -432,12 +432,14 @@ def _jitter(n: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).uniform(-0.18, 0.18, n)
 
 
-def _time_axis(t: np.ndarray) -> tuple[np.ndarray, str]:
-    span = float(np.nanmax(t) - np.nanmin(t)) if len(t) else 0.0
+def _time_axis(t: np.ndarray, origin: float | None = None) -> tuple[np.ndarray, str]:
+    """Seconds since `origin` (default: the earliest) in a readable unit."""
+    origin = float(np.nanmin(t)) if origin is None and len(t) else (origin or 0.0)
+    span = float(np.nanmax(t) - origin) if len(t) else 0.0
     for div, unit in ((86400.0, "days"), (3600.0, "hours"), (60.0, "minutes")):
         if span >= 2 * div:
-            return (t - np.nanmin(t)) / div, unit
-    return t - np.nanmin(t), "seconds"
+            return (t - origin) / div, unit
+    return t - origin, "seconds"
 
 
 def _binned_median(x: np.ndarray, y: np.ndarray, bins: int = 20) -> tuple[np.ndarray, np.ndarray]:
@@ -470,11 +472,16 @@ def test_detail(
     arm: np.ndarray,
     position: np.ndarray | None = None,
     time: np.ndarray | None = None,
+    *,
+    time_origin: float | None = None,
+    time_of: str = "trial",
 ) -> Plot:
     """One test's data: its distribution by arm with the medians' CIs, and, when the data
     has them, its values by position in run and over time.
 
-    value, arm (0 fixed / 1 random), position and time are the rows of this test and metric.
+    value, arm (0 fixed / 1 random), position and time are the rows of this test and metric;
+    time is the start of each trial or of its run (`time_of`: "trial" or "run"), in seconds,
+    drawn relative to `time_origin` (default: the earliest time given).
     """
     panels = 1 + (position is not None) + (time is not None)
     fig = _figure(0.6 + 3.5 * panels, 3.2)
@@ -518,10 +525,10 @@ def test_detail(
         ax.grid(alpha=0.3)
     if time is not None:
         ax = axes[i]
-        t, unit = _time_axis(time)
+        t, unit = _time_axis(time, time_origin)
         for mask, colour, name in ((fixed, FIXED_COLOUR, "fixed"), (~fixed, RANDOM_COLOUR, "random")):
             ax.scatter(t[mask], value[mask], s=size, color=colour, alpha=alpha, linewidths=0, rasterized=raster, label=name)
-        ax.set_xlabel(f"time since the first trial ({unit})")
+        ax.set_xlabel(f"{time_of} start, time since the first {time_of} ({unit})")
         ax.set_title("over time", y=1.0)
         ax.legend(fontsize=7, frameon=False)
         ax.grid(alpha=0.3)
