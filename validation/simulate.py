@@ -443,6 +443,12 @@ def render(study: Study) -> str:
         lines.append("|---|" + "---|" * len(effects))
         for n in runs:
             lines.append(f"| {n} | " + " | ".join(_pct(by[(n, e)].power["holm"]) for e in effects) + " |")
+        lines.append("")
+        lines.append("Smallest N of the grid with at least 80 % power (Bonferroni; '>' = not reached in the grid):")
+        lines.append("")
+        lines.append("| effect | " + " | ".join(f"{e:g} %" for e in effects) + " |")
+        lines.append("|---|" + "---|" * len(effects))
+        lines.append("| N runs/arm | " + " | ".join(_needed(by, runs, e) for e in effects) + " |")
         if study.power[0].carryover_power is not None:
             lines.append("")
             lines.append("Carry-over diagnostics: % of experiments in which 'B after A' is flagged (random arm, Bonferroni over the experiment's carry-over family)")
@@ -452,6 +458,13 @@ def render(study: Study) -> str:
             for n in runs:
                 lines.append(f"| {n} | " + " | ".join(_pct(by[(n, e)].carryover_power["bonferroni"]) for e in effects) + " |")  # type: ignore[index]
     return "\n".join(lines)
+
+
+def _needed(by: dict[tuple[int, float], PowerResult], runs: Sequence[int], effect: float, target: float = 0.8) -> str:
+    for n in runs:
+        if by[(n, effect)].power["bonferroni"].rate >= target:
+            return str(n)
+    return f"> {max(runs)}"
 
 
 def to_json(study: Study) -> dict[str, Any]:
