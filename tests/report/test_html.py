@@ -274,6 +274,24 @@ def tiny() -> tuple[Analysis, TrialTable]:
     return analysis_of(table, hand_diagnostics(table.test_names[:1])), table
 
 
+def test_provenance_of_a_large_journal_stays_small(tiny: tuple[Analysis, TrialTable]) -> None:
+    analysis, table = tiny
+    names = [f"./bench_{i:04d}.sh --with a long argument list" for i in range(1880)]
+    rng = np.random.default_rng(0)
+    plan = [{"run": r, "arm": "fixed" if r % 2 else "random", "order": list(rng.permutation(names)), "status": "done"} for r in range(372)]
+    snapshots = {r: {"host": "n1", "load": f"{r % 9}", "hashes": {n: "abc" for n in names[:300]}} for r in range(372)}
+    prov = {"plan": plan, "snapshots": snapshots, "run_starts": {r: 1.7e9 + r for r in range(372)}, "blob": "x" * 10**6}
+    text = render_report(analysis, dataclasses.replace(table, provenance=prov))
+    section = text[text.index('<section id="provenance">'): text.index('<section id="warnings">')]
+    assert len(section) < 400_000, len(section)
+    shown = Page(section).all_text
+    assert "372 runs" not in shown and "… 332 more runs" in shown
+    assert "… (1,868 more)" in shown  # each order names its first tests only
+    assert "9 different values" in shown and "372 snapshots." in shown
+    assert "372 entries" in shown  # run starts fold away
+    assert "more characters not shown" in shown
+
+
 def test_report_is_deterministic(tiny: tuple[Analysis, TrialTable]) -> None:
     assert render_report(*tiny) == render_report(*tiny)
 

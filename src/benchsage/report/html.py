@@ -37,6 +37,7 @@ DIAGNOSTIC_ROWS = 50  # rows per diagnostics table (significant first)
 WARNINGS_MAX = 200
 TALL_ROWS = 30  # a longer table scrolls inside its own box, so the figures stay in reach
 TEXT_MAX = 200_000  # characters of one provenance text (spec, plan) before it is cut
+NESTED_TEXT_MAX = 5_000  # ... and of a value inside a table
 
 _DASH = "—"
 
@@ -577,11 +578,11 @@ def _plain(obj: Any) -> Any:
     return obj
 
 
-def _pre(text: str) -> str:
+def _pre(text: str, limit: int = TEXT_MAX) -> str:
     cut = ""
-    if len(text) > TEXT_MAX:
-        cut = f"\n… ({len(text) - TEXT_MAX:,} more characters not shown)"
-        text = text[:TEXT_MAX]
+    if len(text) > limit:
+        cut = f"\n… ({len(text) - limit:,} more characters not shown)"
+        text = text[:limit]
     return f"<pre>{_e(text + cut)}</pre>"
 
 
@@ -593,12 +594,13 @@ def _value_html(obj: Any, depth: int = 0) -> str:
     """Any provenance value as escaped HTML: short scalars inline, mappings as key/value
     tables, lists of records as tables, long text as preformatted blocks."""
     obj = _plain(obj)
+    limit = TEXT_MAX if depth == 0 else NESTED_TEXT_MAX
     if obj is None or isinstance(obj, (bool, int, float)):
         return _e(json.dumps(obj, default=str))
     if isinstance(obj, str):
-        return _e(obj) if len(obj) <= 200 and "\n" not in obj else _pre(obj)
+        return _e(obj) if len(obj) <= 200 and "\n" not in obj else _pre(obj, limit)
     if depth >= 3:
-        return _pre(_json_text(obj))
+        return _pre(_json_text(obj), limit)
     if isinstance(obj, Mapping):
         items = list(obj.items())
         rows = "".join(f"<tr><td>{_e(k)}</td><td>{_value_html(v, depth + 1)}</td></tr>" for k, v in items[:200])
@@ -620,8 +622,8 @@ def _value_html(obj: Any, depth: int = 0) -> str:
             return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>{more}'
         if all(x is None or isinstance(x, (bool, int, float, str)) for x in obj):
             text = ", ".join(str(x) for x in obj)
-            return _e(text) if len(text) <= 200 else _pre(text)
-        return _pre(_json_text(obj))
+            return _e(text) if len(text) <= 200 else _pre(text, limit)
+        return _pre(_json_text(obj), limit)
     return _e(obj)
 
 
@@ -678,33 +680,56 @@ def _snapshots_html(snapshots: Any) -> str:
             rows.append(f"<tr><td>{_e(key)}</td><td>{cell}</td></tr>")
             continue
         items = sorted(by_value.items(), key=lambda kv: -len(kv[1]))
-        shown = "".join(f"<li>{_e(v[:300])} <span class=\"meta\">(runs {_e(_ranges(rs))})</span></li>" for v, rs in items[:8])
+        shown = "".join(
+            f'<li>{_e(v[:300])} <span class="meta">({"runs" if len(rs) > 1 else "run"} {_e(_ranges(rs))})</span></li>'
+            for v, rs in items[:8]
+        )
         more = f"<li class=\"meta\">… {len(items) - 8:,} more values</li>" if len(items) > 8 else ""
-        rows.append(f'<tr><td>{_e(key)}</td><td><span class="yes">{len(items):,} different values</span><ul>{shown}{more}</ul></td></tr>')
+        rows.append(f'<tr><td>{_e(key)}</td><td><span class="differs">{len(items):,} different values</span><ul>{shown}{more}</ul></td></tr>')
     return f'<p class="note">{len(flat):,} snapshots.</p><table class="kv"><tbody>{"".join(rows)}</tbody></table>'
 
 
+PLAN_ROWS = 40  # runs listed in the plan table
+ORDER_NAMES = 12  # tests named per run in the plan table
+
+
 def _plan_html(plan: Any) -> str:
+    """The plan: how the arms alternate in time, and each run's order (bounded, so that a
+    plan of hundreds of runs over thousands of tests stays readable and small)."""
     plan = _plain(plan)
+    if isinstance(plan, list):  # a journal's plan: one record per run
+        plan = {"runs": plan}
     runs = plan.get("runs") if isinstance(plan, Mapping) else None
     if not isinstance(runs, list) or not all(isinstance(r, Mapping) for r in runs):
-        return _value_html(plan) if not isinstance(plan, str) else _pre(plan)
-    facts = [(k, _value_html(v)) for k, v in plan.items() if k not in ("runs", "test_names")]
+        return _pre(plan) if isinstance(plan, str) else _value_html(plan)
     names = plan.get("test_names") or []
-    arms = "".join("F" if r.get("arm") == "fixed" else "R" if r.get("arm") == "random" else "?" for r in runs)
+    facts = [(k, _value_html(v, 2)) for k, v in plan.items() if k not in ("runs", "test_names")]
+    arms = "".join({"fixed": "F", "random": "R"}.get(str(r.get("arm")), "?") for r in runs)
     facts.append(("runs", f"{len(runs):,}"))
-    facts.append(("arms in time order", _pre(arms) if len(arms) > 120 else _e(arms)))
-    if names:
-        facts.append(("tests", f"{len(names):,}"))
-    sample = []
-    for r in runs[:5]:
-        order = r.get("order") or []
-        named = [str(names[i]) if isinstance(i, int) and 0 <= i < len(names) else str(i) for i in order[:30]]
-        tail = f", … ({len(order) - 30:,} more)" if len(order) > 30 else ""
-        sample.append(f"run {r.get('index', '?')} ({r.get('arm', '?')}): " + ", ".join(named) + tail)
-    if sample:
-        facts.append(("first runs' orders", _pre("\n".join(sample))))
-    return _facts(facts) + f"<details><summary>the whole plan (JSON)</summary>{_pre(_json_text(plan))}</details>"
+    facts.append(("arms in time order (F fixed, R random)", _pre(arms) if len(arms) > 100 else _e(arms)))
+    statuses: dict[str, int] = {}
+    for r in runs:
+        if "status" in r:
+            statuses[str(r["status"])] = statuses.get(str(r["status"]), 0) + 1
+    if statuses:
+        facts.append(("run status", _e(", ".join(f"{n:,} {s}" for s, n in statuses.items()))))
+
+    def order_text(order: Any) -> str:
+        order = order if isinstance(order, list) else []
+        shown = [str(names[i]) if isinstance(i, int) and 0 <= i < len(names) else str(i) for i in order[:ORDER_NAMES]]
+        return ", ".join(shown) + (f", … ({len(order) - ORDER_NAMES:,} more)" if len(order) > ORDER_NAMES else "")
+
+    rows = "".join(
+        f'<tr><td>{_e(r.get("index", r.get("run", i)))}</td><td class="text">{_e(r.get("arm", ""))}</td>'
+        f'<td class="text">{_e(r.get("status", ""))}</td><td class="name">{_e(order_text(r.get("order")))}</td></tr>'
+        for i, r in enumerate(runs[:PLAN_ROWS])
+    )
+    more = f'<p class="note">… {len(runs) - PLAN_ROWS:,} more runs</p>' if len(runs) > PLAN_ROWS else ""
+    table = (
+        '<div class="scroll"><table><thead><tr><th>run</th><th class="text">arm</th><th class="text">status</th>'
+        f'<th class="text">order</th></tr></thead><tbody>{rows}</tbody></table></div>{more}'
+    )
+    return _facts(facts) + f"<details><summary>runs and their orders</summary>{table}</details>"
 
 
 def _provenance_html(prov: Mapping[str, Any]) -> str:
