@@ -344,7 +344,7 @@ def load_spec(
                 timeout=_number(w, here, item, "timeout", default_timeout),
                 env=_env(w, here, item, global_env),
                 cwd=_cwd(w, here, item, global_cwd),
-                metrics=own or global_metrics,
+                metrics=own if "metric" in item else global_metrics,  # `metric = []` opts out of the global ones
             )
         )
 

@@ -56,7 +56,7 @@ def classify(test: TestSpec, result: ProcessResult) -> TrialOutcome:
         try:
             values[metric.name] = extract(metric, result)
         except MetricError as exc:
-            return TrialOutcome("bad-output", f"metric '{metric.name}': {exc}", {})
+            return TrialOutcome("bad-output", str(exc), {})
     return TrialOutcome("ok", None, values)
 
 
