@@ -16,10 +16,6 @@ from benchsage.analyze.verdict import Analysis
 from benchsage.store.importers.detect import load_sources
 from benchsage.store.table import TrialTable
 
-CI_METHODS = ("exact-binomial", "le-boudec")
-CI_CASE_RULES = ("paper", "algorithm-2")
-CORRECTIONS = ("bonferroni", "holm")
-
 
 @dataclass(frozen=True)
 class Options:

@@ -8,6 +8,7 @@ are (re)done from their reset, finished runs are never touched.
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import time
 from dataclasses import dataclass
@@ -154,7 +155,12 @@ class Runner:
         self.progress.run_started(run["id"], run["arm"], number)
         try:
             self._reset(run, attempt_id)
-            journal.record_snapshot(attempt_id, self.worker.snapshot(self._files, spec.folder))
+            snapshot = self.worker.snapshot(self._files, spec.folder)
+            snapshot["spec_hash"] = spec.digest
+            # Linux charges every child, at exec, the peak RSS of the process that spawned it,
+            # so a trial's max_rss is never below the controller's own peak: record that floor.
+            snapshot["max_rss_floor_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            journal.record_snapshot(attempt_id, snapshot)
             previous: int | None = None
             for position, test_id in enumerate(run["order"]):
                 test = spec.tests[test_id]
