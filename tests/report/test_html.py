@@ -245,6 +245,19 @@ def test_over_time_uses_trial_starts_when_runs_are_unknown() -> None:
     assert "position in run" not in text[text.index('<section id="detail">'):]
 
 
+def test_any_text_and_non_finite_values_render(recwarn: pytest.WarningsRecorder) -> None:
+    names = ["测试 一", "emoji 🚀 test", "rtl עברית", "nul\x00byte\x1b[31m"]
+    table = synthetic_table(4, 6, seed=1, names=names)
+    value = table.value.copy()
+    value[:2] = [np.inf, np.nan]
+    table = dataclasses.replace(table, value=value)
+    text = render_report(analysis_of(table), table)
+    assert "\x00" not in text and "\x1b" not in text
+    shown = Page(text).all_text
+    assert all(name in shown for name in names[:3]) and "nul\ufffdbyte\ufffd[31m" in shown
+    assert not [w for w in recwarn if "Glyph" in str(w.message)]
+
+
 def test_an_analysis_without_tests_still_renders() -> None:
     table = TrialTable.from_columns(test=[], arm=[], value=[])
     analysis = Analysis("0.1.0", 0.05, "bonferroni", None, "exact-binomial", 0.95, "paper", False, ())

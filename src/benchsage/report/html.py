@@ -14,6 +14,7 @@ import html
 import json
 import math
 import os
+import re
 from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -42,9 +43,13 @@ NESTED_TEXT_MAX = 5_000  # ... and of a value inside a table
 _DASH = "—"
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
 def _e(value: Any) -> str:
-    """Escape anything for HTML text or a quoted attribute."""
-    return html.escape(str(value), quote=True)
+    """Escape anything for HTML text or a quoted attribute; control characters (which HTML
+    does not allow, e.g. NUL in a test's output) become U+FFFD."""
+    return _CONTROL.sub("\ufffd", html.escape(str(value), quote=True))
 
 
 def _asset(name: str) -> str:
@@ -396,6 +401,7 @@ def _detail_section(table: TrialTable, detail: Sequence[TestVerdict], ids: Mappi
     for v in detail:
         anchor = ids[(v.test, v.metric)]
         rows = rows_of(v.test, v.metric)
+        rows = rows[np.isfinite(table.value[rows])]  # as the analysis did
         summary = (
             f"p = {_fmt_p(v.kw_p)} (adjusted {_fmt_p(v.p_adjusted)}), significant: {_yes_no(v.significant)}, "
             f"eta²_H = {_fmt(v.eta2, 3)}, Δ% = {_fmt_pct(v.delta_pct)}, CI case {v.ci_case if v.ci_case is not None else _DASH}"

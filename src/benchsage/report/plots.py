@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import math
 import re
+import warnings
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -150,7 +151,10 @@ def _styled(func):  # type: ignore[no-untyped-def]
     """Draw under the report's rc settings (fonts, spines), without touching global state."""
 
     def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
-        with matplotlib.rc_context(_RC):
+        with matplotlib.rc_context(_RC), warnings.catch_warnings():
+            # Text is drawn by the browser (svg.fonttype none); matplotlib's font only
+            # measures it, so a glyph it lacks (CJK, emoji in a test name) is no problem.
+            warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from font")
             return func(*args, **kwargs)
 
     wrapper.__name__ = func.__name__
