@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pytest
@@ -21,10 +21,6 @@ from benchsage.analyze.verdict import Analysis, Carryover, Diagnostics, Interlea
 from benchsage.store.table import MetricInfo, TrialTable
 
 sys.path.insert(0, str(Path(__file__).parent))  # browser.py, the chromium driver
-
-XSS_TEST = "<img src=x onerror=\"document.title='pwned'\">"
-SCRIPT_TEST = "<script>document.title='pwned'</script>"
-SCRIPT_METRIC = "ops</title><script>document.title='pwned'</script>"
 
 
 def synthetic_table(
@@ -116,6 +112,25 @@ def hand_diagnostics(names: Sequence[str], metric: str = "wall_time") -> Diagnos
         trends=tuple(Trend(n, metric, "fixed", 15, 0.1, 0.7, 1.0, False) for n in names),
         workers={"local": {"binary sha256": "<b>not bold</b>"}},
     )
+
+
+# The helpers reach the tests as fixtures: several test folders have a conftest.py, so
+# `from conftest import ...` could find another folder's.
+
+
+@pytest.fixture(scope="session")
+def make_table() -> Callable[..., TrialTable]:
+    return synthetic_table
+
+
+@pytest.fixture(scope="session")
+def analyze() -> Callable[..., Analysis]:
+    return analysis_of
+
+
+@pytest.fixture(scope="session")
+def make_diagnostics() -> Callable[..., Diagnostics]:
+    return hand_diagnostics
 
 
 @pytest.fixture(scope="session")

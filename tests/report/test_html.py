@@ -21,14 +21,10 @@ from benchsage.report.html import render_report, write_report
 from benchsage.store.table import TrialTable
 
 import browser
-from conftest import (
-    SCRIPT_METRIC,
-    SCRIPT_TEST,
-    XSS_TEST,
-    analysis_of,
-    hand_diagnostics,
-    synthetic_table,
-)
+
+XSS_TEST = "<img src=x onerror=\"document.title='pwned'\">"
+SCRIPT_TEST = "<script>document.title='pwned'</script>"
+SCRIPT_METRIC = "ops</title><script>document.title='pwned'</script>"
 
 ARTIFACT = Path(__file__).resolve().parents[3] / "shared" / "data" / "ordersage-artifact"
 SECTIONS = ("verdict", "tables", "figures", "detail", "diagnostics", "provenance", "warnings")
@@ -81,7 +77,7 @@ def assert_nothing_injected(page: Page) -> None:
 
 
 @pytest.fixture(scope="module")
-def xss_table() -> TrialTable:
+def xss_table(make_table) -> TrialTable:  # type: ignore[no-untyped-def]
     names = [XSS_TEST, SCRIPT_TEST, BOLD_TEST, "./plain.sh"]
     prov = {
         "name": "demo <i>italic</i>",
@@ -95,13 +91,13 @@ def xss_table() -> TrialTable:
         },
         "stdout_tail": STDOUT,
     }
-    table = synthetic_table(4, 8, seed=2, names=names, metric=SCRIPT_METRIC, unit="<u>ops/s</u>", better="higher", provenance=prov)
+    table = make_table(4, 8, seed=2, names=names, metric=SCRIPT_METRIC, unit="<u>ops/s</u>", better="higher", provenance=prov)
     return dataclasses.replace(table, warnings=(f"3 rows of {SCRIPT_TEST} were not ok",))
 
 
 @pytest.fixture(scope="module")
-def xss_analysis(xss_table: TrialTable) -> Analysis:
-    return analysis_of(xss_table, hand_diagnostics(xss_table.test_names[:3], SCRIPT_METRIC))
+def xss_analysis(xss_table: TrialTable, analyze, make_diagnostics) -> Analysis:  # type: ignore[no-untyped-def]
+    return analyze(xss_table, make_diagnostics(xss_table.test_names[:3], SCRIPT_METRIC))
 
 
 @pytest.fixture(scope="module")
@@ -200,12 +196,12 @@ def test_figures_and_detail_are_inline_svg(small_report: Path, small_analysis: A
     assert '<figure id="fig-timeline">' in text  # runs have start times
 
 
-def test_detail_is_bounded_for_many_tests(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_detail_is_bounded_for_many_tests(monkeypatch: pytest.MonkeyPatch, make_table, analyze) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setattr(report_html, "DETAIL_ALL_MAX", 4)
     monkeypatch.setattr(report_html, "DETAIL_MAX", 7)
     monkeypatch.setattr(report_html, "TOP_EFFECTS", 3)
-    table = synthetic_table(40, 10, seed=5, affected_share=0.4)
-    analysis = analysis_of(table)
+    table = make_table(40, 10, seed=5, affected_share=0.4)
+    analysis = analyze(table)
     sig = sorted((v for v in analysis.tests if v.significant), key=lambda v: v.p_adjusted)
     assert len(sig) > 7, "the data should have more significant tests than detail places"
     chosen, note = report_html._choose_detail(analysis.tests)
@@ -219,12 +215,12 @@ def test_detail_is_bounded_for_many_tests(monkeypatch: pytest.MonkeyPatch) -> No
     assert "of 40 tests" in note
 
 
-def test_fields_that_cannot_be_computed_are_shown_as_missing() -> None:
+def test_fields_that_cannot_be_computed_are_shown_as_missing(analyze) -> None:  # type: ignore[no-untyped-def]
     rng = np.random.default_rng(1)
     tests = ["few"] * 6 + ["enough"] * 40
     arms = ["fixed", "random"] * 3 + ["fixed"] * 20 + ["random"] * 20
     table = TrialTable.from_columns(test=tests, arm=arms, value=rng.uniform(1, 2, 46))
-    analysis = analysis_of(table)
+    analysis = analyze(table)
     few = next(v for v in analysis.tests if v.test == "few")
     assert few.kw_p is None and few.notes
     text = render_report(analysis, table)
@@ -235,23 +231,23 @@ def test_fields_that_cannot_be_computed_are_shown_as_missing() -> None:
     assert "The data does not say when runs started." in page.all_text
 
 
-def test_over_time_uses_trial_starts_when_runs_are_unknown() -> None:
+def test_over_time_uses_trial_starts_when_runs_are_unknown(analyze) -> None:  # type: ignore[no-untyped-def]
     rng = np.random.default_rng(2)
     n = 40
     table = TrialTable.from_columns(test=["a"] * n, arm=["fixed", "random"] * (n // 2), value=rng.uniform(1, 2, n),
                                     time=1.7e9 + 90.0 * np.arange(n))
-    text = render_report(analysis_of(table), table)
+    text = render_report(analyze(table), table)
     assert "trial start, time since the first trial (minutes)" in text
     assert "position in run" not in text[text.index('<section id="detail">'):]
 
 
-def test_any_text_and_non_finite_values_render(recwarn: pytest.WarningsRecorder) -> None:
+def test_any_text_and_non_finite_values_render(recwarn: pytest.WarningsRecorder, make_table, analyze) -> None:  # type: ignore[no-untyped-def]
     names = ["测试 一", "emoji 🚀 test", "rtl עברית", "nul\x00byte\x1b[31m"]
-    table = synthetic_table(4, 6, seed=1, names=names)
+    table = make_table(4, 6, seed=1, names=names)
     value = table.value.copy()
     value[:2] = [np.inf, np.nan]
     table = dataclasses.replace(table, value=value)
-    text = render_report(analysis_of(table), table)
+    text = render_report(analyze(table), table)
     assert "\x00" not in text and "\x1b" not in text
     shown = Page(text).all_text
     assert all(name in shown for name in names[:3]) and "nul\ufffdbyte\ufffd[31m" in shown
@@ -282,9 +278,9 @@ def test_provenance_is_shown(xss_report: Path, xss_table: TrialTable) -> None:
 
 
 @pytest.fixture(scope="module")
-def tiny() -> tuple[Analysis, TrialTable]:
-    table = synthetic_table(3, 6, seed=8)
-    return analysis_of(table, hand_diagnostics(table.test_names[:1])), table
+def tiny(make_table, analyze, make_diagnostics) -> tuple[Analysis, TrialTable]:  # type: ignore[no-untyped-def]
+    table = make_table(3, 6, seed=8)
+    return analyze(table, make_diagnostics(table.test_names[:1])), table
 
 
 def test_provenance_of_a_large_journal_stays_small(tiny: tuple[Analysis, TrialTable]) -> None:
@@ -320,11 +316,11 @@ def test_write_report_replaces_atomically_and_reports_bad_paths(tiny: tuple[Anal
         write_report(analysis, table, tmp_path / "missing" / "r.html")
 
 
-def test_report_of_the_paper_artifact() -> None:
+def test_report_of_the_paper_artifact(analyze) -> None:  # type: ignore[no-untyped-def]
     from benchsage.store.importers.detect import load_sources
 
     table = load_sources([ARTIFACT / "memcached-table3" / "all_exp_results.csv"])
-    analysis = analysis_of(table)
+    analysis = analyze(table)
     text = render_report(analysis, table)
     page = Page(text)
     for name in ("./cmd_get_test.sh", "./cmd_set_test.sh", "./get_hits_test.sh"):
@@ -377,12 +373,12 @@ def test_browser_draws_the_report(small_report: Path, small_analysis: Analysis, 
 
 @pytest.mark.browser
 @needs_chromium
-def test_browser_sorts_the_table_by_a_clicked_column(tmp_path: Path) -> None:
+def test_browser_sorts_the_table_by_a_clicked_column(tmp_path: Path, analyze) -> None:  # type: ignore[no-untyped-def]
     rng = np.random.default_rng(4)
     tests = [f"t{i}" for i in range(6) for _ in range(20)] + ["few"] * 4
     arms = (["fixed"] * 10 + ["random"] * 10) * 6 + ["fixed", "random"] * 2
     table = TrialTable.from_columns(test=tests, arm=arms, value=rng.uniform(1, 2, len(tests)))
-    text = render_report(analysis_of(table), table)
+    text = render_report(analyze(table), table)
     # Click the Δ% heading once, then the p heading twice, the way a reader would.
     text = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", text)
     clicks = """<script>
@@ -396,7 +392,7 @@ def test_browser_sorts_the_table_by_a_clicked_column(tmp_path: Path) -> None:
     page = tmp_path / "sorted.html"
     page.write_text(text.replace("</body>", clicks), encoding="utf-8")
     dom = browser.dump_dom(page)
-    analysis = analysis_of(table)
+    analysis = analyze(table)
     by_delta = [v.test for v in sorted(analysis.tests, key=lambda v: v.delta_pct)]
     (after_delta,) = re.findall(r'<body[^>]* data-delta="([^"]*)"', dom)
     assert after_delta.split("|") == by_delta  # ascending on the first click
@@ -422,10 +418,10 @@ def test_diagnostics_are_shown(small_report: Path, small_analysis: Analysis) -> 
     assert binned and all(f"{d.position}–{d.position_last}" in shown for d in binned)
 
 
-def test_long_diagnostics_tables_show_the_significant_rows_first(tiny: tuple[Analysis, TrialTable]) -> None:
+def test_long_diagnostics_tables_show_the_significant_rows_first(tiny: tuple[Analysis, TrialTable], make_diagnostics) -> None:  # type: ignore[no-untyped-def]
     analysis, table = tiny
     names = [f"./t{i}.sh" for i in range(report_html.DIAGNOSTIC_ROWS + 10)]
-    diag = hand_diagnostics(names)
+    diag = make_diagnostics(names)
     effects = tuple(dataclasses.replace(d, significant=i % 7 == 0, p_adjusted=0.5 if i % 7 else 0.01) for i, d in enumerate(diag.position_effects))
     text = render_report(dataclasses.replace(analysis, diagnostics=dataclasses.replace(diag, position_effects=effects)), table)
     shown = Page(text).all_text

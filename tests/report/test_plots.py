@@ -16,8 +16,6 @@ from hypothesis import strategies as st
 from benchsage.analyze.verdict import TestVerdict
 from benchsage.report import plots
 
-from conftest import analysis_of, synthetic_table
-
 SVG = "{http://www.w3.org/2000/svg}"
 
 
@@ -92,9 +90,9 @@ def test_rendering_is_deterministic(small_analysis, pvalues: plots.Plot) -> None
     assert again == pvalues
 
 
-def test_test_names_stay_literal_text() -> None:
+def test_test_names_stay_literal_text(make_table, analyze) -> None:  # type: ignore[no-untyped-def]
     names = ['<img src=x onerror="alert(1)">', "cost $x^2$ \\frac{1}{0}", "a & b </text> --> <!--", "tab\there"]
-    analysis = analysis_of(synthetic_table(len(names), 6, seed=1, names=names))
+    analysis = analyze(make_table(len(names), 6, seed=1, names=names))
     for plot in (
         plots.pvalues_sorted(analysis.tests, 0.05, 0.0125),
         plots.delta_sorted(analysis.tests),
@@ -180,9 +178,9 @@ def test_detail_has_one_panel_per_kind_of_data(small_table, verdicts) -> None:  
     assert axes_count(bare) == 1
 
 
-def test_detail_of_a_large_test_is_rasterised_and_small() -> None:
-    table = synthetic_table(3, 400, seed=2)
-    analysis = analysis_of(table)
+def test_detail_of_a_large_test_is_rasterised_and_small(make_table, analyze) -> None:  # type: ignore[no-untyped-def]
+    table = make_table(3, 400, seed=2)
+    analysis = analyze(table)
     rows = np.flatnonzero(table.test == 0)
     plot = plots.test_detail(analysis.tests[0], "fig-d-0", table.value[rows], table.arm[rows], table.position[rows], table.time[rows])
     assert plot.svg.count("data:image/png;base64,") == 3
