@@ -430,3 +430,11 @@ def test_long_diagnostics_tables_show_the_significant_rows_first(tiny: tuple[Ana
     flags = re.findall(r'<td class="text(?: yes)?">(yes|no)</td></tr>', section)
     n_sig = sum(1 for d in effects if d.significant)
     assert flags[:n_sig] == ["yes"] * n_sig and set(flags[n_sig:]) == {"no"}
+
+
+def test_the_confidence_level_of_the_analysis_is_the_one_shown(make_table, analyze) -> None:  # type: ignore[no-untyped-def]
+    table = make_table(3, 12, seed=8)
+    text = render_report(analyze(table, ci_level=0.9), table)
+    assert "median fixed [90% CI]" in text and "Median and 90% CI per test" in text
+    assert "by arm (black: median, 90% CI)" in text
+    assert "95%" not in Page(text).all_text

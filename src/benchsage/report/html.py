@@ -84,11 +84,8 @@ def render_report(analysis: Analysis, table: TrialTable) -> str:
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
     # No network at all: nothing may be fetched, only data: images and the sorter may run.
     csp = f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{digest}'"
-    notes: list[str] = []
     primary = [v for v in analysis.tests if v.primary]
     detail, detail_note = _choose_detail(primary)
-    if detail_note:
-        notes.append(detail_note)
     detail_ids = {(v.test, v.metric): f"d-{i}" for i, v in enumerate(detail)}
     name = _title(analysis, table)
     body = [
@@ -96,10 +93,10 @@ def render_report(analysis: Analysis, table: TrialTable) -> str:
         _verdict_section(analysis, table),
         _tables_section(analysis, detail_ids),
         _figures_section(analysis, primary),
-        _detail_section(table, detail, detail_ids, detail_note),
+        _detail_section(table, detail, detail_ids, detail_note, analysis.ci_level),
         _diagnostics_section(analysis, table),
         _provenance_section(analysis, table),
-        _warnings_section(analysis, table, notes),
+        _warnings_section(analysis, table),
     ]
     return "\n".join(
         [
@@ -229,7 +226,7 @@ def _verdict_section(analysis: Analysis, table: TrialTable) -> str:
         ("comparisons (primary)", f"{len(primary):,} ({len(tested):,} with a p-value)"),
         ("significant", f"{len(sig):,}"),
         ("alpha", f"{analysis.alpha:g} family-wise, {_e(analysis.correction)} correction"
-         + (f" (per-test alpha {analysis.alpha_corrected:.3g})" if _finite(analysis.alpha_corrected) else "")),
+         + (f" (corrected alpha {analysis.alpha_corrected:.3g})" if _finite(analysis.alpha_corrected) else "")),
         ("confidence intervals", f"{_e(analysis.ci_method)}, {analysis.ci_level:.0%}; case rule {_e(analysis.ci_case_rule)}"),
         ("CI cases", f"case 1: {cases[1]:,} · case 2: {cases[2]:,} · case 3: {cases[3]:,}"),
         ("data", f"{len(table):,} values in {runs:,} runs; {analysis.excluded or table.excluded:,} trials excluded (not ok)"),
@@ -252,8 +249,8 @@ _TEST_COLUMNS = (
     ("Δ%", ""),
     ("CV fixed", ""),
     ("CV random", ""),
-    ("median fixed [95% CI]", ""),
-    ("median random [95% CI]", ""),
+    ("median fixed [{ci} CI]", ""),
+    ("median random [{ci} CI]", ""),
     ("CI case", ""),
 )
 
@@ -289,9 +286,9 @@ def _test_row(v: TestVerdict, anchor: str | None, notes: bool) -> str:
     return f"<tr{cls}>{''.join(cells)}</tr>"
 
 
-def _test_table(verdicts: Sequence[TestVerdict], detail_ids: Mapping[tuple[str, str], str]) -> str:
+def _test_table(verdicts: Sequence[TestVerdict], detail_ids: Mapping[tuple[str, str], str], ci_level: float) -> str:
     notes = any(v.notes for v in verdicts)
-    columns = _TEST_COLUMNS + ((("notes", "text"),) if notes else ())
+    columns = tuple((t.format(ci=f"{ci_level:.0%}"), c) for t, c in _TEST_COLUMNS) + ((("notes", "text"),) if notes else ())
     head = "".join(f'<th class="{c}" scope="col">{_e(t)}</th>' if c else f'<th scope="col">{_e(t)}</th>' for t, c in columns)
     rows = "\n".join(_test_row(v, detail_ids.get((v.test, v.metric)), notes) for v in sorted(verdicts, key=_sort_key_p))
     tall = " tall" if len(verdicts) > TALL_ROWS else ""
@@ -313,7 +310,7 @@ def _tables_section(analysis: Analysis, detail_ids: Mapping[tuple[str, str], str
         label = plots.axis_label(metric, unit, better)
         family = "not in the correction family" if secondary else "primary"
         out.append(f"<h3>metric {_e(metric)} <span class=\"meta\">({_e(label)}; {family}; {len(vs):,} tests)</span></h3>")
-        out.append(_test_table(vs, detail_ids))
+        out.append(_test_table(vs, detail_ids, analysis.ci_level))
     out.append("</section>")
     return "\n".join(out)
 
@@ -328,8 +325,8 @@ def _figures_section(analysis: Analysis, primary: Sequence[TestVerdict]) -> str:
         plots.pvalues_sorted(primary, analysis.alpha, analysis.alpha_corrected),
         plots.eta2_sorted(primary),
         plots.delta_sorted(primary),
-        plots.ci_case_counts(primary),
-        plots.median_cis(primary),
+        plots.ci_case_counts(primary, analysis.ci_level),
+        plots.median_cis(primary, analysis.ci_level),
     ]
     shown = [f for f in figures if f is not None]
     body = (
@@ -385,7 +382,7 @@ def _rows_of(table: TrialTable) -> Any:
     return rows
 
 
-def _detail_section(table: TrialTable, detail: Sequence[TestVerdict], ids: Mapping[tuple[str, str], str], note: str) -> str:
+def _detail_section(table: TrialTable, detail: Sequence[TestVerdict], ids: Mapping[tuple[str, str], str], note: str, ci_level: float) -> str:
     out = ['<section id="detail"><h2>Per-test detail</h2>']
     if note:
         out.append(f'<p class="note">{_e(note)}</p>')
@@ -429,6 +426,7 @@ def _detail_section(table: TrialTable, detail: Sequence[TestVerdict], ids: Mappi
             time,
             time_origin=origin,
             time_of=time_of,
+            ci_level=ci_level,
         )
         out.append(f"{plot.svg}</article>")
     out.append("</section>")
@@ -778,9 +776,9 @@ def _provenance_section(analysis: Analysis, table: TrialTable) -> str:
     return f'<section id="provenance"><h2>Provenance</h2>{_facts(facts)}\n{body}</section>'
 
 
-def _warnings_section(analysis: Analysis, table: TrialTable, notes: Sequence[str]) -> str:
+def _warnings_section(analysis: Analysis, table: TrialTable) -> str:
     seen: dict[str, None] = {}
-    for w in (*analysis.warnings, *table.warnings, *notes):
+    for w in (*analysis.warnings, *table.warnings):
         seen.setdefault(str(w), None)
     items = list(seen)
     if not items:

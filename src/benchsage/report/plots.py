@@ -308,7 +308,7 @@ def _sorted_values(
 
 
 @_styled
-def ci_case_counts(verdicts: Sequence[TestVerdict]) -> Plot | None:
+def ci_case_counts(verdicts: Sequence[TestVerdict], ci_level: float = 0.95) -> Plot | None:
     """Paper Figure 6: how many tests fall in each confidence-interval case."""
     if not verdicts:
         return None
@@ -334,7 +334,7 @@ def ci_case_counts(verdicts: Sequence[TestVerdict]) -> Plot | None:
     return Plot(
         "fig-ci-cases",
         "Confidence-interval cases",
-        "95% CIs of the fixed and random medians: case 1 the intervals do not overlap (the "
+        f"{ci_level:.0%} CIs of the fixed and random medians: case 1 the intervals do not overlap (the "
         "conclusion could change with the order), case 2 a median lies in the other arm's "
         "interval, case 3 they overlap but neither median is inside (inconclusive).",
         render(fig, "fig-ci-cases"),
@@ -342,17 +342,17 @@ def ci_case_counts(verdicts: Sequence[TestVerdict]) -> Plot | None:
 
 
 @_styled
-def median_cis(verdicts: Sequence[TestVerdict]) -> Plot | None:
+def median_cis(verdicts: Sequence[TestVerdict], ci_level: float = 0.95) -> Plot | None:
     """Paper Figure 5: each test's fixed and random medians with their CIs, side by side."""
     vs = [v for v in verdicts if v.median_fixed is not None and v.median_random is not None]
     if not vs:
         return None
     if len(vs) <= CI_PANELS_MAX:
-        return _median_ci_panels(vs)
-    return _median_ci_strip(vs)
+        return _median_ci_panels(vs, ci_level)
+    return _median_ci_strip(vs, ci_level)
 
 
-def _median_ci_panels(vs: Sequence[TestVerdict]) -> Plot:
+def _median_ci_panels(vs: Sequence[TestVerdict], ci_level: float) -> Plot:
     with_metric = len({v.metric for v in vs}) > 1
     ncols = min(len(vs), 5)
     nrows = math.ceil(len(vs) / ncols)
@@ -377,14 +377,14 @@ def _median_ci_panels(vs: Sequence[TestVerdict]) -> Plot:
         ax.margins(y=0.25)
     return Plot(
         "fig-median-ci",
-        "Median and 95% CI per test, fixed vs random",
+        f"Median and {ci_level:.0%} CI per test, fixed vs random",
         "Blue: fixed arm, orange: random arm; bars are the confidence intervals of the "
         "medians. Titles in red are case 1 (the intervals do not overlap).",
         render(fig, "fig-median-ci", tight=False),
     )
 
 
-def _median_ci_strip(vs: Sequence[TestVerdict]) -> Plot:
+def _median_ci_strip(vs: Sequence[TestVerdict], ci_level: float) -> Plot:
     # Tests have different units, so every interval is drawn relative to its fixed median.
     mf = _finite(v.median_fixed for v in vs)
     scale = np.where(mf != 0, np.abs(mf), np.nan)
@@ -420,7 +420,7 @@ def _median_ci_strip(vs: Sequence[TestVerdict]) -> Plot:
     ax.grid(axis="y", alpha=0.3)
     return Plot(
         "fig-median-ci",
-        "Median and 95% CI per test, fixed vs random (relative to the fixed median)",
+        f"Median and {ci_level:.0%} CI per test, fixed vs random (relative to the fixed median)",
         "Every test, with both arms' medians and intervals expressed as % of the fixed median so "
         "that tests with different units share one axis. The per-test detail below shows the "
         "intervals in their own units.",
@@ -479,6 +479,7 @@ def test_detail(
     *,
     time_origin: float | None = None,
     time_of: str = "trial",
+    ci_level: float = 0.95,
 ) -> Plot:
     """One test's data: its distribution by arm with the medians' CIs, and, when the data
     has them, its values by position in run and over time.
@@ -511,7 +512,7 @@ def test_detail(
     ax.set_xticks([0, 1], [f"fixed\n(n={int(fixed.sum())})", f"random\n(n={int((~fixed).sum())})"])
     ax.set_xlim(-0.5, 1.6)
     ax.set_ylabel(ylabel, parse_math=False)
-    ax.set_title("by arm (black: median, 95% CI)", y=1.0)
+    ax.set_title(f"by arm (black: median, {ci_level:.0%} CI)", y=1.0)
     ax.grid(axis="y", alpha=0.3)
 
     i = 1
