@@ -15,15 +15,11 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import matplotlib
+import numpy as np
+from matplotlib.collections import LineCollection
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")  # no display is needed, and a report must render on a headless server
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.collections import LineCollection  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
-from benchsage.analyze.verdict import TestVerdict  # noqa: E402
+from benchsage.analyze.verdict import TestVerdict
 
 # Okabe-Ito colours: distinguishable with every common colour-vision deficiency.
 FIXED_COLOUR = "#0072B2"  # blue
@@ -121,7 +117,6 @@ def render(fig: Figure, key: str, tight: bool = True) -> str:
     buf = io.StringIO()
     with matplotlib.rc_context({"svg.hashsalt": f"benchsage-{key}"}):
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight" if tight else None)
-    plt.close(fig)
     svg = _PROLOG.sub("", buf.getvalue(), count=1)
     svg = _METADATA.sub("", svg, count=1)
     # matplotlib's <style>*{...}</style> would apply to the whole HTML page; the report's
@@ -131,10 +126,10 @@ def render(fig: Figure, key: str, tight: bool = True) -> str:
     return svg.replace("<svg ", '<svg class="plot" role="img" ', 1).strip()
 
 
-def _figure(width: float, height: float, **kw: object) -> Figure:
-    with matplotlib.rc_context(_RC):
-        fig = plt.figure(figsize=(width, height), **kw)  # type: ignore[arg-type]
-    return fig
+def _figure(width: float, height: float) -> Figure:
+    # A bare Figure, not pyplot: no global figure registry to leak into, no GUI backend to
+    # pick (the user's own matplotlib setup is left alone), and the SVG writer needs neither.
+    return Figure(figsize=(width, height))
 
 
 def _fixed_margins(fig: Figure, rows: int, cols: int, *, left: float, right: float, bottom: float,
@@ -162,12 +157,9 @@ def _styled(func):  # type: ignore[no-untyped-def]
     return wrapper
 
 
-def _named_axis(ax, positions: np.ndarray, labels: Sequence[str], axis: str) -> None:  # type: ignore[no-untyped-def]
+def _named_axis(ax, positions: np.ndarray, labels: Sequence[str]) -> None:  # type: ignore[no-untyped-def]
     # parse_math=False: a '$' in a test name is text, not a mathtext formula to parse.
-    if axis == "x":
-        ax.set_xticks(positions, labels, rotation=60, ha="right", rotation_mode="anchor", parse_math=False, fontsize=7)
-    else:
-        ax.set_yticks(positions, labels, parse_math=False, fontsize=7)
+    ax.set_yticks(positions, labels, parse_math=False, fontsize=7)
 
 
 def _finite(values: Iterable[float | None]) -> np.ndarray:
@@ -284,7 +276,7 @@ def _sorted_values(
             if text:
                 ax.annotate(text, xy=(level, 1.0), xycoords=("data", "axes fraction"), xytext=(2, -2),
                             textcoords="offset points", ha="left", va="top", fontsize=7, color=colour, rotation=90)
-        _named_axis(ax, y, [verdict_label(verdicts[i], with_metric) for i in order], "y")
+        _named_axis(ax, y, [verdict_label(verdicts[i], with_metric) for i in order])
         ax.set_ylim(-0.7, n - 0.3)
         ax.set_xlabel(ylabel)
         ax.grid(axis="x", alpha=0.3)
