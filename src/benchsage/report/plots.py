@@ -18,6 +18,7 @@ import matplotlib
 import numpy as np
 from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from benchsage.analyze.verdict import TestVerdict
 
@@ -517,6 +518,7 @@ def test_detail(
         if len(cx) > 1:
             ax.plot(cx, cy, color="black", linewidth=1.0, label="random median")
         ax.set_xlabel("position in run (0 = first)")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_title("by position in run", y=1.0)
         ax.legend(fontsize=7, frameon=False)
         ax.grid(alpha=0.3)
