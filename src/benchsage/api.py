@@ -1,0 +1,159 @@
+"""The Python API for notebooks: load trials as a DataFrame, analyse, write the report.
+
+    import benchsage
+    trials = benchsage.load("results/quickstart-...")        # pandas DataFrame, one row per value
+    result = benchsage.analyze("results/quickstart-...")     # Result
+    result.tests                                              # DataFrame, one row per test and metric
+    result.report("report.html")
+
+Everything here calls the same pipeline as the command line; nothing is computed twice.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from benchsage.analyze.pipeline import Options, analyze_loaded
+from benchsage.analyze.verdict import Analysis, TestVerdict
+from benchsage.store.importers.detect import load_sources
+from benchsage.store.table import TrialTable
+
+Source = str | os.PathLike[str]
+
+
+def _paths(source: Source | list[Source] | tuple[Source, ...]) -> list[str]:
+    if isinstance(source, (list, tuple)):
+        return [os.fspath(s) for s in source]
+    return [os.fspath(source)]
+
+
+def load(source: Source | list[Source], *, format: str = "auto") -> Any:
+    """The trials of an experiment directory or data file(s) as a pandas DataFrame (tidy: one
+    row per analysed trial and metric; columns test, arm, metric, value, run, position,
+    predecessor, worker, time, primary)."""
+    return load_sources(_paths(source), format=format).to_pandas()
+
+
+def analyze(
+    source: Source | list[Source],
+    *,
+    format: str = "auto",
+    alpha: float | None = None,
+    correction: str | None = None,
+    ci_method: str = "exact-binomial",
+    ci_level: float = 0.95,
+    ci_case_rule: str = "paper",
+    diagnostics: bool = True,
+) -> "Result":
+    """Analyse an experiment directory or data file(s), as `benchsage analyze` does."""
+    table = load_sources(_paths(source), format=format)
+    options = Options(alpha=alpha, correction=correction, ci_method=ci_method, ci_level=ci_level, ci_case_rule=ci_case_rule, diagnostics=diagnostics)
+    return Result(analyze_loaded(table, options), table)
+
+
+def _frame(rows: list[dict[str, Any]], columns: list[str]) -> Any:
+    import pandas as pd
+
+    return pd.DataFrame(rows, columns=columns)
+
+
+@dataclass(frozen=True)
+class Diagnostics:
+    """Where an order effect comes from, as DataFrames."""
+
+    analysis: Analysis
+
+    def _rows(self, name: str) -> Any:
+        d = self.analysis.diagnostics
+        items = getattr(d, name) if d is not None else ()
+        from benchsage.analyze import verdict
+
+        kind = {"position_effects": verdict.PositionEffect, "carryover": verdict.Carryover, "trends": verdict.Trend}[name]
+        return _frame([dict(vars(x)) for x in items], list(kind.__dataclass_fields__))
+
+    @property
+    def position_effects(self) -> Any:
+        return self._rows("position_effects")
+
+    @property
+    def carryover(self) -> Any:
+        return self._rows("carryover")
+
+    @property
+    def trends(self) -> Any:
+        return self._rows("trends")
+
+    @property
+    def interleaving(self) -> dict[str, Any] | None:
+        d = self.analysis.diagnostics
+        return dict(vars(d.interleaving)) if d is not None and d.interleaving is not None else None
+
+
+@dataclass(frozen=True)
+class Result:
+    """An analysis and the trials it came from."""
+
+    analysis: Analysis
+    table: TrialTable
+
+    @property
+    def order_matters(self) -> bool:
+        return self.analysis.order_matters
+
+    @property
+    def verdict(self) -> str:
+        from benchsage.analyze.summary import verdict_sentence
+
+        return verdict_sentence(self.analysis)
+
+    @property
+    def verdicts(self) -> tuple[TestVerdict, ...]:
+        return self.analysis.tests
+
+    @property
+    def tests(self) -> Any:
+        """One row per test and metric: the columns of the analysis JSON's "tests"."""
+        rows = []
+        for v in self.analysis.tests:
+            row = dict(vars(v))
+            row["ci_fixed_low"], row["ci_fixed_high"] = v.ci_fixed or (None, None)
+            row["ci_random_low"], row["ci_random_high"] = v.ci_random or (None, None)
+            del row["ci_fixed"], row["ci_random"]
+            row["notes"] = "; ".join(v.notes)
+            rows.append(row)
+        columns = [c for c in TestVerdict.__dataclass_fields__ if c not in ("ci_fixed", "ci_random")]
+        columns[columns.index("median_fixed") + 1 : columns.index("median_fixed") + 1] = ["ci_fixed_low", "ci_fixed_high"]
+        columns[columns.index("median_random") + 1 : columns.index("median_random") + 1] = ["ci_random_low", "ci_random_high"]
+        return _frame(rows, columns)
+
+    @property
+    def diagnostics(self) -> Diagnostics:
+        return Diagnostics(self.analysis)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return self.analysis.warnings
+
+    @property
+    def trials(self) -> Any:
+        return self.table.to_pandas()
+
+    def to_json(self) -> dict[str, Any]:
+        return self.analysis.to_json()
+
+    def report(self, path: Source) -> str:
+        """Write the self-contained HTML report; returns its path."""
+        from benchsage.report.html import write_report
+
+        write_report(self.analysis, self.table, path)
+        return os.fspath(path)
+
+    def __repr__(self) -> str:
+        return f"<benchsage.Result: {self.verdict}>"
+
+    def _repr_html_(self) -> str:
+        import html
+
+        return f"<p>{html.escape(self.verdict)}</p>" + self.tests.to_html(index=False)
