@@ -149,3 +149,34 @@ def test_version_and_help(tmp_path: Path) -> None:
     assert benchsage.__version__ in bench("--version", cwd=tmp_path).stdout
     helped = bench("--help", cwd=tmp_path)
     assert helped.returncode == 0 and all(c in helped.stdout for c in ("run", "resume", "plan", "analyze", "report", "export", "env"))
+
+
+def test_analysis_csv_for_spreadsheets(experiment) -> None:
+    root, out, _ = experiment
+    target = root / "verdicts.csv"
+    done = bench("analyze", str(out), "--csv", str(target), cwd=root)
+    assert done.returncode == 0, done.stderr
+    with open(target) as fh:
+        rows = list(csv.DictReader(fh))
+    fw = next(r for r in rows if r["test"] == "first-writer" and r["metric"] == "ops")
+    assert fw["significant"] == "True" and float(fw["median_fixed"]) == 100 and fw["ci_case"] in {"1", "2", "3"}
+    assert len(rows) == 2 * 5  # 2 tests x (1 declared + 4 harness metrics)
+
+
+def test_analyze_warns_when_runs_saw_different_settings(experiment, tmp_path: Path) -> None:
+    import shutil
+    import sqlite3
+
+    root, out, _ = experiment
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    with sqlite3.connect(copy / "journal.sqlite") as conn:
+        rows = conn.execute("SELECT id, snapshot FROM attempts ORDER BY id").fetchall()
+        for attempt_id, snapshot in rows[:5]:
+            snap = json.loads(snapshot)
+            snap["governor"] = "powersave"
+            snap["files"] = {path: "0" * 64 for path in snap.get("files", {})} or {"/usr/bin/true": "0" * 64}
+            conn.execute("UPDATE attempts SET snapshot = ? WHERE id = ?", (json.dumps(snap), attempt_id))
+    done = bench("analyze", str(copy), "--json", cwd=root)
+    warnings = json.loads(done.stdout)["warnings"]
+    assert any("governor differs between runs" in w and "powersave" in w for w in warnings), warnings
