@@ -477,7 +477,7 @@ def _floats(text: str) -> list[float]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="few repetitions (a smoke run of about a minute)")
+    parser.add_argument("--quick", action="store_true", help="few repetitions: a smoke run of a few seconds")
     parser.add_argument("--tests", type=int, default=10, help="tests per experiment (default %(default)s)")
     parser.add_argument("--runs", default="10,20,50", help="runs per arm, comma-separated (default %(default)s)")
     parser.add_argument("--effects", default="1,2,5,10", help="carry-over effects in %%, comma-separated (default %(default)s)")
@@ -507,7 +507,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         apart=args.apart,
         progress=True,
     )
-    print(render(study))
+    print(render(study), flush=True)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(to_json(study), fh, indent=1)

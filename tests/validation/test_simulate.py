@@ -32,15 +32,14 @@ sim = _load()
 
 
 @pytest.fixture(scope="module")
-def study() -> dict:
-    out = subprocess.run(
+def study(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    out = tmp_path_factory.mktemp("validation") / "study.json"
+    subprocess.run(
         [sys.executable, str(SCRIPT), "--quick", "--runs", "10,50", "--reps-null", "500", "--reps-power", "150",
-         "--seed", "7", "--json", "/dev/stdout"],
+         "--seed", "7", "--json", str(out)],
         check=True, capture_output=True, text=True, timeout=300,
     )
-    # The JSON follows the printed tables on stdout; it is the last top-level object.
-    text = out.stdout
-    return json.loads(text[text.index('{\n "config"'):])
+    return json.loads(out.read_text())
 
 
 def test_batched_analysis_equals_one_experiment_at_a_time() -> None:
