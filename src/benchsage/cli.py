@@ -52,7 +52,10 @@ def _print_analysis(analysis: Any, as_json: bool, extra: dict[str, Any] | None =
         doc = analysis.to_json()
         if extra:
             doc.update(extra)
-        click.echo(json.dumps(doc, indent=2, allow_nan=False))
+        # Indented for a person at a terminal; compact when piped, where the diagnostics of a
+        # large experiment would otherwise add megabytes of whitespace.
+        indent = 2 if sys.stdout.isatty() else None
+        click.echo(json.dumps(doc, indent=indent, allow_nan=False, separators=None if indent else (",", ":")))
         return
     from benchsage.report.terminal import make_console, render_analysis
 
