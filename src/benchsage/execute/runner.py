@@ -26,6 +26,9 @@ from benchsage.store.journal import Journal, TrialRecord, check_directory_for
 from benchsage.store.table import HARNESS_METRIC_INFO
 
 
+MIN_RUNS_PER_ARM = 5  # below this the analysis reports no p-value
+
+
 class Interrupted(KeyboardInterrupt):
     """SIGTERM or SIGHUP arrived; handled like Ctrl-C."""
 
@@ -138,6 +141,12 @@ class Runner:
         self.progress.start(len(runs), len(runs) * len(tests), done_runs, done_trials)
         if interrupted:
             self.progress.message(f"{interrupted} interrupted run(s) will be redone from their reset")
+        runs_per_arm = len(runs) // 2
+        if runs_per_arm < MIN_RUNS_PER_ARM and done_runs == 0:
+            self.progress.message(
+                f"warning: {runs_per_arm} runs per arm are too few to test for an order effect "
+                f"(Kruskal-Wallis needs at least {MIN_RUNS_PER_ARM}; docs/validation.md says how many detect what)"
+            )
         if self.spec.reset is None and done_runs == 0:
             self.progress.message(
                 "warning: the spec has no [reset]: runs do not start from a clean state, so one run's leftovers can reach the next"
