@@ -143,3 +143,28 @@ def test_bad_names():
         grouped_median_ci(np.ones(3), np.zeros(3, int), 1, method="bootstrap")
     with pytest.raises(ValueError, match="level"):
         exact_binomial_rank(10, 1.0)
+
+
+@pytest.mark.parametrize("level", [0.01, 0.5, 0.95, 0.999])
+def test_exact_rank_meets_its_definition_at_huge_n(level):
+    # l - 1 is the largest k with P(B <= k) <= (1 - level) / 2; scipy's binom.ppf drifts by
+    # several steps at n = 10**7, the bisection over the CDF does not.
+    from scipy import special
+
+    n = np.array([65_432, 1_000_000, 10**7])
+    l = exact_binomial_rank(n, level)
+    limit = (1 - level) / 2 * (1 + 1e-12)
+    assert np.all(special.bdtr(l - 1, n, 0.5) <= limit)
+    assert np.all(special.bdtr(l, n, 0.5) > limit)
+
+
+def test_analysis_path_does_not_import_scipy_stats():
+    # scipy.stats costs 0.3-0.6 s of import time; `benchsage analyze` needs scipy.special only.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, benchsage.cli, benchsage.analyze.pipeline, benchsage.stats;"
+        "sys.exit(1 if 'scipy.stats' in sys.modules else 0)"
+    )
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
