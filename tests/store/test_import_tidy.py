@@ -231,3 +231,47 @@ def test_round_trip(tmp_path: Path, rows: list[tuple[str, str, float, str, str]]
     assert list(t.value) == [r[2] for r in ok]
     assert [t.metric_names[i] for i in t.metric] == [r[3] for r in ok]
     assert t.excluded == len(rows) - len(ok)
+
+
+def _reference_ids(*codes: np.ndarray) -> np.ndarray:
+    key = np.zeros(len(codes[0]), dtype=np.int64)
+    for c in codes:
+        key = key * (int(c.max()) + 1) + c
+    return np.unique(key, return_inverse=True)[1].astype(np.int64).ravel()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), st.integers(0, 30)), min_size=1, max_size=60), st.booleans())
+def test_combined_ids_match_the_sorted_combinations(pairs, nested):
+    worker = np.array([w for w, _ in pairs], dtype=np.int32)
+    run = np.array([r for _, r in pairs], dtype=np.int32)
+    if nested:  # every run label under one worker: the linear path
+        worker = (run % 3).astype(np.int32)
+    assert np.array_equal(_csv.combined_ids(worker, run), _reference_ids(worker, run))
+
+
+def test_fast_and_careful_readers_agree(tmp_path: Path) -> None:
+    # Enough rows for several blocks of the careful reader; labels first seen in later blocks,
+    # failed trials with empty values, empty optional cells.
+    rng = np.random.default_rng(3)
+    rows = []
+    for i in range(60_000):
+        status = "failed" if i % 997 == 0 else "ok"
+        value = "" if status == "failed" else f"{rng.lognormal():.6g}"
+        rows.append([f"t{(i * 7) % (50 + i // 1000)}", ("fixed", "random")[(i // 40) % 2], value, ("ms", "MB/s")[i % 2],
+                     str(i // 40), i % 40, f"w{i // 20000}", "" if i % 13 == 0 else 1000.0 + i, status])
+    f = write(tmp_path / "big.csv", HEADER, rows)
+    found = _csv.header(f)
+    want = _csv._Want(
+        categorical=("test", "order", "metric", "run", "worker", "status"), numeric=("value", "time", "position"), lists=(),
+        integer=("position",), status="status", is_ok=lambda s: s.strip().lower() == "ok", needed=("value",), strict=("time", "position"),
+    )
+    fast = _csv._read_fast(f, found, want)
+    careful = _csv._read(f, found, want, as_text=False)
+    assert fast is not None
+    assert fast.n == careful.n and np.array_equal(fast.ok, careful.ok)
+    assert fast.labels == careful.labels
+    for c in careful.codes:
+        assert np.array_equal(fast.codes[c], careful.codes[c])
+    for c in careful.numbers:
+        assert np.array_equal(fast.numbers[c], careful.numbers[c], equal_nan=True)
