@@ -55,7 +55,7 @@ import numpy as np
 from scipy import special
 
 from benchsage.analyze.verdict import Carryover, Diagnostics, Interleaving, PositionEffect, Trend
-from benchsage.stats._grouped import grouped_ranks
+from benchsage.stats._grouped import GroupedRanks, grouped_ranks
 from benchsage.stats.correction import adjust
 from benchsage.stats.median_ci import grouped_median_ci
 from benchsage.stats.spearman import spearman_grouped
@@ -91,12 +91,29 @@ def diagnose(
     if not keep.all():
         table = table.select(keep)
     comp, comp_test, comp_metric = _comparisons(table)
+    ranked = _RankCache(table.value, comp, len(comp_test))
     return Diagnostics(
         interleaving=interleaving,
-        position_effects=_position_effects(table, comp, comp_test, comp_metric, alpha, correction, min_values),
-        carryover=_carryover(table, comp, comp_test, comp_metric, alpha, correction, min_values),
+        position_effects=_position_effects(table, comp, comp_test, comp_metric, alpha, correction, min_values, ranked),
+        carryover=_carryover(table, comp, comp_test, comp_metric, alpha, correction, min_values, ranked),
         trends=_trends(table, starts, comp, comp_test, comp_metric, alpha, correction, min_values),
     )
+
+
+class _RankCache:
+    """Values of a set of rows ranked within their comparison, kept for the next user of the
+    same rows: position effects and carry-over usually examine the same random-arm rows."""
+
+    def __init__(self, value: np.ndarray, comp: np.ndarray, n_comp: int) -> None:
+        self._value, self._comp, self._n_comp = value, comp, n_comp
+        self._rows: np.ndarray | None = None
+        self._ranks: GroupedRanks | None = None
+
+    def __call__(self, rows: np.ndarray) -> GroupedRanks:
+        if self._ranks is None or self._rows is None or not np.array_equal(rows, self._rows):
+            self._rows = rows
+            self._ranks = grouped_ranks(self._value[rows], self._comp[rows], self._n_comp)
+        return self._ranks
 
 
 # -- shared machinery -------------------------------------------------------------------------
@@ -137,6 +154,7 @@ def _one_vs_rest(
     n_comp: int,
     n_cat: int,
     min_values: int,
+    ranks: GroupedRanks | None = None,
 ) -> _OneVsRest:
     """Kruskal-Wallis of "category k" vs "the rest of its comparison" for every (c, k) with at
     least min_values values on both sides, and the medians of effect_values on both sides.
@@ -149,25 +167,41 @@ def _one_vs_rest(
     category of (rank - (N + 1) / 2) and T the comparison's tie term. It equals
     kruskal_2(values, pair, inside) exactly (tests/analyze/test_diagnostics.py checks it).
     The rest's median is read from the comparison's sorted values without copying them either.
+    ranks: grouped_ranks(test_values, comp, n_comp), when the caller has it already.
     """
     n_c = np.bincount(comp, minlength=n_comp).astype(np.int64)
     pair_key = comp.astype(np.int64) * n_cat + cat
-    n_at_all = np.bincount(pair_key, minlength=n_comp * n_cat).astype(np.int64)
-    n_other_all = np.repeat(n_c, n_cat) - n_at_all
-    pairs = np.flatnonzero((n_at_all >= min_values) & (n_other_all >= min_values))
-    pc, pk = pairs // n_cat, pairs % n_cat
-    n_at, n_other = n_at_all[pairs], n_other_all[pairs]
-    m = len(pairs)
+    # The (comparison, category) pairs that occur, ascending, with their counts and each row's
+    # pair: a dense counter while it is small, else np.unique (n_comp * n_cat reaches 1.6e9
+    # for 40,000 tests and their predecessors, while a table has at most one pair per row).
+    size = n_comp * n_cat
+    if size <= max(4 * len(pair_key), 1 << 20):
+        counts = np.bincount(pair_key, minlength=size)
+        keys = np.flatnonzero(counts)
+        n_key = counts[keys].astype(np.int64)
+        index_of_key = np.empty(size, dtype=np.int64)
+        index_of_key[keys] = np.arange(len(keys))
+        key_of_row = index_of_key[pair_key]
+    else:
+        keys, key_of_row, n_key = np.unique(pair_key, return_inverse=True, return_counts=True)
+        key_of_row, n_key = key_of_row.ravel(), n_key.astype(np.int64)
+    key_comp = keys // n_cat
+    n_other_key = n_c[key_comp] - n_key
+    examined = np.flatnonzero((n_key >= min_values) & (n_other_key >= min_values))
+    pc, pk = key_comp[examined], keys[examined] % n_cat
+    n_at, n_other = n_key[examined], n_other_key[examined]
+    m = len(examined)
     if m == 0:
         empty = np.zeros(0)
         return _OneVsRest(pc, pk, n_at, n_other, empty, empty, empty, empty)
     # Row -> its examined pair (or -1).
-    pair_of_key = np.full(n_comp * n_cat, -1, dtype=np.int64)
-    pair_of_key[pairs] = np.arange(m)
-    pair = pair_of_key[pair_key]
+    pair_of_key = np.full(len(keys), -1, dtype=np.int64)
+    pair_of_key[examined] = np.arange(m)
+    pair = pair_of_key[key_of_row]
 
     # Kruskal-Wallis from one ranking of each comparison.
-    ranks = grouped_ranks(test_values, comp, n_comp)
+    if ranks is None:
+        ranks = grouped_ranks(test_values, comp, n_comp)
     n = n_c.astype(np.float64)
     centred = ranks.ranks() - (n[comp] + 1.0) / 2.0
     inside = pair >= 0
@@ -227,6 +261,12 @@ def _num(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
+def _nums(a: np.ndarray) -> list[float | None]:
+    """_num of every element, as a list: one conversion for tens of thousands of rows."""
+    isfinite = math.isfinite
+    return [x if isfinite(x) else None for x in np.asarray(a, dtype=np.float64).tolist()]
+
+
 def _decide(p: np.ndarray, correction: str, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     corr = adjust(p, correction, alpha)
     return corr.p_adjusted, corr.reject
@@ -262,7 +302,14 @@ def _position_bins(n_positions: int, typical_n: float, min_values: int) -> _Bins
 
 
 def _position_effects(
-    table: TrialTable, comp: np.ndarray, comp_test: np.ndarray, comp_metric: np.ndarray, alpha: float, correction: str, min_values: int
+    table: TrialTable,
+    comp: np.ndarray,
+    comp_test: np.ndarray,
+    comp_metric: np.ndarray,
+    alpha: float,
+    correction: str,
+    min_values: int,
+    ranked: _RankCache,
 ) -> tuple[PositionEffect, ...]:
     rows = np.flatnonzero((table.arm == RANDOM) & (table.position >= 0))
     if len(rows) == 0:
@@ -278,14 +325,14 @@ def _position_effects(
     b = bins.of_position[position]
     n_bins = len(bins.first)
 
-    per_test = _one_vs_rest(value, value, c, b, n_comp, n_bins, min_values)
+    ranks = ranked(rows)
+    per_test = _one_vs_rest(value, value, c, b, n_comp, n_bins, min_values, ranks)
     parts = [(per_test, comp_test[per_test.comp], comp_metric[per_test.comp])]
     if not bins.single:
         # Pool the tests of each metric on a common scale: percentile ranks for the test,
         # value / the test's random-arm median for the effect size.
-        ranks = grouped_ranks(value, c, n_comp)
         percentile = (ranks.ranks() - 0.5) / per_comp[c]
-        medians = grouped_median_ci(value, c, n_comp).median
+        medians = grouped_median_ci(value, c, n_comp, order=ranks.order).median
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = value / medians[c]
         metric = comp_metric[c]
@@ -298,28 +345,41 @@ def _position_effects(
     p_adj, reject = _decide(p, correction, alpha)
     out: list[PositionEffect] = []
     i = 0
+    test_names, metric_names = table.test_names, table.metric_names
+    first, last = bins.first.tolist(), bins.last.tolist()
     for part, tests, metrics in parts:
-        effect = _effect_pct(part.median_at, part.median_other)
-        for j in range(len(part.comp)):
-            k = int(part.cat[j])
-            tested = not math.isnan(p[i])
-            out.append(
-                PositionEffect(
-                    test=ALL_TESTS if tests[j] < 0 else table.test_names[int(tests[j])],
-                    metric=table.metric_names[int(metrics[j])],
-                    position=int(bins.first[k]),
-                    n_at=int(part.n_at[j]),
-                    n_other=int(part.n_other[j]),
-                    median_at=_num(part.median_at[j]),
-                    median_other=_num(part.median_other[j]),
-                    effect_pct=_num(effect[j]),
-                    p=_num(p[i]),
-                    p_adjusted=_num(p_adj[i]),
-                    significant=bool(reject[i]) if tested else None,
-                    position_last=None if bins.single else int(bins.last[k]),
-                )
+        m = len(part.comp)
+        cols = zip(
+            tests.tolist(),
+            metrics.tolist(),
+            part.cat.tolist(),
+            part.n_at.tolist(),
+            part.n_other.tolist(),
+            _nums(part.median_at),
+            _nums(part.median_other),
+            _nums(_effect_pct(part.median_at, part.median_other)),
+            _nums(p[i : i + m]),
+            _nums(p_adj[i : i + m]),
+            reject[i : i + m].tolist(),
+        )
+        out.extend(
+            PositionEffect(
+                test=ALL_TESTS if t < 0 else test_names[t],
+                metric=metric_names[mt],
+                position=first[k],
+                n_at=n_at,
+                n_other=n_other,
+                median_at=med_at,
+                median_other=med_other,
+                effect_pct=effect,
+                p=pv,
+                p_adjusted=pa,
+                significant=rej if pv is not None else None,
+                position_last=None if bins.single else last[k],
             )
-            i += 1
+            for t, mt, k, n_at, n_other, med_at, med_other, effect, pv, pa, rej in cols
+        )
+        i += m
     return tuple(out)
 
 
@@ -327,7 +387,14 @@ def _position_effects(
 
 
 def _carryover(
-    table: TrialTable, comp: np.ndarray, comp_test: np.ndarray, comp_metric: np.ndarray, alpha: float, correction: str, min_values: int
+    table: TrialTable,
+    comp: np.ndarray,
+    comp_test: np.ndarray,
+    comp_metric: np.ndarray,
+    alpha: float,
+    correction: str,
+    min_values: int,
+    ranked: _RankCache,
 ) -> tuple[Carryover, ...]:
     rows = np.flatnonzero((table.arm == RANDOM) & (table.predecessor != NO_PREDECESSOR_INFO))
     if len(rows) == 0:
@@ -335,24 +402,38 @@ def _carryover(
     n_tests = len(table.test_names)
     pred = table.predecessor[rows].astype(np.int64)
     cat = np.where(pred == FIRST, n_tests, pred)  # the reset is one more "predecessor"
-    res = _one_vs_rest(table.value[rows], table.value[rows], comp[rows], cat, len(comp_test), n_tests + 1, min_values)
+    value = table.value[rows]
+    res = _one_vs_rest(value, value, comp[rows], cat, len(comp_test), n_tests + 1, min_values, ranked(rows))
     p_adj, reject = _decide(res.p, correction, alpha)
-    effect = _effect_pct(res.median_at, res.median_other)
+    test_names, metric_names = table.test_names, table.metric_names
+    cols = zip(
+        comp_test[res.comp].tolist(),
+        comp_metric[res.comp].tolist(),
+        res.cat.tolist(),
+        res.n_at.tolist(),
+        res.n_other.tolist(),
+        _nums(res.median_at),
+        _nums(res.median_other),
+        _nums(_effect_pct(res.median_at, res.median_other)),
+        _nums(res.p),
+        _nums(p_adj),
+        reject.tolist(),
+    )
     return tuple(
         Carryover(
-            test=table.test_names[int(comp_test[res.comp[j]])],
-            metric=table.metric_names[int(comp_metric[res.comp[j]])],
-            after=RESET if res.cat[j] == n_tests else table.test_names[int(res.cat[j])],
-            n_after=int(res.n_at[j]),
-            n_other=int(res.n_other[j]),
-            median_after=_num(res.median_at[j]),
-            median_other=_num(res.median_other[j]),
-            effect_pct=_num(effect[j]),
-            p=_num(res.p[j]),
-            p_adjusted=_num(p_adj[j]),
-            significant=bool(reject[j]) if math.isfinite(res.p[j]) else None,
+            test=test_names[t],
+            metric=metric_names[mt],
+            after=RESET if k == n_tests else test_names[k],
+            n_after=n_at,
+            n_other=n_other,
+            median_after=med_at,
+            median_other=med_other,
+            effect_pct=effect,
+            p=pv,
+            p_adjusted=pa,
+            significant=rej if pv is not None else None,
         )
-        for j in range(len(res.comp))
+        for t, mt, k, n_at, n_other, med_at, med_other, effect, pv, pa, rej in cols
     )
 
 
@@ -475,7 +556,8 @@ def _trends(
     n_comp = len(comp_test)
     group = comp[rows] * 2 + table.arm[rows].astype(np.int64)
     n = np.bincount(group, minlength=2 * n_comp)
-    rho, p = spearman_grouped(x[rows], table.value[rows], group, 2 * n_comp)
+    # Rows are usually stored in time order, which spares the sort of the start times.
+    rho, p = spearman_grouped(x[rows], table.value[rows], group, 2 * n_comp, x_in_order=True)
     examined = np.flatnonzero(n >= min_values)
     p_exam = p[examined]
     p_adj, reject = _decide(p_exam, correction, alpha)

@@ -26,6 +26,7 @@ from benchsage.stats import (
     min_sample_size,
     percent_difference,
 )
+from benchsage.stats._grouped import check_grouped, grouped_ranks, refine_order, stable_group_order
 from benchsage.store.table import FIXED, RANDOM, TrialTable
 
 
@@ -142,10 +143,15 @@ def _compute(table: TrialTable, *, alpha: float, correction: str, ci_method: str
     if len(arm) and not np.isin(arm, (FIXED, RANDOM)).all():
         raise ValueError("arm column must hold only FIXED (0) and RANDOM (1)")
 
-    kw = kruskal_2(value, group, arm, n_groups)
+    # One sort of the values serves everything: ranks by comparison for Kruskal-Wallis, and,
+    # refined by arm with a linear radix pass, the order statistics of each arm.
+    value, group = check_grouped(value, group, n_groups)
+    ranks = grouped_ranks(value, group, n_groups)
+    kw = kruskal_2(value, group, arm, n_groups, ranks=ranks)
     arm_group = group * 2 + arm  # 2i: fixed arm of comparison i, 2i + 1: random arm
     moments = grouped_moments(value, arm_group, 2 * n_groups)
-    ci = grouped_median_ci(value, arm_group, 2 * n_groups, level=ci_level, method=ci_method)
+    by_arm = refine_order(ranks.order, arm_group, 2 * n_groups)
+    ci = grouped_median_ci(value, arm_group, 2 * n_groups, level=ci_level, method=ci_method, order=by_arm)
     n = moments.n.reshape(n_groups, 2)
 
     primary = np.bincount(group, weights=table.primary.astype(np.float64), minlength=n_groups) > 0
@@ -196,7 +202,7 @@ def _grouped_extremes(group: np.ndarray, value: np.ndarray, n_groups: int) -> tu
     hi = np.full(n_groups, -np.inf)
     if len(group) == 0:
         return lo, hi
-    order = np.argsort(group, kind="stable")
+    order = stable_group_order(group, n_groups)  # a radix sort for up to 65,536 comparisons
     g = group[order]
     v = value[order]
     starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])

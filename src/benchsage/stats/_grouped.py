@@ -30,20 +30,53 @@ def check_grouped(values: np.ndarray, group: np.ndarray, n_groups: int, *, what:
     return v, g
 
 
-def sort_within_groups(values: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray:
+def _small_codes(codes: np.ndarray, n_groups: int) -> np.ndarray:
+    """Codes in the narrowest unsigned type that holds them: numpy's stable sort of 8- and
+    16-bit integers is a linear radix sort (of wider ones a merge sort)."""
+    if n_groups <= np.iinfo(np.uint8).max + 1:
+        return codes.astype(np.uint8)
+    if n_groups <= np.iinfo(np.uint16).max + 1:
+        return codes.astype(np.uint16)
+    return codes
+
+
+def stable_group_order(group: np.ndarray, n_groups: int) -> np.ndarray:
+    """Indices that order rows by group code, rows of a group in their original order."""
+    return np.argsort(_small_codes(group, n_groups), kind="stable")
+
+
+def sort_within_groups(values: np.ndarray, group: np.ndarray, n_groups: int, *, try_row_order: bool = False) -> np.ndarray:
     """Indices that order rows by (group, value).
 
     An unstable sort of the values followed by a stable sort of the group codes: the second
     sort keeps the value order inside each group. Codes that fit 16 bits take numpy's radix
     sort, which makes the second pass linear; this is several times faster than np.lexsort.
+
+    try_row_order: the caller expects each group's values to be in ascending order already
+    (times of rows stored in time order); then the stable sort of the codes alone is the
+    answer, checked in one pass, and the sort of the values is done only if the check fails.
+    Equal values may come out in another order than without the hint; ranks, medians and
+    order statistics do not depend on that order.
     """
+    if try_row_order and len(values) > 1:
+        order = stable_group_order(group, n_groups)
+        sv, sg = values[order], group[order]
+        if bool(np.all((sv[1:] >= sv[:-1]) | (sg[1:] != sg[:-1]))):
+            return order
     by_value = np.argsort(values)
-    codes = group[by_value]
-    if n_groups <= np.iinfo(np.uint8).max + 1:
-        codes = codes.astype(np.uint8)
-    elif n_groups <= np.iinfo(np.uint16).max + 1:
-        codes = codes.astype(np.uint16)
+    codes = _small_codes(group[by_value], n_groups)
     return by_value[np.argsort(codes, kind="stable")]
+
+
+def refine_order(order: np.ndarray, fine_group: np.ndarray, n_fine: int) -> np.ndarray:
+    """From rows ordered by (group, value), the order by (fine group, value), where fine groups
+    split groups (e.g. a test's two arms): one stable radix sort instead of a sort of values.
+
+    Gives exactly sort_within_groups(values, fine_group, n_fine) when `order` came from
+    sort_within_groups(values, group, ...): both keep each fine group's rows in the order of
+    the same sort of the values.
+    """
+    return order[np.argsort(_small_codes(fine_group[order], n_fine), kind="stable")]
 
 
 @dataclass(frozen=True, eq=False)
@@ -73,9 +106,16 @@ class GroupedRanks:
         return out
 
 
-def grouped_sort(values: np.ndarray, group: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(order, sorted values, sorted group codes, counts, starts) for checked inputs."""
-    order = sort_within_groups(values, group, n_groups)
+def grouped_sort(
+    values: np.ndarray, group: np.ndarray, n_groups: int, order: np.ndarray | None = None, *, try_row_order: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(order, sorted values, sorted group codes, counts, starts) for checked inputs.
+
+    order: indices that already order the rows by (group, value), e.g. from refine_order; the
+    caller vouches for it.
+    """
+    if order is None:
+        order = sort_within_groups(values, group, n_groups, try_row_order=try_row_order)
     sv = values[order]
     sg = group[order]
     counts = np.bincount(sg, minlength=n_groups).astype(np.int64)
@@ -85,9 +125,14 @@ def grouped_sort(values: np.ndarray, group: np.ndarray, n_groups: int) -> tuple[
     return order, sv, sg, counts, starts
 
 
-def grouped_ranks(values: np.ndarray, group: np.ndarray, n_groups: int) -> GroupedRanks:
-    """Average ranks within groups, by one sort and run-length encoding of equal values."""
-    order, sv, sg, counts, starts = grouped_sort(values, group, n_groups)
+def grouped_ranks(
+    values: np.ndarray, group: np.ndarray, n_groups: int, order: np.ndarray | None = None, *, try_row_order: bool = False
+) -> GroupedRanks:
+    """Average ranks within groups, by one sort and run-length encoding of equal values.
+
+    order, try_row_order: as for grouped_sort.
+    """
+    order, sv, sg, counts, starts = grouped_sort(values, group, n_groups, order, try_row_order=try_row_order)
     n = len(sv)
     if n == 0:
         empty = np.zeros(0, dtype=np.float64)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from benchsage.stats._grouped import check_grouped, grouped_ranks
+from benchsage.stats._grouped import GroupedRanks, check_grouped, grouped_ranks
 
 
 @dataclass(frozen=True, eq=False)
@@ -28,7 +28,7 @@ class KruskalResult:
     n1: np.ndarray
 
 
-def kruskal_2(values: np.ndarray, group: np.ndarray, label: np.ndarray, n_groups: int) -> KruskalResult:
+def kruskal_2(values: np.ndarray, group: np.ndarray, label: np.ndarray, n_groups: int, *, ranks: GroupedRanks | None = None) -> KruskalResult:
     """Kruskal-Wallis H with the tie correction, for n_groups two-sample comparisons.
 
     Kruskal & Wallis (1952), "Use of ranks in one-criterion variance analysis", JASA 47(260).
@@ -48,6 +48,8 @@ def kruskal_2(values: np.ndarray, group: np.ndarray, label: np.ndarray, n_groups
 
     values: float array; group: int codes 0..n_groups-1, which comparison each value is in;
     label: 0/1 (or bool), which of the comparison's two samples the value belongs to.
+    ranks: grouped_ranks(values, group, n_groups) when the caller has it already (to reuse its
+    sort for other statistics).
     """
     v, g = check_grouped(values, group, n_groups)
     lab = np.asarray(label)
@@ -57,7 +59,7 @@ def kruskal_2(values: np.ndarray, group: np.ndarray, label: np.ndarray, n_groups
         if len(lab) and not np.isin(lab, (0, 1)).all():
             raise ValueError("label must hold only 0 and 1 (which of the two samples)")
         lab = lab.astype(bool)
-    gr = grouped_ranks(v, g, n_groups)
+    gr = ranks if ranks is not None else grouped_ranks(v, g, n_groups)
     n = gr.counts.astype(np.float64)
     n1 = np.bincount(g, weights=lab, minlength=n_groups).astype(np.int64) if len(g) else np.zeros(n_groups, np.int64)
     n0 = gr.counts - n1

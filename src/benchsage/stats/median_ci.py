@@ -137,17 +137,21 @@ def grouped_median_ci(
     n_groups: int,
     level: float = 0.95,
     method: str = "exact-binomial",
+    *,
+    order: np.ndarray | None = None,
 ) -> MedianCI:
     """Median and distribution-free CI of the median of every group, from one sort.
 
     method "exact-binomial": [x(l), x(n-l+1)] with l = exact_binomial_rank(n, level).
     method "le-boudec": [x(j), x(k)] with (j, k) = le_boudec_ranks(n, level).
     The median is the usual one (mean of the two middle values when n is even), as np.median.
+    order: indices that order the rows by (group, value) when the caller has them (see
+    _grouped.refine_order); otherwise they are computed here.
     """
     level = _check_level(level)
     _check_method(method)
     v, g = check_grouped(values, group, n_groups)
-    _, sv, _, counts, starts = grouped_sort(v, g, n_groups)
+    _, sv, _, counts, starts = grouped_sort(v, g, n_groups, order)
     median = np.full(n_groups, np.nan)
     low = np.full(n_groups, np.nan)
     high = np.full(n_groups, np.nan)
