@@ -238,3 +238,41 @@ def test_one_vs_rest_equals_kruskal_2_and_numpy_medians(n: int, n_comp: int, n_c
             assert res.median_at[j] == np.median(effect[sel][inside])
             assert res.median_other[j] == np.median(effect[sel][~inside])
     assert examined == len(res.comp)
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(2, 200), n_comp=st.integers(1, 5), n_cat=st.integers(1, 8), min_values=st.integers(1, 5), seed=st.integers(0, 2**32 - 1))
+def test_one_vs_rest_sparse_counting_equals_dense(n: int, n_comp: int, n_cat: int, min_values: int, seed: int) -> None:
+    # With 40,000 tests the (test, predecessor) pairs would need 1.6e9 dense counters; past a
+    # size the pairs are counted with np.unique. Declaring 2**20 + 1 categories forces that path.
+    rng = np.random.default_rng(seed)
+    values = np.round(rng.normal(size=n), 1)
+    comp = rng.integers(0, n_comp, n)
+    cat = rng.integers(0, n_cat, n)
+    dense = _one_vs_rest(values, values, comp, cat, n_comp, n_cat, min_values)
+    sparse = _one_vs_rest(values, values, comp, cat, n_comp, (1 << 20) + 1, min_values)
+    for field in ("comp", "cat", "n_at", "n_other", "median_at", "median_other", "h", "p"):
+        assert np.array_equal(getattr(dense, field), getattr(sparse, field), equal_nan=True), field
+
+
+def test_diagnostics_of_many_tests_stay_small() -> None:
+    # 40,000 tests with their predecessors: the carry-over counters must not be dense
+    # (40,001 x 40,001 of them would take 12 GiB).
+    import tracemalloc
+
+    rng = np.random.default_rng(5)
+    n_tests, runs = 40_000, 2
+    test = np.concatenate([rng.permutation(n_tests) for _ in range(2 * runs)])
+    arm = np.repeat([0, 1] * runs, n_tests)
+    run = np.repeat(np.arange(2 * runs), n_tests)
+    position = np.tile(np.arange(n_tests), 2 * runs)
+    table = TrialTable.from_columns(
+        test=[f"t{i}" for i in test], arm=np.where(arm == 0, "fixed", "random"), value=rng.lognormal(size=len(test)),
+        run=run, position=position, time=run * 1000.0 + position,
+    )
+    tracemalloc.start()
+    diag = diagnose(table)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert diag is not None
+    assert peak < 500 * 2**20
