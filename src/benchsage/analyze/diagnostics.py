@@ -54,8 +54,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
+from benchsage.analyze.order import ValueOrder
 from benchsage.analyze.verdict import Carryover, Diagnostics, Interleaving, PositionEffect, Trend
-from benchsage.stats._grouped import GroupedRanks, grouped_ranks
+from benchsage.stats._grouped import GroupedRanks, grouped_ranks, refine_order
 from benchsage.stats.correction import adjust
 from benchsage.stats.median_ci import grouped_median_ci
 from benchsage.stats.spearman import spearman_grouped
@@ -74,10 +75,13 @@ def diagnose(
     alpha: float = 0.05,
     correction: str = "bonferroni",
     min_values: int = 5,
+    sorted_values: ValueOrder | None = None,
 ) -> Diagnostics | None:
     """Position effects, carry-over, interleaving and trends of a table (see the module docstring).
 
     None when the table knows neither runs, nor positions, nor times: nothing to diagnose.
+    sorted_values: order.sort_values(table), shared with the order analysis; used when every
+    row of the table is examined (all primary and finite), which spares two sorts.
     """
     known_run = table.run >= 0
     known_pos = table.position >= 0
@@ -91,28 +95,46 @@ def diagnose(
     if not keep.all():
         table = table.select(keep)
     comp, comp_test, comp_metric = _comparisons(table)
-    ranked = _RankCache(table.value, comp, len(comp_test))
+    # The comparison codes here and in order.sort_values are the same numbering of (test, metric).
+    by_value = sorted_values.order if sorted_values is not None and sorted_values.fits(table) else None
+    ranked = _RankCache(table.value, comp, len(comp_test), by_value)
+    position_effects = _position_effects(table, comp, comp_test, comp_metric, alpha, correction, min_values, ranked)
+    carryover = _carryover(table, comp, comp_test, comp_metric, alpha, correction, min_values, ranked)
+    del ranked  # the trends need the room
     return Diagnostics(
         interleaving=interleaving,
-        position_effects=_position_effects(table, comp, comp_test, comp_metric, alpha, correction, min_values, ranked),
-        carryover=_carryover(table, comp, comp_test, comp_metric, alpha, correction, min_values, ranked),
-        trends=_trends(table, starts, comp, comp_test, comp_metric, alpha, correction, min_values),
+        position_effects=position_effects,
+        carryover=carryover,
+        trends=_trends(table, starts, comp, comp_test, comp_metric, alpha, correction, min_values, by_value),
     )
+
+
+def _subset_order(order: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
+    """`order` (a permutation of 0..n-1) restricted to `rows`, as indices into rows. A subset of
+    rows sorted by some key stays sorted by it."""
+    if len(rows) == n:  # rows = all rows, ascending
+        return order
+    position_in_rows = np.full(n, -1, dtype=np.int64)
+    position_in_rows[rows] = np.arange(len(rows))
+    sub = position_in_rows[order]
+    return sub[sub >= 0]
 
 
 class _RankCache:
     """Values of a set of rows ranked within their comparison, kept for the next user of the
-    same rows: position effects and carry-over usually examine the same random-arm rows."""
+    same rows: position effects and carry-over usually examine the same random-arm rows. With
+    the table's rows ordered by (comparison, value), the ranking needs no sort."""
 
-    def __init__(self, value: np.ndarray, comp: np.ndarray, n_comp: int) -> None:
-        self._value, self._comp, self._n_comp = value, comp, n_comp
+    def __init__(self, value: np.ndarray, comp: np.ndarray, n_comp: int, by_value: np.ndarray | None) -> None:
+        self._value, self._comp, self._n_comp, self._by_value = value, comp, n_comp, by_value
         self._rows: np.ndarray | None = None
         self._ranks: GroupedRanks | None = None
 
     def __call__(self, rows: np.ndarray) -> GroupedRanks:
         if self._ranks is None or self._rows is None or not np.array_equal(rows, self._rows):
+            order = None if self._by_value is None else _subset_order(self._by_value, rows, len(self._value))
             self._rows = rows
-            self._ranks = grouped_ranks(self._value[rows], self._comp[rows], self._n_comp)
+            self._ranks = grouped_ranks(self._value[rows], self._comp[rows], self._n_comp, order)
         return self._ranks
 
 
@@ -543,6 +565,7 @@ def _trends(
     alpha: float,
     correction: str,
     min_values: int,
+    by_value: np.ndarray | None = None,
 ) -> tuple[Trend, ...]:
     x = np.full(len(table), np.nan)
     known = table.run >= 0
@@ -557,7 +580,9 @@ def _trends(
     group = comp[rows] * 2 + table.arm[rows].astype(np.int64)
     n = np.bincount(group, minlength=2 * n_comp)
     # Rows are usually stored in time order, which spares the sort of the start times.
-    rho, p = spearman_grouped(x[rows], table.value[rows], group, 2 * n_comp, x_in_order=True)
+    # Rows by (comparison, value), refined by arm: by (group, value) without a sort.
+    y_order = None if by_value is None else refine_order(_subset_order(by_value, rows, len(table)), group, 2 * n_comp)
+    rho, p = spearman_grouped(x[rows], table.value[rows], group, 2 * n_comp, x_in_order=True, y_order=y_order)
     examined = np.flatnonzero(n >= min_values)
     p_exam = p[examined]
     p_adj, reject = _decide(p_exam, correction, alpha)

@@ -26,7 +26,7 @@ from benchsage.stats import (
     min_sample_size,
     percent_difference,
 )
-from benchsage.stats._grouped import check_grouped, grouped_ranks, refine_order, stable_group_order
+from benchsage.stats._grouped import check_grouped, grouped_ranks, refine_order, sort_within_groups, stable_group_order
 from benchsage.store.table import FIXED, RANDOM, TrialTable
 
 
@@ -81,6 +81,7 @@ def analyze_table(
     ci_case_rule: str = "paper",
     min_values: int = 5,
     tool_version: str = __version__,
+    sorted_values: ValueOrder | None = None,
 ) -> Analysis:
     """Compare the fixed-arm and random-arm values of every (test, metric) in `table`.
 
@@ -91,6 +92,7 @@ def analyze_table(
     the CI case by `ci_case_rule`. `order_matters` is true when a primary comparison is
     significant. Tests come out in the table's test order, metrics in its metric order.
     The returned Analysis has no diagnostics (see analyze/diagnostics.py).
+    sorted_values: sort_values(table), when the caller shares it with the diagnostics.
     """
     check_options(alpha=alpha, correction=correction, ci_method=ci_method, ci_level=ci_level, ci_case_rule=ci_case_rule, min_values=min_values)
     warnings: list[str] = list(table.warnings)
@@ -99,7 +101,16 @@ def analyze_table(
         bad = int((~finite).sum())
         warnings.append(f"{bad} value{'s' if bad != 1 else ''} that are not finite numbers (NaN or infinity) were left out")
         table = table.select(finite)
-    cols = _compute(table, alpha=alpha, correction=correction, ci_method=ci_method, ci_level=ci_level, ci_case_rule=ci_case_rule, min_values=min_values)
+    cols = _compute(
+        table,
+        alpha=alpha,
+        correction=correction,
+        ci_method=ci_method,
+        ci_level=ci_level,
+        ci_case_rule=ci_case_rule,
+        min_values=min_values,
+        sorted_values=sorted_values,
+    )
     if len(table) == 0:
         warnings.append("no trials to analyze: the data holds no values")
     ci_min = min_sample_size(ci_level, ci_method)
@@ -128,8 +139,31 @@ def analyze_table(
     )
 
 
-def _compute(table: TrialTable, *, alpha: float, correction: str, ci_method: str, ci_level: float, ci_case_rule: str, min_values: int) -> _Columns:
-    """All statistics for all comparisons: a handful of sorts and bincounts, no loop."""
+@dataclass(frozen=True, eq=False)
+class ValueOrder:
+    """A table's values sorted once, for the order analysis and the diagnostics to share.
+
+    value: the table's value column, kept to recognise the table (a selection of it has a
+        new array); group: each row's comparison, (test, metric) numbered test-major as in the
+        output; combos: test * n_metrics + metric of each comparison.
+    order: rows ordered by (comparison, value). Any finer grouping (comparison and arm) is one
+        radix pass away (stats._grouped.refine_order), and the rows of one arm, taken in this
+        order, are already ordered by (comparison, value).
+    """
+
+    value: np.ndarray
+    group: np.ndarray
+    combos: np.ndarray
+    n_metrics: int
+    order: np.ndarray
+
+    def fits(self, table: TrialTable) -> bool:
+        return self.value is table.value
+
+
+def sort_values(table: TrialTable) -> ValueOrder:
+    """Sort the table's values within each comparison: the one sort of the values that the
+    analysis needs (ValueError if a value is NaN or the arm column is not 0/1)."""
     n_metrics = max(len(table.metric_names), 1)
     # Comparison key in output order: test-major (the table's test order), then metric.
     key = table.test.astype(np.int64) * n_metrics + table.metric.astype(np.int64)
@@ -138,19 +172,36 @@ def _compute(table: TrialTable, *, alpha: float, correction: str, ci_method: str
     n_groups = len(combos)
     remap = np.cumsum(present) - 1
     group = remap[key] if len(key) else np.zeros(0, dtype=np.int64)
-    value = table.value
-    arm = table.arm.astype(np.int64)
-    if len(arm) and not np.isin(arm, (FIXED, RANDOM)).all():
+    if len(table.arm) and not np.isin(table.arm, (FIXED, RANDOM)).all():
         raise ValueError("arm column must hold only FIXED (0) and RANDOM (1)")
+    value, group = check_grouped(table.value, group, n_groups)
+    return ValueOrder(table.value, group, combos, n_metrics, sort_within_groups(value, group, n_groups))
 
+
+def _compute(
+    table: TrialTable,
+    *,
+    alpha: float,
+    correction: str,
+    ci_method: str,
+    ci_level: float,
+    ci_case_rule: str,
+    min_values: int,
+    sorted_values: ValueOrder | None = None,
+) -> _Columns:
+    """All statistics for all comparisons: one sort of the values, bincounts, no loop."""
+    if sorted_values is None or not sorted_values.fits(table):
+        sorted_values = sort_values(table)
+    group, combos, n_metrics = sorted_values.group, sorted_values.combos, sorted_values.n_metrics
+    n_groups = len(combos)
+    value = np.asarray(table.value, dtype=np.float64)
+    arm = table.arm.astype(np.int64)
     # One sort of the values serves everything: ranks by comparison for Kruskal-Wallis, and,
     # refined by arm with a linear radix pass, the order statistics of each arm.
-    value, group = check_grouped(value, group, n_groups)
-    ranks = grouped_ranks(value, group, n_groups)
-    kw = kruskal_2(value, group, arm, n_groups, ranks=ranks)
+    kw = kruskal_2(value, group, arm, n_groups, ranks=grouped_ranks(value, group, n_groups, sorted_values.order))
     arm_group = group * 2 + arm  # 2i: fixed arm of comparison i, 2i + 1: random arm
     moments = grouped_moments(value, arm_group, 2 * n_groups)
-    by_arm = refine_order(ranks.order, arm_group, 2 * n_groups)
+    by_arm = refine_order(sorted_values.order, arm_group, 2 * n_groups)
     ci = grouped_median_ci(value, arm_group, 2 * n_groups, level=ci_level, method=ci_method, order=by_arm)
     n = moments.n.reshape(n_groups, 2)
 

@@ -43,13 +43,12 @@ def spearman_grouped(
     """
     xv, g = check_grouped(x, group, n_groups, what="x")
     yv, _ = check_grouped(y, group, n_groups, what="y")
-    rx = grouped_ranks(xv, g, n_groups, try_row_order=x_in_order)
-    ry = grouped_ranks(yv, g, n_groups, y_order)
-    n = rx.counts.astype(np.float64)
+    n = np.bincount(g, minlength=n_groups).astype(np.float64)
     # Average ranks within a group always have mean (n + 1) / 2, ties or not.
     mid = (n + 1.0) / 2.0
-    cx = rx.ranks() - mid[g] if len(g) else np.zeros(0)
-    cy = ry.ranks() - mid[g] if len(g) else np.zeros(0)
+    # One ranking at a time: each is several arrays as long as the data.
+    cx = grouped_ranks(xv, g, n_groups, try_row_order=x_in_order).ranks() - mid[g] if len(g) else np.zeros(0)
+    cy = grouped_ranks(yv, g, n_groups, y_order).ranks() - mid[g] if len(g) else np.zeros(0)
     sxy = np.bincount(g, weights=cx * cy, minlength=n_groups)
     sxx = np.bincount(g, weights=cx * cx, minlength=n_groups)
     syy = np.bincount(g, weights=cy * cy, minlength=n_groups)
