@@ -275,3 +275,16 @@ def test_fast_and_careful_readers_agree(tmp_path: Path) -> None:
         assert np.array_equal(fast.codes[c], careful.codes[c])
     for c in careful.numbers:
         assert np.array_equal(fast.numbers[c], careful.numbers[c], equal_nan=True)
+
+
+@pytest.mark.parametrize("blank", ["", " ", "\t", "\u3000"])
+def test_blank_run_labels_mean_an_unknown_run(tmp_path: Path, blank: str) -> None:
+    f = write(
+        tmp_path / "t.csv",
+        ["test", "order", "value", "run", "position"],
+        [["a", "fixed", 1, "0", 0], ["b", "fixed", 2, "0", 1], ["a", "random", 3, blank, 0], ["b", "random", 4, "x-1", 0]],
+    )
+    t = read_tidy(f)
+    assert t.run[0] == t.run[1] >= 0
+    assert t.run[2] == UNKNOWN and t.predecessor[2] == NO_PREDECESSOR_INFO
+    assert t.run[3] >= 0 and t.run[3] != t.run[0]

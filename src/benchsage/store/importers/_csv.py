@@ -99,6 +99,9 @@ class Columns:
     numbers: dict[str, np.ndarray] = field(default_factory=dict)
     lists: dict[str, Values] = field(default_factory=dict)
     ok: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    # For codes_only columns: the codes of labels that are empty or only whitespace. Their
+    # labels may be missing from `labels` (a run label per run: 230,000 strings nobody reads).
+    blank: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 class _Retry(Exception):
@@ -117,6 +120,7 @@ def read_columns(
     is_ok: Callable[[str], bool] = lambda s: True,
     needed: Sequence[str] = (),
     strict: Sequence[str] = (),
+    codes_only: Sequence[str] = (),
 ) -> tuple[Columns, dict[str, str]]:
     """Stream a CSV file into numpy columns.
 
@@ -127,6 +131,8 @@ def read_columns(
         must hold finite numbers in ok rows, anything is tolerated in the others. In `strict`
         columns a cell is empty or a number, whatever the row's status (a failed trial still
         has a position).
+    codes_only: categorical columns whose labels the caller does not need, only which codes
+        are blank (Columns.blank); their labels may be left out of Columns.labels.
     Absent optional columns are simply missing from the result. Returns the columns and, for
     each required entry, the column that satisfied it.
     """
@@ -143,6 +149,7 @@ def read_columns(
         is_ok=is_ok,
         needed=tuple(needed),
         strict=tuple(strict),
+        codes_only=tuple(c for c in codes_only if c in present),
     )
     # The common case, a file without problems, is parsed in one go on all cores. Anything
     # unusual (text in a numeric column, a bad cell, a parse error) is read again below by the
@@ -171,6 +178,7 @@ class _Want:
     is_ok: Callable[[str], bool]
     needed: tuple[str, ...]
     strict: tuple[str, ...]
+    codes_only: tuple[str, ...] = ()
 
 
 def _read(path: Path, found: list[str], want: _Want, *, as_text: bool) -> Columns:
@@ -226,6 +234,8 @@ def _read(path: Path, found: list[str], want: _Want, *, as_text: bool) -> Column
     for c in cat:
         out.labels[c] = tuple(global_labels[c].names)
         out.codes[c] = np.concatenate(code_parts[c]).astype(np.int32, copy=False)
+    for c in want.codes_only:
+        out.blank[c] = np.array([i for i, label in enumerate(out.labels[c]) if not label.strip()], dtype=np.int64)
     for c in num:
         out.numbers[c] = np.concatenate(num_parts[c])
     for c in lst:
@@ -266,7 +276,10 @@ def _read_fast(path: Path, found: list[str], want: _Want) -> Columns | None:
         if column.null_count:  # the careful reader turns null cells into ""
             return None
         chunks = column.chunks
-        out.labels[c] = tuple(chunks[0].dictionary.to_pylist()) if chunks else ()
+        if c in want.codes_only:
+            out.blank[c] = _blank_codes(chunks[0].dictionary) if chunks else np.zeros(0, dtype=np.int64)
+        else:
+            out.labels[c] = tuple(chunks[0].dictionary.to_pylist()) if chunks else ()
         out.codes[c] = np.concatenate([_numpy(chunk.indices) for chunk in chunks]).astype(np.int32, copy=False)
     if want.status in cat:
         good = np.array([want.is_ok(s) for s in out.labels[want.status]], dtype=bool)
@@ -287,6 +300,16 @@ def _read_fast(path: Path, found: list[str], want: _Want) -> Columns | None:
     del table, column
     pa.system_memory_pool().release_unused()
     return out
+
+
+def _blank_codes(dictionary: pa.Array) -> np.ndarray:
+    """Indices of the labels that are empty or whitespace (str.strip's idea of it), without
+    turning every label into a Python string: only labels with no letter, digit or underscore
+    (a superset of the blank ones) are looked at."""
+    maybe = pc.fill_null(pc.match_substring_regex(dictionary, r"^\W*$"), False).to_numpy(zero_copy_only=False)
+    candidates = np.flatnonzero(maybe)
+    labels = dictionary.take(pa.array(candidates, type=pa.int64())).to_pylist() if len(candidates) else []
+    return np.array([i for i, label in zip(candidates.tolist(), labels) if not label.strip()], dtype=np.int64)
 
 
 def _conversion_or_parse(path: Path, err: BaseException, as_text: bool) -> BaseException:

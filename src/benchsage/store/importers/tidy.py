@@ -42,6 +42,7 @@ def read_tidy(path: str | Path, *, require_both_arms: bool = True) -> TrialTable
         is_ok=lambda s: s.strip().lower() == "ok",
         needed=("value",),
         strict=("time", "position"),
+        codes_only=("run",),
     )
     n, has, ok = cols.n, set(cols.names), cols.ok
 
@@ -53,11 +54,10 @@ def read_tidy(path: str | Path, *, require_both_arms: bool = True) -> TrialTable
     worker_names, worker = cols.labels.get("worker", ("local",)), cols.codes.get("worker", np.zeros(n, dtype=np.int32))
 
     if "run" in has:
-        run_labels, run_codes = cols.labels["run"], cols.codes["run"]
+        run_codes, blank = cols.codes["run"], cols.blank["run"]
         # Run ids are per worker: two workers' "run 0" are two runs.
         run = _csv.combined_ids(worker, run_codes)
-        blank = [i for i, label in enumerate(run_labels) if not label.strip()]
-        if blank:
+        if len(blank):
             run[np.isin(run_codes, blank)] = UNKNOWN
     else:
         run = np.full(n, UNKNOWN, dtype=np.int64)
