@@ -56,7 +56,7 @@ from scipy import special
 
 from benchsage.analyze.order import ValueOrder
 from benchsage.analyze.verdict import Carryover, Diagnostics, Interleaving, PositionEffect, Trend
-from benchsage.stats._grouped import GroupedRanks, grouped_ranks, refine_order
+from benchsage.stats._grouped import GroupedRanks, grouped_ranks, refine_order, stable_group_order
 from benchsage.stats.correction import adjust
 from benchsage.stats.median_ci import grouped_median_ci
 from benchsage.stats.spearman import spearman_grouped
@@ -248,7 +248,7 @@ def _one_vs_rest(
     pair_sorted = pair[sorted_rows]
     take = pair_sorted >= 0
     # Rows of each pair in ascending value order (a stable sort keeps the value order).
-    by_pair = np.argsort(pair_sorted[take], kind="stable")
+    by_pair = stable_group_order(pair_sorted[take], m)  # a radix sort for up to 65,536 pairs
     q = q_all[take][by_pair]
     owner = pair_sorted[take][by_pair]
     first = np.zeros(m, dtype=np.int64)
