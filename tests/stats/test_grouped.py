@@ -49,3 +49,23 @@ def test_row_order_hint_gives_the_same_ranks(n: int, n_groups: int, in_order: bo
     a = spearman_grouped(x, y, group, n_groups, x_in_order=True)
     b = spearman_grouped(x, y, group, n_groups)
     assert np.array_equal(a.rho, b.rho, equal_nan=True) and np.array_equal(a.pvalue, b.pvalue, equal_nan=True)
+
+
+@settings(max_examples=100, deadline=None)
+@given(n=st.integers(1, 200), n_groups=st.integers(1, 6), decimals=st.integers(0, 2), seed=st.integers(0, 2**32 - 1))
+def test_grouped_ranks_are_scipy_average_ranks(n: int, n_groups: int, decimals: int, seed: int) -> None:
+    from scipy import stats
+
+    rng = np.random.default_rng(seed)
+    values = np.round(rng.normal(size=n), decimals)  # from all distinct to mostly tied
+    group = rng.integers(0, n_groups, n)
+    ranks = grouped_ranks(values, group, n_groups)
+    full = ranks.ranks()
+    for g in range(n_groups):
+        sel = group == g
+        if not sel.any():
+            assert ranks.tie_term[g] == 0
+            continue
+        assert np.array_equal(full[sel], stats.rankdata(values[sel], method="average"))
+        _, t = np.unique(values[sel], return_counts=True)
+        assert ranks.tie_term[g] == float(np.sum(t.astype(float) ** 3 - t))

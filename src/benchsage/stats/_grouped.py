@@ -137,18 +137,27 @@ def grouped_ranks(
     if n == 0:
         empty = np.zeros(0, dtype=np.float64)
         return GroupedRanks(order, sv, sg, empty, counts, starts, np.zeros(n_groups))
-    # A run of ties is a maximal stretch of equal values inside one group.
-    new_run = np.empty(n, dtype=bool)
-    new_run[0] = True
-    np.logical_or(sg[1:] != sg[:-1], sv[1:] != sv[:-1], out=new_run[1:])
-    run_start = np.flatnonzero(new_run)
-    run_end = np.append(run_start[1:], n)
-    run_len = run_end - run_start
-    run_group = sg[run_start]
-    # Sorted positions s..e-1 (0-based) hold ranks s+1..e; their mean is (s + e + 1) / 2,
-    # counted from the group's first row. Half-integers: exact in float64.
-    avg_rank = (run_start + run_end + 1) / 2.0 - starts[run_group]
-    ranks_sorted = np.repeat(avg_rank, run_len)
-    t = run_len.astype(np.float64)
-    tie_term = np.bincount(run_group, weights=t * t * t - t, minlength=n_groups)
+    # A run of ties is a maximal stretch of equal values inside one group. Without ties, the
+    # rank is the place in the group; only the tied stretches (usually few) get their average
+    # rank, so that no array per stretch is built when nearly every value is distinct.
+    continues = np.empty(n, dtype=bool)  # the row ties with the one before it
+    continues[0] = False
+    np.logical_and(sg[1:] == sg[:-1], sv[1:] == sv[:-1], out=continues[1:])
+    # Sorted position s (0-based) holds rank s + 1, counted from the group's first row.
+    ranks_sorted = np.arange(1, n + 1, dtype=np.float64)
+    ranks_sorted -= starts[sg]
+    tie_term = np.zeros(n_groups)
+    if continues.any():
+        edge = np.diff(continues.astype(np.int8), append=np.int8(0))
+        tie_start = np.flatnonzero(edge == 1)  # the row that the next one ties with
+        tie_end = np.flatnonzero(edge == -1) + 1  # one past the last continuing one
+        tie_len = tie_end - tie_start
+        tie_group = sg[tie_start]
+        # Positions s..e-1 hold ranks s+1..e; their mean is (s + e + 1) / 2. Half-integers:
+        # exact in float64, and the same arithmetic as for untied rows.
+        avg_rank = (tie_start + tie_end + 1) / 2.0 - starts[tie_group]
+        at = np.repeat(tie_start - np.cumsum(tie_len) + tie_len, tie_len) + np.arange(int(tie_len.sum()))
+        ranks_sorted[at] = np.repeat(avg_rank, tie_len)
+        t = tie_len.astype(np.float64)
+        tie_term = np.bincount(tie_group, weights=t * t * t - t, minlength=n_groups)
     return GroupedRanks(order, sv, sg, ranks_sorted, counts, starts, tie_term)
