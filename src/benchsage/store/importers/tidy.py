@@ -45,25 +45,29 @@ def read_tidy(path: str | Path, *, require_both_arms: bool = True) -> TrialTable
         codes_only=("run",),
     )
     n, has, ok = cols.n, set(cols.names), cols.ok
+    # Columns leave `cols` as they are used, so that a paper-scale file's arrays are not all
+    # held twice (file rows, then analysable rows) at the same time.
+    codes, numbers = cols.codes, cols.numbers
+    zeros = np.zeros(n, dtype=np.int32)
 
-    test_names, test = cols.labels["test"], cols.codes["test"]
-    arm = _csv.arms(path, cols.labels["order"], cols.codes["order"], "order")
-    status_names, status = cols.labels.get("status", ("ok",)), cols.codes.get("status", np.zeros(n, dtype=np.int32))
-    value = cols.numbers["value"]
-    metric_names, metric = cols.labels.get("metric", ("value",)), cols.codes.get("metric", np.zeros(n, dtype=np.int32))
-    worker_names, worker = cols.labels.get("worker", ("local",)), cols.codes.get("worker", np.zeros(n, dtype=np.int32))
+    test_names, test = cols.labels["test"], codes.pop("test")
+    arm = _csv.arms(path, cols.labels["order"], codes.pop("order"), "order")
+    status_names, status = cols.labels.get("status", ("ok",)), codes.pop("status", zeros)
+    metric_names, metric = cols.labels.get("metric", ("value",)), codes.pop("metric", zeros)
+    worker_names, worker = cols.labels.get("worker", ("local",)), codes.pop("worker", zeros)
 
     if "run" in has:
-        run_codes, blank = cols.codes["run"], cols.blank["run"]
+        run_codes, blank = codes.pop("run"), cols.blank["run"]
         # Run ids are per worker: two workers' "run 0" are two runs.
         run = _csv.combined_ids(worker, run_codes)
         if len(blank):
             run[np.isin(run_codes, blank)] = UNKNOWN
+        del run_codes
     else:
         run = np.full(n, UNKNOWN, dtype=np.int64)
-    pos = cols.numbers.get("position")
+    pos = numbers.pop("position", None)
     position = np.full(n, UNKNOWN, dtype=np.int32) if pos is None else np.where(np.isnan(pos), UNKNOWN, pos).astype(np.int32)
-    time = cols.numbers.get("time", np.full(n, np.nan))
+    del pos
 
     # A failed trial still ran and still warmed (or polluted) the machine for its successor.
     if "run" in has and "position" in has:
@@ -72,20 +76,31 @@ def read_tidy(path: str | Path, *, require_both_arms: bool = True) -> TrialTable
         predecessor = np.full(n, NO_PREDECESSOR_INFO, dtype=np.int32)
 
     excluded, warnings = exclusion_summary(path, ok, status, status_names, run, position, test)
+    del status
+    every = bool(ok.all())
+
+    def analysable(column: np.ndarray) -> np.ndarray:
+        return column if every else column[ok]
+
+    # One column at a time: each file-row column is dropped as soon as its copy exists.
+    value = analysable(numbers.pop("value"))
+    time = analysable(numbers.pop("time")) if "time" in numbers else np.full(len(value), np.nan)
+    test, metric, arm, worker = analysable(test), analysable(metric), analysable(arm), analysable(worker)
+    run, position, predecessor = analysable(run), analysable(position), analysable(predecessor)
     table = TrialTable(
         test_names=test_names,
         metric_names=metric_names,
         worker_names=worker_names,
-        test=test[ok],
-        metric=metric[ok],
-        arm=arm[ok],
-        value=value[ok],
-        run=run[ok],
-        position=position[ok],
-        predecessor=predecessor[ok],
-        worker=worker[ok],
-        time=time[ok],
-        primary=np.ones(int(ok.sum()), dtype=bool),
+        test=test,
+        metric=metric,
+        arm=arm,
+        value=value,
+        run=run,
+        position=position,
+        predecessor=predecessor,
+        worker=worker,
+        time=time,
+        primary=np.ones(len(value), dtype=bool),
         excluded=excluded,
         sources=(str(path),),
         warnings=warnings,
