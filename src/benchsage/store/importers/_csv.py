@@ -264,7 +264,7 @@ def _read_fast(path: Path, found: list[str], want: _Want) -> Columns | None:
             # (with mimalloc the peak of a paper-scale analysis was 110 MiB higher).
             memory_pool=pa.system_memory_pool(),
         )
-    except (pa.ArrowInvalid, OSError):
+    except (pa.ArrowException, OSError):  # whatever it is, the careful reader says it best
         return None
     n = table.num_rows
     if n == 0:
