@@ -55,3 +55,17 @@ def test_a_selection_of_the_table_does_not_use_another_tables_order() -> None:
     half = table.select(np.arange(len(table)) % 2 == 0)
     assert not order.fits(half)
     assert json.dumps(analyze_table(half, sorted_values=order).to_json()) == json.dumps(analyze_table(half).to_json())
+
+
+def test_retain_freed_memory_takes_effect_under_glibc() -> None:
+    # In a child process: the setting lasts for the life of the process.
+    import platform
+    import subprocess
+    import sys
+
+    code = "import sys; from benchsage.analyze.pipeline import retain_freed_memory; sys.exit(0 if retain_freed_memory() else 1)"
+    returncode = subprocess.run([sys.executable, "-c", code]).returncode
+    if sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc":
+        assert returncode == 0
+    else:
+        assert returncode == 1
