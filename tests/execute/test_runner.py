@@ -283,7 +283,10 @@ def test_sigterm_keeps_what_was_measured(tmp_path: Path) -> None:
     _, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 3
     lines = stderr.decode().strip().splitlines()
-    assert len(lines) == 1 and "interrupted during run 2" in lines[0] and "benchsage resume" in lines[0]
+    errors = [line for line in lines if line.startswith("benchsage: error:")]
+    assert len(errors) == 1 and errors[0] == lines[-1]  # one line, after any warnings
+    assert "interrupted during run 2" in errors[0] and "benchsage resume" in errors[0]
+    assert "Traceback" not in stderr.decode()
     assert count(out, "SELECT COUNT(*) FROM attempts WHERE status = 'interrupted'") == 1
     assert count(out, "SELECT COUNT(*) FROM runs WHERE status = 'done'") == 1
     # The trial that was running when SIGTERM arrived was killed with its process group.
