@@ -12,8 +12,7 @@ import os
 import re
 import subprocess
 import tomllib
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from benchsage.errors import SpecError

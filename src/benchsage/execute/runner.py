@@ -129,6 +129,18 @@ class Runner:
         self.worker = worker
         self.progress = progress
         self._files = sorted({f for t in spec.tests for f in command_files(t.command, t.cwd)})
+        # One request per test, built once: the trial loop only runs and records.
+        self._requests = [
+            ProcessRequest(
+                command=t.command,
+                cwd=t.cwd,
+                env=t.env,
+                timeout=t.timeout,
+                output_limit=spec.output_limit,
+                collect=tuple(m.file for m in t.metrics if m.file is not None),
+            )
+            for t in spec.tests
+        ]
 
     def execute(self) -> None:
         """Run every run not yet done. Raises ExperimentError (exit 3) when it cannot finish;
@@ -173,16 +185,7 @@ class Runner:
             previous: int | None = None
             for position, test_id in enumerate(run["order"]):
                 test = spec.tests[test_id]
-                result = self.worker.run(
-                    ProcessRequest(
-                        command=test.command,
-                        cwd=test.cwd,
-                        env=test.env,
-                        timeout=test.timeout,
-                        output_limit=spec.output_limit,
-                        collect=tuple(m.file for m in test.metrics if m.file is not None),
-                    )
-                )
+                result = self.worker.run(self._requests[test_id])
                 outcome = classify(test, result)
                 journal.add_trial(_record(run["id"], attempt_id, self.worker.name, test_id, position, previous, result, outcome))
                 self.progress.trial_done(test.name, outcome.status, _shown(test, result, outcome), outcome.reason)

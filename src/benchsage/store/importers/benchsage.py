@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from benchsage.store.journal import Journal
-from benchsage.store.table import FIRST, MetricInfo, TrialTable
+from benchsage.store.table import FIRST, HARNESS_METRICS, MetricInfo, TrialTable
 
 
 def read_experiment(path: str | os.PathLike[str]) -> TrialTable:
@@ -33,7 +33,6 @@ def _read(journal: Journal, directory: str) -> TrialTable:
     metric_names: list[str] = []
     infos: dict[str, MetricInfo] = {}
     primary_pairs: set[tuple[int, str]] = set()
-    harness: list[str] = []
     for t in tests:
         for m in t["metrics"]:
             if m["name"] not in infos:
@@ -42,7 +41,6 @@ def _read(journal: Journal, directory: str) -> TrialTable:
             if m.get("primary"):
                 primary_pairs.add((t["id"], m["name"]))
     metric_index = {name: i for i, name in enumerate(metric_names)}
-    harness = ["wall_time", "user_time", "sys_time", "max_rss"]
 
     rows = journal.trial_rows(analysed_only=True).fetchall()
     n_trials = len(rows)
@@ -83,7 +81,7 @@ def _read(journal: Journal, directory: str) -> TrialTable:
     idx_ok = np.flatnonzero(ok)
     # Harness metrics: 4 rows per ok trial.
     cols: dict[str, list[np.ndarray]] = {k: [] for k in ("src", "metric", "value")}
-    for j, name in enumerate(harness):
+    for j, name in enumerate(HARNESS_METRICS):
         cols["src"].append(idx_ok)
         cols["metric"].append(np.full(len(idx_ok), metric_index[name], dtype=np.int32))
         cols["value"].append(hvals[idx_ok, j])
@@ -103,7 +101,10 @@ def _read(journal: Journal, directory: str) -> TrialTable:
     value = np.concatenate(cols["value"]) if cols["value"] else np.zeros(0)
     order = np.lexsort((metric, src))
     src, metric, value = src[order], metric[order], value[order]
-    primary = np.array([(int(test[s]), metric_names[m]) in primary_pairs for s, m in zip(src, metric)], dtype=bool)
+    is_primary = np.zeros((max(len(test_names), 1), max(len(metric_names), 1)), dtype=bool)
+    for test_id, name in primary_pairs:
+        is_primary[test_id, metric_index[name]] = True
+    primary = is_primary[test[src], metric] if len(src) else np.zeros(0, dtype=bool)
 
     warnings = []
     if excluded:
