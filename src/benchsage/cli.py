@@ -42,7 +42,7 @@ def _analysis_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _options(alpha: float | None, correction: str | None, ci_method: str, ci_level: float, ci_case_rule: str, no_diagnostics: bool) -> Any:
-    from benchsage.analyze.pipeline import Options
+    from benchsage.analyze.options import Options
 
     return Options(alpha=alpha, correction=correction, ci_method=ci_method, ci_level=ci_level, ci_case_rule=ci_case_rule, diagnostics=not no_diagnostics)
 
@@ -60,6 +60,20 @@ def _print_analysis(analysis: Any, as_json: bool, extra: dict[str, Any] | None =
     from benchsage.report.terminal import make_console, render_analysis
 
     render_analysis(analysis, make_console())
+
+
+def _analyze(sources: Sequence[str], fmt: str, options: Any) -> tuple[Any, Any]:
+    """Load and analyse, tuned for a process that exits afterwards (benchsage._runtime): the
+    data is read while the analysis's own imports load in the background."""
+    from benchsage._runtime import tune_short_lived_process
+
+    tune_short_lived_process()
+    from benchsage.store.importers.detect import load_sources
+
+    table = load_sources(list(sources), format=fmt)
+    from benchsage.analyze.pipeline import analyze_loaded
+
+    return analyze_loaded(table, options), table
 
 
 def _exit_for(analysis: Any, fail_on_effect: bool) -> None:
@@ -149,11 +163,7 @@ def plan(spec: str, runs: int | None, seed: int | None, as_json: bool) -> None:
 def analyze(sources: Sequence[str], fmt: str, alpha: float | None, correction: str | None, ci_method: str, ci_level: float,
             ci_case_rule: str, no_diagnostics: bool, as_json: bool, csv_path: str | None, fail_on_effect: bool) -> None:
     """Analyze experiment directories or data files (tidy CSV, OrderSage CSV)."""
-    from benchsage.analyze.pipeline import analyze_sources, retain_freed_memory
-
-    retain_freed_memory()  # a short-lived process: fewer page faults on large tables
-
-    analysis, _ = analyze_sources(sources, format=fmt, options=_options(alpha, correction, ci_method, ci_level, ci_case_rule, no_diagnostics))
+    analysis, _ = _analyze(sources, fmt, _options(alpha, correction, ci_method, ci_level, ci_case_rule, no_diagnostics))
     if csv_path:
         from benchsage.report.csvout import write_analysis_csv
 
@@ -170,12 +180,9 @@ def analyze(sources: Sequence[str], fmt: str, alpha: float | None, correction: s
 def report(sources: Sequence[str], fmt: str, alpha: float | None, correction: str | None, ci_method: str, ci_level: float,
            ci_case_rule: str, no_diagnostics: bool, out: str) -> None:
     """Write a self-contained HTML report (verdict, tables, plots, diagnostics, provenance)."""
-    from benchsage.analyze.pipeline import analyze_sources, retain_freed_memory
-
-    retain_freed_memory()
+    analysis, table = _analyze(sources, fmt, _options(alpha, correction, ci_method, ci_level, ci_case_rule, no_diagnostics))
     from benchsage.report.html import write_report
 
-    analysis, table = analyze_sources(sources, format=fmt, options=_options(alpha, correction, ci_method, ci_level, ci_case_rule, no_diagnostics))
     write_report(analysis, table, out)
     click.echo(f"wrote {out}", err=True)
 

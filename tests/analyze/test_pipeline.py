@@ -63,7 +63,7 @@ def test_retain_freed_memory_takes_effect_under_glibc() -> None:
     import subprocess
     import sys
 
-    code = "import sys; from benchsage.analyze.pipeline import retain_freed_memory; sys.exit(0 if retain_freed_memory() else 1)"
+    code = "import sys; from benchsage._runtime import retain_freed_memory; sys.exit(0 if retain_freed_memory() else 1)"
     returncode = subprocess.run([sys.executable, "-c", code]).returncode
     if sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc":
         assert returncode == 0

@@ -7,28 +7,16 @@ the environment snapshots; the CLI, the HTML report and the Python API all call 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
 from benchsage.analyze.diagnostics import diagnose
+from benchsage.analyze.options import Options
 from benchsage.analyze.order import analyze_table, sort_values
 from benchsage.analyze.verdict import Analysis
 from benchsage.store.importers.detect import load_sources
 from benchsage.store.table import TrialTable
-
-
-@dataclass(frozen=True)
-class Options:
-    """How to analyse; None means: the experiment's own setting, else the default."""
-
-    alpha: float | None = None
-    correction: str | None = None
-    ci_method: str = "exact-binomial"
-    ci_level: float = 0.95
-    ci_case_rule: str = "paper"
-    diagnostics: bool = True
 
 
 def analyze_sources(sources: Sequence[str], *, format: str = "auto", options: Options = Options()) -> tuple[Analysis, TrialTable]:
@@ -60,31 +48,6 @@ def analyze_loaded(table: TrialTable, options: Options = Options()) -> Analysis:
     if diagnostics is not None and diagnostics.interleaving is not None and diagnostics.interleaving.interleaved is False:
         warnings.append(f"the arms were not interleaved in time ({diagnostics.interleaving.detail}): drift over time can look like an order effect")
     return dataclasses.replace(analysis, diagnostics=diagnostics, warnings=tuple(dict.fromkeys(warnings)))
-
-
-def retain_freed_memory() -> bool:
-    """Ask glibc's malloc to keep freed memory for reuse rather than hand it back at once.
-
-    For a short-lived process that analyses a large table (the command line): the analysis
-    allocates and frees hundreds of MiB of temporaries, and each large block that malloc
-    returns to the system comes back as fresh pages, one page fault per 4 KiB. With large
-    blocks taken from the heap (no mmap below 1 GiB) and the heap never trimmed, the
-    paper-scale benchmark took ~30 % fewer page faults and 0.1-0.4 s less system time on two
-    vCPUs, for 30-45 MiB more peak memory. The process keeps its peak memory until it exits,
-    so this is not for a notebook. Returns False (changing nothing) where malloc is not glibc's.
-    """
-    import ctypes
-    import sys
-
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        mallopt = ctypes.CDLL(None).mallopt  # the process's own C library
-    except (OSError, AttributeError):
-        return False
-    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
-    m_trim_threshold, m_mmap_threshold = -1, -3  # glibc's malloc.h
-    return mallopt(m_mmap_threshold, 1 << 30) == 1 and mallopt(m_trim_threshold, (1 << 31) - 1) == 1
 
 
 def _snapshot_warnings(table: TrialTable) -> list[str]:

@@ -14,7 +14,6 @@ from typing import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from benchsage.errors import DataError
@@ -304,10 +303,22 @@ def _read_fast(path: Path, found: list[str], want: _Want) -> Columns | None:
 
 def _blank_codes(dictionary: pa.Array) -> np.ndarray:
     """Indices of the labels that are empty or whitespace (str.strip's idea of it), without
-    turning every label into a Python string: only labels with no letter, digit or underscore
-    (a superset of the blank ones) are looked at."""
-    maybe = pc.fill_null(pc.match_substring_regex(dictionary, r"^\W*$"), False).to_numpy(zero_copy_only=False)
-    candidates = np.flatnonzero(maybe)
+    turning every label into a Python string: a label holding a printable ASCII character other
+    than space is not blank, which numpy decides from the string buffers; only the others (a
+    handful; labels are usually run numbers) are looked at in Python. (pyarrow.compute would do
+    it too, but importing it costs more than reading a paper-scale file's run labels.)"""
+    n = len(dictionary)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    if dictionary.null_count or not pa.types.is_string(dictionary.type):
+        labels = dictionary.to_pylist()
+        return np.array([i for i, label in enumerate(labels) if label is None or not label.strip()], dtype=np.int64)
+    _, offsets_buf, data_buf = dictionary.buffers()
+    offsets = np.frombuffer(offsets_buf, dtype=np.int32, count=n + 1, offset=dictionary.offset * 4).astype(np.int64)
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, dtype=np.uint8)
+    solid = np.zeros(len(data) + 1, dtype=np.int64)
+    np.cumsum((data > 32) & (data < 127), out=solid[1:])
+    candidates = np.flatnonzero(solid[offsets[1:]] == solid[offsets[:-1]])
     labels = dictionary.take(pa.array(candidates, type=pa.int64())).to_pylist() if len(candidates) else []
     return np.array([i for i, label in zip(candidates.tolist(), labels) if not label.strip()], dtype=np.int64)
 
@@ -360,6 +371,8 @@ def _numbers(
 ) -> np.ndarray:
     """A block of a numeric column as float64; rows in `must` need a finite number, and in a
     `strict` column every non-empty cell must be a number."""
+    import pyarrow.compute as pc  # only for files that need the careful reader
+
     if pa.types.is_string(column.type):
         text = pc.utf8_trim_whitespace(column)
         is_number = pc.fill_null(pc.match_substring_regex(text, NUMBER), False)
@@ -390,6 +403,8 @@ def _numbers(
 
 def _list_numbers(path: Path, column: pa.Array, name: str, offset: int, ok: np.ndarray) -> tuple[np.ndarray, ...]:
     """A block of a column whose cells hold one or more comma-separated numbers (ok rows only)."""
+    import pyarrow.compute as pc  # only for files that need the careful reader
+
     rows = np.flatnonzero(ok)
     if not pa.types.is_string(column.type):
         values = _numbers(path, column, name, offset, ok, integer=False)[rows]
@@ -427,6 +442,8 @@ def _numpy(array: pa.Array) -> np.ndarray:
 
 def _present(text: pa.Array) -> np.ndarray:
     """Cells that hold some text (empty cells are reported as empty, not as garbage)."""
+    import pyarrow.compute as pc  # only for files that need the careful reader
+
     return pc.fill_null(pc.greater(pc.utf8_length(text), 0), False).to_numpy(zero_copy_only=False)
 
 
