@@ -49,13 +49,9 @@ def _options(alpha: float | None, correction: str | None, ci_method: str, ci_lev
 
 def _print_analysis(analysis: Any, as_json: bool, extra: dict[str, Any] | None = None) -> None:
     if as_json:
-        doc = analysis.to_json()
-        if extra:
-            doc.update(extra)
         # Indented for a person at a terminal; compact when piped, where the diagnostics of a
         # large experiment would otherwise add megabytes of whitespace.
-        indent = 2 if sys.stdout.isatty() else None
-        click.echo(json.dumps(doc, indent=indent, allow_nan=False, separators=None if indent else (",", ":")))
+        click.echo(analysis.to_json_text(extra, indent=2 if sys.stdout.isatty() else None))
         return
     from benchsage.report.terminal import make_console, render_analysis
 

@@ -50,12 +50,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 from scipy import special
 
 from benchsage.analyze.order import ValueOrder
-from benchsage.analyze.verdict import Carryover, Diagnostics, Interleaving, PositionEffect, Trend
+from benchsage.analyze.verdict import Carryover, Diagnostics, Interleaving, PositionEffect, Rows, Trend
 from benchsage.stats._grouped import GroupedRanks, grouped_ranks, refine_order, stable_group_order
 from benchsage.stats.correction import adjust
 from benchsage.stats.median_ci import grouped_median_ci
@@ -332,7 +333,7 @@ def _position_effects(
     correction: str,
     min_values: int,
     ranked: _RankCache,
-) -> tuple[PositionEffect, ...]:
+) -> Sequence[PositionEffect]:
     rows = np.flatnonzero((table.arm == RANDOM) & (table.position >= 0))
     if len(rows) == 0:
         return ()
@@ -365,44 +366,33 @@ def _position_effects(
 
     p = np.concatenate([part.p for part, _, _ in parts])
     p_adj, reject = _decide(p, correction, alpha)
-    out: list[PositionEffect] = []
-    i = 0
     test_names, metric_names = table.test_names, table.metric_names
     first, last = bins.first.tolist(), bins.last.tolist()
-    for part, tests, metrics in parts:
-        m = len(part.comp)
-        cols = zip(
-            tests.tolist(),
-            metrics.tolist(),
-            part.cat.tolist(),
-            part.n_at.tolist(),
-            part.n_other.tolist(),
-            _nums(part.median_at),
-            _nums(part.median_other),
-            _nums(_effect_pct(part.median_at, part.median_other)),
-            _nums(p[i : i + m]),
-            _nums(p_adj[i : i + m]),
-            reject[i : i + m].tolist(),
-        )
-        out.extend(
-            PositionEffect(
-                test=ALL_TESTS if t < 0 else test_names[t],
-                metric=metric_names[mt],
-                position=first[k],
-                n_at=n_at,
-                n_other=n_other,
-                median_at=med_at,
-                median_other=med_other,
-                effect_pct=effect,
-                p=pv,
-                p_adjusted=pa,
-                significant=rej if pv is not None else None,
-                position_last=None if bins.single else last[k],
-            )
-            for t, mt, k, n_at, n_other, med_at, med_other, effect, pv, pa, rej in cols
-        )
-        i += m
-    return tuple(out)
+    names = [ALL_TESTS if t < 0 else test_names[t] for _, tests, _ in parts for t in tests.tolist()]
+    cat = [k for part, _, _ in parts for k in part.cat.tolist()]
+
+    def joined(column: str) -> np.ndarray:
+        return np.concatenate([getattr(part, column) for part, _, _ in parts])
+
+    median_at, median_other = joined("median_at"), joined("median_other")
+    p_values = _nums(p)
+    return Rows(
+        PositionEffect,
+        {
+            "test": names,
+            "metric": [metric_names[m] for _, _, metrics in parts for m in metrics.tolist()],
+            "position": [first[k] for k in cat],
+            "n_at": joined("n_at").tolist(),
+            "n_other": joined("n_other").tolist(),
+            "median_at": _nums(median_at),
+            "median_other": _nums(median_other),
+            "effect_pct": _nums(_effect_pct(median_at, median_other)),
+            "p": p_values,
+            "p_adjusted": _nums(p_adj),
+            "significant": [r if pv is not None else None for r, pv in zip(reject.tolist(), p_values)],
+            "position_last": [None] * len(cat) if bins.single else [last[k] for k in cat],
+        },
+    )
 
 
 # -- carry-over -------------------------------------------------------------------------------
@@ -417,7 +407,7 @@ def _carryover(
     correction: str,
     min_values: int,
     ranked: _RankCache,
-) -> tuple[Carryover, ...]:
+) -> Sequence[Carryover]:
     rows = np.flatnonzero((table.arm == RANDOM) & (table.predecessor != NO_PREDECESSOR_INFO))
     if len(rows) == 0:
         return ()
@@ -428,34 +418,22 @@ def _carryover(
     res = _one_vs_rest(value, value, comp[rows], cat, len(comp_test), n_tests + 1, min_values, ranked(rows))
     p_adj, reject = _decide(res.p, correction, alpha)
     test_names, metric_names = table.test_names, table.metric_names
-    cols = zip(
-        comp_test[res.comp].tolist(),
-        comp_metric[res.comp].tolist(),
-        res.cat.tolist(),
-        res.n_at.tolist(),
-        res.n_other.tolist(),
-        _nums(res.median_at),
-        _nums(res.median_other),
-        _nums(_effect_pct(res.median_at, res.median_other)),
-        _nums(res.p),
-        _nums(p_adj),
-        reject.tolist(),
-    )
-    return tuple(
-        Carryover(
-            test=test_names[t],
-            metric=metric_names[mt],
-            after=RESET if k == n_tests else test_names[k],
-            n_after=n_at,
-            n_other=n_other,
-            median_after=med_at,
-            median_other=med_other,
-            effect_pct=effect,
-            p=pv,
-            p_adjusted=pa,
-            significant=rej if pv is not None else None,
-        )
-        for t, mt, k, n_at, n_other, med_at, med_other, effect, pv, pa, rej in cols
+    p_values = _nums(res.p)
+    return Rows(
+        Carryover,
+        {
+            "test": [test_names[t] for t in comp_test[res.comp].tolist()],
+            "metric": [metric_names[m] for m in comp_metric[res.comp].tolist()],
+            "after": [RESET if k == n_tests else test_names[k] for k in res.cat.tolist()],
+            "n_after": res.n_at.tolist(),
+            "n_other": res.n_other.tolist(),
+            "median_after": _nums(res.median_at),
+            "median_other": _nums(res.median_other),
+            "effect_pct": _nums(_effect_pct(res.median_at, res.median_other)),
+            "p": p_values,
+            "p_adjusted": _nums(p_adj),
+            "significant": [r if pv is not None else None for r, pv in zip(reject.tolist(), p_values)],
+        },
     )
 
 
@@ -566,7 +544,7 @@ def _trends(
     correction: str,
     min_values: int,
     by_value: np.ndarray | None = None,
-) -> tuple[Trend, ...]:
+) -> Sequence[Trend]:
     x = np.full(len(table), np.nan)
     known = table.run >= 0
     if len(starts):
@@ -586,16 +564,18 @@ def _trends(
     examined = np.flatnonzero(n >= min_values)
     p_exam = p[examined]
     p_adj, reject = _decide(p_exam, correction, alpha)
-    return tuple(
-        Trend(
-            test=table.test_names[int(comp_test[g // 2])],
-            metric=table.metric_names[int(comp_metric[g // 2])],
-            arm=ARMS[int(g % 2)],
-            n=int(n[g]),
-            spearman_rho=_num(rho[g]),
-            p=_num(p[g]),
-            p_adjusted=_num(p_adj[j]),
-            significant=bool(reject[j]) if math.isfinite(p[g]) else None,
-        )
-        for j, g in enumerate(examined.tolist())
+    g = examined
+    p_values = _nums(p[g])
+    return Rows(
+        Trend,
+        {
+            "test": [table.test_names[t] for t in comp_test[g // 2].tolist()],
+            "metric": [table.metric_names[m] for m in comp_metric[g // 2].tolist()],
+            "arm": [ARMS[a] for a in (g % 2).tolist()],
+            "n": n[g].tolist(),
+            "spearman_rho": _nums(rho[g]),
+            "p": p_values,
+            "p_adjusted": _nums(p_adj),
+            "significant": [r if pv is not None else None for r, pv in zip(reject.tolist(), p_values)],
+        },
     )

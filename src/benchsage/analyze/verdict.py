@@ -6,9 +6,13 @@ These are the values that cross from analyze/ to report/ and to users of the Pyt
 
 from __future__ import annotations
 
+import json
 import math
-from dataclasses import dataclass, field
-from typing import Any
+import secrets
+from dataclasses import dataclass, field, fields
+from typing import Any, Generic, Iterator, Sequence, TypeVar, overload
+
+_Row = TypeVar("_Row")
 
 
 @dataclass(frozen=True)
@@ -94,12 +98,103 @@ class Trend:
     significant: bool | None = None
 
 
+class Rows(Sequence[_Row], Generic[_Row]):
+    """An immutable sequence of diagnostic rows (PositionEffect, Carryover or Trend) stored as
+    columns of JSON-ready values (None where a number is undefined); a row object is built only
+    when it is looked at. A paper-scale analysis has tens of thousands of rows, which the JSON
+    output then encodes column by column (see Analysis.to_json_text) without making any.
+
+    Compares equal to a tuple (or Rows) holding the same rows.
+    """
+
+    __slots__ = ("kind", "names", "columns", "_n")
+
+    def __init__(self, kind: type[_Row], columns: dict[str, Sequence[Any]]) -> None:
+        self.kind = kind
+        self.names = tuple(f.name for f in fields(kind))  # type: ignore[arg-type]
+        missing = set(self.names) - set(columns)
+        if missing:
+            raise ValueError(f"Rows of {kind.__name__}: no column for {', '.join(sorted(missing))}")
+        self.columns = tuple(list(columns[name]) for name in self.names)
+        lengths = {len(c) for c in self.columns}
+        if len(lengths) > 1:
+            raise ValueError(f"Rows of {kind.__name__}: columns of different lengths {sorted(lengths)}")
+        self._n = lengths.pop() if lengths else 0
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, index: int) -> _Row: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[_Row, ...]: ...
+    def __getitem__(self, index: int | slice) -> _Row | tuple[_Row, ...]:
+        if isinstance(index, slice):
+            return tuple(self)[index]
+        if index < 0:
+            index += self._n
+        if not 0 <= index < self._n:
+            raise IndexError("row index out of range")
+        return self.kind(*(c[index] for c in self.columns))
+
+    def __iter__(self) -> Iterator[_Row]:
+        return map(self.kind, *self.columns)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (Rows, tuple)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Rows({self.kind.__name__}, {self._n} rows)"
+
+    def records(self) -> list[dict[str, Any]]:
+        """The rows as dicts (field name -> value), without building row objects."""
+        names = self.names
+        return [dict(zip(names, values)) for values in zip(*self.columns)]
+
+    def json_text(self) -> str:
+        """The rows as a compact JSON array of objects, exactly as json.dumps(self.records(),
+        separators=(",", ":")) writes it, encoded a column at a time."""
+        if self._n == 0:
+            return "[]"
+        encoded = [_encode_column(c) for c in self.columns]
+        template = "{" + ",".join(json.dumps(name) + ":%s" for name in self.names) + "}"
+        return "[" + ",".join([template % values for values in zip(*encoded)]) + "]"
+
+
+_LITERALS = {None: "null", True: "true", False: "false"}
+
+
+def _encode_column(column: list[Any]) -> list[str]:
+    """Each value of a column as json.dumps would write it (compact, no NaN allowed)."""
+    kinds = {type(v) for v in column} - {type(None)}
+    if kinds <= {float}:
+        isfinite, as_text = math.isfinite, float.__repr__
+        for v in column:
+            if v is not None and not isfinite(v):
+                raise ValueError(f"Out of range float values are not JSON compliant: {v!r}")
+        return [as_text(v) if v is not None else "null" for v in column]
+    if kinds <= {int}:
+        return [int.__repr__(v) if v is not None else "null" for v in column]
+    if kinds <= {bool}:
+        return [_LITERALS[v] for v in column]
+    if kinds <= {str}:
+        encode = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
+        text = {v: encode(v) for v in set(column) if v is not None}
+        text[None] = "null"  # type: ignore[index]
+        return [text[v] for v in column]
+    return [json.dumps(_clean(v), separators=(",", ":"), allow_nan=False) for v in column]
+
+
 @dataclass(frozen=True)
 class Diagnostics:
     interleaving: Interleaving | None
-    position_effects: tuple[PositionEffect, ...] = ()
-    carryover: tuple[Carryover, ...] = ()
-    trends: tuple[Trend, ...] = ()
+    position_effects: Sequence[PositionEffect] = ()
+    carryover: Sequence[Carryover] = ()
+    trends: Sequence[Trend] = ()
     workers: dict[str, Any] | None = None  # software hashes per worker when they differ
 
 
@@ -152,6 +247,36 @@ class Analysis:
                 "workers": d.workers,
             }
         return _clean(out)
+
+    def to_json_text(self, extra: dict[str, Any] | None = None, indent: int | None = None) -> str:
+        """json.dumps(to_json() updated with `extra`) as text, compact unless `indent` is given.
+
+        Compact output encodes the diagnostic rows a column at a time (Rows.json_text) instead of
+        building a dict per row: on a paper-scale analysis (tens of thousands of rows) this is the
+        larger part of the JSON's cost. The text is the same either way.
+        """
+        if indent is not None or self.diagnostics is None:
+            doc = self.to_json()
+            doc.update(extra or {})
+            return json.dumps(doc, indent=indent, allow_nan=False, separators=None if indent is not None else (",", ":"))
+        d = self.diagnostics
+        lists = {name: getattr(d, name) for name in ("position_effects", "carryover", "trends")}
+        shallow = Analysis(**{f.name: getattr(self, f.name) for f in fields(self)} | {"diagnostics": Diagnostics(d.interleaving, workers=d.workers)})
+        doc = shallow.to_json()
+        doc.update(extra or {})
+        # Each list is written in place of a marker string, random so that no string of the data
+        # can be mistaken for it.
+        nonce = secrets.token_hex(16)
+        marks = {}
+        for name, rows in lists.items():
+            mark = f"\x00{name}-{nonce}\x00"
+            doc["diagnostics"][name] = mark
+            marks[json.dumps(mark)] = rows.json_text() if isinstance(rows, Rows) else json.dumps(
+                [_clean(_record(x)) for x in rows], allow_nan=False, separators=(",", ":"))
+        text = json.dumps(doc, allow_nan=False, separators=(",", ":"))
+        for mark, rows_text in marks.items():
+            text = text.replace(mark, rows_text, 1)
+        return text
 
 
 def _record(obj: Any) -> dict[str, Any]:
