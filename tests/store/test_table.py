@@ -66,3 +66,37 @@ def test_predecessors_with_a_gap_and_a_new_run():
     position = np.array([0, 1, 3, 0, 1], dtype=np.int32)
     test = np.array([5, 6, 7, 8, 9], dtype=np.int32)
     assert derive_predecessors(run, position, test).tolist() == [FIRST, 5, NO_PREDECESSOR_INFO, FIRST, 8]
+
+
+@settings(max_examples=200, deadline=None)
+@given(_trials(), st.randoms(use_true_random=False))
+def test_linear_pass_for_whole_runs_in_any_order(data, rnd):
+    from benchsage.store.table import _predecessors_in_file_order
+
+    run, position, test = data
+    known = (run >= 0) & (position >= 0)
+    run, position, test = run[known], position[known], test[known]
+    if len(run) == 0:
+        return
+    # Whole runs, in a shuffled order of runs: what a file written by several workers looks like.
+    ids = sorted(set(run.tolist()))
+    rnd.shuffle(ids)
+    rows = np.concatenate([np.flatnonzero(run == r) for r in ids])
+    run, position, test = run[rows], position[rows], test[rows]
+    out = np.where(position == 0, FIRST, NO_PREDECESSOR_INFO).astype(np.int32)
+    linear = _predecessors_in_file_order(run, position, test, out)
+    assert linear is not None and linear.dtype == np.int32
+    assert np.array_equal(linear, _reference(run, position, test))
+    assert np.array_equal(derive_predecessors(run, position, test), _reference(run, position, test))
+
+
+def test_linear_pass_declines_split_runs_and_falling_positions():
+    from benchsage.store.table import _predecessors_in_file_order
+
+    test = np.array([1, 2, 3, 4], dtype=np.int32)
+    split = (np.array([0, 1, 0, 1]), np.array([0, 0, 1, 1], dtype=np.int32))
+    falling = (np.array([0, 0, 0, 0]), np.array([0, 2, 1, 3], dtype=np.int32))
+    for run, position in (split, falling):
+        out = np.where(position == 0, FIRST, NO_PREDECESSOR_INFO).astype(np.int32)
+        assert _predecessors_in_file_order(run, position, test, out) is None
+        assert np.array_equal(derive_predecessors(run, position, test), _reference(run, position, test))

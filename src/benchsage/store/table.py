@@ -231,6 +231,10 @@ def derive_predecessors(run: np.ndarray, position: np.ndarray, test: np.ndarray)
     idx = np.flatnonzero(known)
     if len(idx) == 0:
         return out
+    if len(idx) == n:
+        linear = _predecessors_in_file_order(run, position, test, out)
+        if linear is not None:
+            return linear
     key_pos, key_test = position[idx].astype(np.int64), test[idx]
     key = run[idx].astype(np.int64) * (int(key_pos.max()) + 2) + key_pos  # (run, position) as one int
     # numpy's stable sort of int64 is a timsort, which finds the stretches that are already in
@@ -251,6 +255,35 @@ def derive_predecessors(run: np.ndarray, position: np.ndarray, test: np.ndarray)
     res[order[found]] = key_test[order[before[found]]]
     out[idx] = res
     return out
+
+
+def _predecessors_in_file_order(run: np.ndarray, position: np.ndarray, test: np.ndarray, out: np.ndarray) -> np.ndarray | None:
+    """derive_predecessors without a sort, for the usual file: every row's run and position
+    known, each run's rows together and in position order (as a harness writes them, whatever
+    the order of the runs). None when the file is not like that.
+
+    Then the stable sort by (run, position) would only move whole runs, so each trial's first
+    row and the trial before it are found by looking back along the file: the same answer.
+    """
+    n = len(run)
+    run_changes = np.flatnonzero(run[1:] != run[:-1]) + 1
+    # Each run in one stretch: as many stretches as distinct runs.
+    if len(run_changes) + 1 != np.count_nonzero(np.bincount(run)):
+        return None
+    same_run = np.ones(n - 1, dtype=bool)
+    same_run[run_changes - 1] = False
+    step = position[1:].astype(np.int64) - position[:-1]
+    if (step[same_run] < 0).any():  # positions fall within a run
+        return None
+    # Rows that begin a trial (a new run or a new position), and each row's trial's first row.
+    starts = np.flatnonzero(np.concatenate(([True], ~same_run | (step != 0))))
+    # The trial before trial j is trial j - 1 when it is the same run's previous position.
+    prev_ok = np.zeros(len(starts), dtype=bool)
+    s, p = starts[1:], starts[:-1]
+    prev_ok[1:] = (run[s] == run[p]) & (position[s].astype(np.int64) == position[p].astype(np.int64) + 1)
+    per_trial = np.where(prev_ok, np.concatenate(([0], test[p])).astype(np.int32), out[starts])
+    lengths = np.diff(np.append(starts, n))
+    return np.repeat(per_trial, lengths)
 
 
 def concat(tables: Iterable[TrialTable]) -> TrialTable:
