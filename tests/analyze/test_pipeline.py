@@ -69,3 +69,30 @@ def test_retain_freed_memory_takes_effect_under_glibc() -> None:
         assert returncode == 0
     else:
         assert returncode == 1
+
+
+def test_side_by_side_gives_what_one_after_the_other_gives(monkeypatch) -> None:
+    from benchsage.analyze import pipeline
+
+    table = _table(7, 5, 12, 1, 2)
+    monkeypatch.setattr(pipeline, "PARALLEL_ROWS", 10**9)
+    serial = analyze_loaded(table, Options())
+    monkeypatch.setattr(pipeline, "PARALLEL_ROWS", 0)
+    parallel = analyze_loaded(table, Options())
+    assert parallel.to_json_text() == serial.to_json_text()
+    assert parallel.diagnostics is not None and len(parallel.diagnostics.position_effects) > 0
+
+
+def test_side_by_side_raises_what_either_side_raised() -> None:
+    import pytest
+
+    from benchsage.analyze.pipeline import _side_by_side
+
+    def boom() -> int:
+        raise KeyError("in the thread")
+
+    with pytest.raises(KeyError, match="in the thread"):
+        _side_by_side(lambda: 1, boom)
+    with pytest.raises(ValueError, match="here"):
+        _side_by_side(lambda: int("here"), lambda: 2)
+    assert _side_by_side(lambda: 1, lambda: 2) == (1, 2)
