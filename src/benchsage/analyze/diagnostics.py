@@ -83,31 +83,43 @@ def diagnose(
     None when the table knows neither runs, nor positions, nor times: nothing to diagnose.
     sorted_values: order.sort_values(table), shared with the order analysis; used when every
     row of the table is examined (all primary and finite), which spares two sorts.
+    The work is in two halves that can run side by side: effects() and design().
     """
-    known_run = table.run >= 0
-    known_pos = table.position >= 0
-    known_time = np.isfinite(table.time)
-    if not (known_run.any() or known_pos.any() or known_time.any()):
+    parts = Parts(table, alpha=alpha, correction=correction, min_values=min_values, sorted_values=sorted_values)
+    if not parts.anything:
         return None
-    # The design (run starts, interleaving) is judged on every trial, the effects on primary values.
-    starts = run_starts(table)
-    interleaving = _interleaving(table, starts, alpha)
-    keep = table.primary & np.isfinite(table.value)
-    if not keep.all():
-        table = table.select(keep)
-    comp, comp_test, comp_metric = _comparisons(table)
-    # The comparison codes here and in order.sort_values are the same numbering of (test, metric).
-    by_value = sorted_values.order if sorted_values is not None and sorted_values.fits(table) else None
-    ranked = _RankCache(table.value, comp, len(comp_test), by_value)
-    position_effects = _position_effects(table, comp, comp_test, comp_metric, alpha, correction, min_values, ranked)
-    carryover = _carryover(table, comp, comp_test, comp_metric, alpha, correction, min_values, ranked)
-    del ranked  # the trends need the room
-    return Diagnostics(
-        interleaving=interleaving,
-        position_effects=position_effects,
-        carryover=carryover,
-        trends=_trends(table, starts, comp, comp_test, comp_metric, alpha, correction, min_values, by_value),
-    )
+    return parts.combine(parts.effects(), parts.design())
+
+
+class Parts:
+    """diagnose() in two independent halves, for callers that run them in two threads:
+    effects() (position effects and carry-over) and design() (interleaving and trends)."""
+
+    def __init__(self, table: TrialTable, *, alpha: float, correction: str, min_values: int, sorted_values: ValueOrder | None) -> None:
+        self.table, self.alpha, self.correction, self.min_values = table, alpha, correction, min_values
+        self.anything = bool((table.run >= 0).any() or (table.position >= 0).any() or np.isfinite(table.time).any())
+        # The design (run starts, interleaving) is judged on every trial, the effects on primary values.
+        keep = table.primary & np.isfinite(table.value)
+        self.examined = table if keep.all() else table.select(keep)
+        self.comp, self.comp_test, self.comp_metric = _comparisons(self.examined)
+        # The comparison codes here and in order.sort_values are the same numbering of (test, metric).
+        fits = sorted_values is not None and sorted_values.fits(self.examined)
+        self.by_value = sorted_values.order if fits else None  # type: ignore[union-attr]
+
+    def effects(self) -> tuple[Sequence[PositionEffect], Sequence[Carryover]]:
+        t, args = self.examined, (self.comp, self.comp_test, self.comp_metric, self.alpha, self.correction, self.min_values)
+        ranked = _RankCache(t.value, self.comp, len(self.comp_test), self.by_value)
+        return _position_effects(t, *args, ranked), _carryover(t, *args, ranked)
+
+    def design(self) -> tuple[Interleaving | None, Sequence[Trend]]:
+        starts = run_starts(self.table)
+        interleaving = _interleaving(self.table, starts, self.alpha)
+        trends = _trends(self.examined, starts, self.comp, self.comp_test, self.comp_metric, self.alpha, self.correction, self.min_values, self.by_value)
+        return interleaving, trends
+
+    @staticmethod
+    def combine(effects: tuple[Sequence[PositionEffect], Sequence[Carryover]], design: tuple[Interleaving | None, Sequence[Trend]]) -> Diagnostics:
+        return Diagnostics(interleaving=design[0], position_effects=effects[0], carryover=effects[1], trends=design[1])
 
 
 def _subset_order(order: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
@@ -486,8 +498,12 @@ def _interleaving(table: TrialTable, starts: np.ndarray, alpha: float) -> Interl
     known = table.run >= 0
     if not known.any():
         return None
-    ids, first = np.unique(table.run[known], return_index=True)
-    rows = np.flatnonzero(known)[first]
+    # Each run's first row (np.unique would sort millions of run ids to find them).
+    runs = table.run[known]
+    place = np.full(int(runs.max()) + 1, len(runs), dtype=np.int64)
+    np.minimum.at(place, runs, np.arange(len(runs)))
+    ids = np.flatnonzero(place < len(runs))
+    rows = np.flatnonzero(known)[place[ids]]
     arm = table.arm[rows].astype(np.int64)
     worker = table.worker[rows]
     start = starts[ids]

@@ -26,7 +26,7 @@ from benchsage.stats import (
     min_sample_size,
     percent_difference,
 )
-from benchsage.stats._grouped import check_grouped, grouped_ranks, refine_order, sort_within_groups, stable_group_order
+from benchsage.stats._grouped import check_grouped, grouped_ranks, refine_order, sort_within_groups
 from benchsage.store.table import FIXED, RANDOM, TrialTable
 
 
@@ -198,7 +198,8 @@ def _compute(
     arm = table.arm.astype(np.int64)
     # One sort of the values serves everything: ranks by comparison for Kruskal-Wallis, and,
     # refined by arm with a linear radix pass, the order statistics of each arm.
-    kw = kruskal_2(value, group, arm, n_groups, ranks=grouped_ranks(value, group, n_groups, sorted_values.order))
+    ranked = grouped_ranks(value, group, n_groups, sorted_values.order)
+    kw = kruskal_2(value, group, arm, n_groups, ranks=ranked)
     arm_group = group * 2 + arm  # 2i: fixed arm of comparison i, 2i + 1: random arm
     moments = grouped_moments(value, arm_group, 2 * n_groups)
     by_arm = refine_order(sorted_values.order, arm_group, 2 * n_groups)
@@ -207,7 +208,7 @@ def _compute(
 
     primary = np.bincount(group, weights=table.primary.astype(np.float64), minlength=n_groups) > 0
     # All values equal: min == max within the comparison.
-    lo, hi = _grouped_extremes(group, value, n_groups)
+    lo, hi = _sorted_extremes(ranked.sorted_values, ranked.starts, ranked.counts)
     all_equal = lo == hi
 
     enough = (n >= min_values).all(axis=1)
@@ -247,18 +248,13 @@ def _compute(
     )
 
 
-def _grouped_extremes(group: np.ndarray, value: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
-    """Min and max of each group (inf / -inf when empty); reduceat on sorted codes, as ufunc.at is slow."""
-    lo = np.full(n_groups, np.inf)
-    hi = np.full(n_groups, -np.inf)
-    if len(group) == 0:
-        return lo, hi
-    order = stable_group_order(group, n_groups)  # a radix sort for up to 65,536 comparisons
-    g = group[order]
-    v = value[order]
-    starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
-    lo[g[starts]] = np.minimum.reduceat(v, starts)
-    hi[g[starts]] = np.maximum.reduceat(v, starts)
+def _sorted_extremes(sorted_values: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Min and max of each group (inf / -inf when empty) from values sorted by (group, value)."""
+    lo = np.full(len(counts), np.inf)
+    hi = np.full(len(counts), -np.inf)
+    some = counts > 0
+    lo[some] = sorted_values[starts[some]]
+    hi[some] = sorted_values[starts[some] + counts[some] - 1]
     return lo, hi
 
 

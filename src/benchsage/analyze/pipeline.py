@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
 
-from benchsage.analyze.diagnostics import diagnose
+from benchsage.analyze.diagnostics import Parts
 from benchsage.analyze.options import Options
 from benchsage.analyze.order import analyze_table, sort_values
 from benchsage.analyze.verdict import Analysis, Diagnostics
@@ -33,9 +33,10 @@ def analyze_loaded(table: TrialTable, options: Options = Options()) -> Analysis:
     prov = table.provenance
     alpha = options.alpha if options.alpha is not None else float(prov.get("alpha") or 0.05)
     correction = options.correction or str(prov.get("correction") or "bonferroni")
-    # The order analysis and the diagnostics share one sort of the values, and run side by
-    # side on a large table: numpy releases the GIL in its sorts, gathers and arithmetic, and
-    # on two vCPUs this took the paper-scale pair from 0.61 s to 0.45 s.
+    # The order analysis and the diagnostics share one sort of the values. On a large table the
+    # diagnostics' effects run in a thread while this one does the order analysis and the
+    # design checks: numpy releases the GIL in its sorts, gathers and arithmetic (on two vCPUs
+    # the paper-scale analysis after the sort took 0.33 s instead of 0.61 s).
     sorted_values = sort_values(table) if np.isfinite(table.value).all() else None
 
     def order_analysis() -> Analysis:
@@ -49,13 +50,16 @@ def analyze_loaded(table: TrialTable, options: Options = Options()) -> Analysis:
             sorted_values=sorted_values,
         )
 
-    def diagnostics_() -> Diagnostics | None:
-        return diagnose(table, alpha=alpha, correction=correction, sorted_values=sorted_values) if options.diagnostics else None
-
-    if options.diagnostics and len(table) >= PARALLEL_ROWS:
-        analysis, diagnostics = _side_by_side(order_analysis, diagnostics_)
+    diagnostics: Diagnostics | None = None
+    parts = Parts(table, alpha=alpha, correction=correction, min_values=5, sorted_values=sorted_values) if options.diagnostics else None
+    if parts is None or not parts.anything:
+        analysis = order_analysis()
+    elif len(table) >= PARALLEL_ROWS:
+        (analysis, design), effects = _side_by_side(lambda: (order_analysis(), parts.design()), parts.effects)
+        diagnostics = parts.combine(effects, design)
     else:
-        analysis, diagnostics = order_analysis(), diagnostics_()
+        analysis = order_analysis()
+        diagnostics = parts.combine(parts.effects(), parts.design())
     warnings = list(analysis.warnings)
     warnings.extend(_snapshot_warnings(table))
     if diagnostics is not None and diagnostics.interleaving is not None and diagnostics.interleaving.interleaved is False:
