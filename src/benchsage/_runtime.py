@@ -35,19 +35,7 @@ def retain_freed_memory() -> bool:
     m_trim_threshold, m_mmap_threshold, m_arena_max = -1, -3, -8  # glibc's malloc.h
     # One arena: the CSV parser's threads would otherwise allocate in arenas of their own,
     # whose freed memory the main thread's arrays cannot reuse.
-    done = mallopt(m_mmap_threshold, 1 << 30) == 1 and mallopt(m_trim_threshold, (1 << 31) - 1) == 1 and mallopt(m_arena_max, 1) == 1
-    global _retaining
-    _retaining = _retaining or done
-    return done
-
-
-_retaining = False
-
-
-def retaining_freed_memory() -> bool:
-    """Whether retain_freed_memory() took effect: then nothing should hand memory back early
-    (pyarrow's release_unused, which trims the heap page by page)."""
-    return _retaining
+    return mallopt(m_mmap_threshold, 1 << 30) == 1 and mallopt(m_trim_threshold, (1 << 31) - 1) == 1 and mallopt(m_arena_max, 1) == 1
 
 
 def no_hugepage_advice() -> bool:
