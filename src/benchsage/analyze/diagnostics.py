@@ -95,7 +95,9 @@ class Parts:
     """diagnose() in two independent halves, for callers that run them in two threads:
     effects() (position effects and carry-over) and design() (interleaving and trends)."""
 
-    def __init__(self, table: TrialTable, *, alpha: float, correction: str, min_values: int, sorted_values: ValueOrder | None) -> None:
+    def __init__(
+        self, table: TrialTable, *, alpha: float = 0.05, correction: str = "bonferroni", min_values: int = 5, sorted_values: ValueOrder | None = None
+    ) -> None:
         self.table, self.alpha, self.correction, self.min_values = table, alpha, correction, min_values
         self.anything = bool((table.run >= 0).any() or (table.position >= 0).any() or np.isfinite(table.time).any())
         # The design (run starts, interleaving) is judged on every trial, the effects on primary values.
@@ -302,6 +304,11 @@ def _nums(a: np.ndarray) -> list[float | None]:
     return [x if isfinite(x) else None for x in np.asarray(a, dtype=np.float64).tolist()]
 
 
+def _significant(reject: np.ndarray, p: list[float | None]) -> list[bool | None]:
+    """Each row's decision; None where there is no p-value to decide on."""
+    return [r if pv is not None else None for r, pv in zip(reject.tolist(), p)]
+
+
 def _decide(p: np.ndarray, correction: str, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     corr = adjust(p, correction, alpha)
     return corr.p_adjusted, corr.reject
@@ -401,7 +408,7 @@ def _position_effects(
             "effect_pct": _nums(_effect_pct(median_at, median_other)),
             "p": p_values,
             "p_adjusted": _nums(p_adj),
-            "significant": [r if pv is not None else None for r, pv in zip(reject.tolist(), p_values)],
+            "significant": _significant(reject, p_values),
             "position_last": [None] * len(cat) if bins.single else [last[k] for k in cat],
         },
     )
@@ -444,7 +451,7 @@ def _carryover(
             "effect_pct": _nums(_effect_pct(res.median_at, res.median_other)),
             "p": p_values,
             "p_adjusted": _nums(p_adj),
-            "significant": [r if pv is not None else None for r, pv in zip(reject.tolist(), p_values)],
+            "significant": _significant(reject, p_values),
         },
     )
 
@@ -592,6 +599,6 @@ def _trends(
             "spearman_rho": _nums(rho[g]),
             "p": p_values,
             "p_adjusted": _nums(p_adj),
-            "significant": [r if pv is not None else None for r, pv in zip(reject.tolist(), p_values)],
+            "significant": _significant(reject, p_values),
         },
     )

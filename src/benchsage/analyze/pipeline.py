@@ -51,7 +51,7 @@ def analyze_loaded(table: TrialTable, options: Options = Options()) -> Analysis:
         )
 
     diagnostics: Diagnostics | None = None
-    parts = Parts(table, alpha=alpha, correction=correction, min_values=5, sorted_values=sorted_values) if options.diagnostics else None
+    parts = Parts(table, alpha=alpha, correction=correction, sorted_values=sorted_values) if options.diagnostics else None
     if parts is None or not parts.anything:
         analysis = order_analysis()
     elif len(table) >= PARALLEL_ROWS:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 import secrets
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Generic, Iterator, Sequence, TypeVar, overload
 
 _Row = TypeVar("_Row")
@@ -261,8 +261,7 @@ class Analysis:
             return json.dumps(doc, indent=indent, allow_nan=False, separators=None if indent is not None else (",", ":"))
         d = self.diagnostics
         lists = {name: getattr(d, name) for name in ("position_effects", "carryover", "trends")}
-        shallow = Analysis(**{f.name: getattr(self, f.name) for f in fields(self)} | {"diagnostics": Diagnostics(d.interleaving, workers=d.workers)})
-        doc = shallow.to_json()
+        doc = replace(self, diagnostics=replace(d, position_effects=(), carryover=(), trends=())).to_json()
         doc.update(extra or {})
         # Each list is written in place of a marker string, random so that no string of the data
         # can be mistaken for it.
