@@ -40,3 +40,12 @@ class ExperimentError(BenchsageError):
     """The experiment could not finish (a reset failed, it was interrupted); what was measured is kept."""
 
     exit_status = EXIT_UNFINISHED
+
+
+class WorkerSetupError(BenchsageError):
+    """A worker cannot be used as configured (unknown host key, no usable python, login refused):
+    nothing ran on it; fix the configuration and start again."""
+
+
+class WorkerLost(WorkerError):
+    """The connection to a worker's agent ended without its goodbye (host down, network cut)."""

@@ -1,41 +1,35 @@
-"""The local worker: trials run on this machine, in processes the controller spawns itself.
+"""The local worker: trials run on this machine, spawned by an agent in a child process.
 
-A thin adapter from the Worker protocol to capture.run_process and snapshot.collect; an SSH
-worker implements the same three methods for a fleet.
+The agent is small, so a trial's max_rss is its own, not the ~40 MiB of the controller that a
+process spawned by the controller would inherit at exec.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import sys
+from typing import Sequence
 
-from benchsage.execute.capture import run_process
-from benchsage.execute.snapshot import collect
-from benchsage.execute.worker import ProcessRequest, ProcessResult
+from benchsage.execute.agentworker import AgentWorker
+from benchsage.execute.transports.local import LocalTransport
 
 
-class LocalWorker:
-    """Runs trials and resets on this machine (the Worker protocol)."""
+class LocalWorker(AgentWorker):
+    """The Worker protocol on this machine; connects on first use."""
 
-    kind = "local"
-
-    def __init__(self, name: str = "local") -> None:
-        self.name = name
-
-    def run(self, request: ProcessRequest) -> ProcessResult:
-        """Run one command and block until it ends or times out; never raises for the command."""
-        return run_process(request)
-
-    def snapshot(self, files: Sequence[str], cwd: str) -> dict[str, Any]:
-        """This machine's environment snapshot, the sha256 of `files`, and this worker's name."""
-        snap = collect(files, cwd)
-        snap["worker"] = self.name
-        return snap
-
-    def close(self) -> None:
-        """Nothing to release: no trial outlives run(), and no connection is kept."""
-
-    def __enter__(self) -> LocalWorker:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __init__(
+        self,
+        name: str = "local",
+        *,
+        python: Sequence[str] | None = None,
+        boot_id_command: str | None = None,
+        log: str | None = None,
+    ) -> None:
+        words = list(python) if python else [sys.executable]
+        super().__init__(
+            name,
+            LocalTransport(" ".join(words)),
+            python=words,
+            boot_id_command=boot_id_command,
+            reconnect_timeout=10.0,
+            log=log,
+        )

@@ -58,7 +58,10 @@ def _sha256(path: str) -> str | None:
     if digest is None:
         try:
             with open(path, "rb") as f:
-                digest = hashlib.file_digest(f, "sha256").hexdigest()
+                h = hashlib.sha256()
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+                digest = h.hexdigest()
         except OSError:
             return None
         if len(_hash_cache) >= _HASH_CACHE_SIZE:

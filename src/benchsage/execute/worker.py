@@ -1,8 +1,8 @@
 """The worker interface: where trials and resets execute.
 
 The runner hands a worker a ProcessRequest and gets a ProcessResult back; it never touches
-processes itself. LocalWorker (execute/local.py) runs on this machine; an SSH worker for
-fleets implements the same protocol, so result files are collected by the worker too.
+processes itself. Every worker kind is an AgentWorker (execute/agentworker.py): an agent on
+the worker's host spawns and measures the trial, and collects its result files.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ DEFAULT_OUTPUT_LIMIT = 1 << 20  # bytes of stdout/stderr kept in memory (the tai
 class ProcessRequest:
     """One command to run: a trial or a reset."""
 
-    command: str  # run by /bin/sh -c exactly as written
+    command: str  # exec'd directly when it has no shell syntax, else run by /bin/sh -c as written
     cwd: str
     env: Mapping[str, str] = field(default_factory=dict)  # added to the worker's environment
     timeout: float | None = None  # seconds; the whole process group is killed past it
@@ -43,6 +43,7 @@ class ProcessResult:
     stderr_dropped: int = 0
     files: Mapping[str, bytes | None] = field(default_factory=dict)  # collected files; None if missing
     error: str | None = None  # the process could not be started at all
+    spawn: str = ""  # "exec" (run directly, no shell in the measurement) or "shell" (/bin/sh -c)
 
     @property
     def ok(self) -> bool:

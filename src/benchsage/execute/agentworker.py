@@ -1,0 +1,184 @@
+"""A worker whose trials are spawned and measured by an agent on its host (every kind of worker).
+
+It adapts the Worker protocol to an AgentConnection: paths of the spec's folder are mapped to
+the worker's `dir` on its host, results come back as ProcessResults, and a lost connection is
+re-established with back-off on request (the runner decides when that is allowed).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any, Sequence
+
+from benchsage.errors import WorkerError, WorkerLost, WorkerSetupError
+from benchsage.execute.connection import HELLO_TIMEOUT, AgentConnection, decode_result
+from benchsage.execute.transports.base import Transport
+from benchsage.execute.worker import ProcessRequest, ProcessResult
+
+REPLY_MARGIN = 60.0  # seconds past a trial's timeout before a silent agent counts as lost
+BACKOFF_FIRST = 0.25
+BACKOFF_MAX = 10.0
+
+
+class AgentWorker:
+    """Runs trials and resets through an agent reached by `transport` (the Worker protocol)."""
+
+    def __init__(
+        self,
+        name: str,
+        transport: Transport,
+        *,
+        python: Sequence[str],
+        boot_id_command: str | None = None,
+        folder: str | None = None,
+        host_dir: str | None = None,
+        reconnect_timeout: float = 60.0,
+        log: str | None = None,
+    ) -> None:
+        self.name = name
+        self.kind = transport.kind
+        self.transport = transport
+        self.python = list(python)
+        self.boot_id_command = boot_id_command
+        self.folder = folder
+        self.host_dir = host_dir
+        self.reconnect_timeout = reconnect_timeout
+        self.log = log
+        self.hello: dict[str, Any] = {}
+        self._conn: AgentConnection | None = None
+
+    # -- connection ----------------------------------------------------------------------
+
+    def connect(self, timeout: float = HELLO_TIMEOUT) -> dict[str, Any]:
+        """Start the agent (if not running) and return its hello."""
+        if self._conn is not None and self._conn.alive:
+            return self.hello
+        conn = AgentConnection(self.name, self.transport, self.python, self.log)
+        hello = conn.start(timeout)
+        node = getattr(self.transport, "node", None)
+        if node is not None and hello.get("slurm_node") not in (None, node):
+            conn.close()
+            raise WorkerSetupError(f"worker {self.name}: srun ran the agent on {hello.get('slurm_node')!r}, not on node {node!r}")
+        self._conn, self.hello = conn, hello
+        return hello
+
+    def reconnect(self, within: float | None = None) -> dict[str, Any]:
+        """Connect again, retrying with back-off for `within` seconds (default reconnect_timeout).
+        Raises WorkerLost naming the last reason when the host does not answer in time;
+        configuration problems (WorkerSetupError) are raised at once."""
+        self.disconnect()
+        limit = self.reconnect_timeout if within is None else within
+        deadline = time.monotonic() + limit
+        delay = BACKOFF_FIRST
+        last = "no answer"
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                return self.connect(timeout=max(1.0, min(HELLO_TIMEOUT, left)))
+            except WorkerSetupError:
+                raise
+            except WorkerError as exc:
+                last = str(exc).removeprefix(f"worker {self.name}: ")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise WorkerLost(f"worker {self.name}: did not come back within {limit:g} s ({last})")
+            time.sleep(min(delay, left))
+            delay = min(delay * 2, BACKOFF_MAX)
+
+    def disconnect(self) -> None:
+        """Drop the connection without a goodbye (the agent exits when its stdin closes)."""
+        if self._conn is not None:
+            self._conn.abort()
+            self._conn = None
+
+    def close(self) -> None:
+        """Say goodbye to the agent and release the transport."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> AgentWorker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _request(self, message: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        if self._conn is None or not self._conn.alive:
+            self.connect()
+        assert self._conn is not None
+        return self._conn.request(message, timeout=timeout)
+
+    # -- paths ---------------------------------------------------------------------------
+
+    def host_path(self, path: str) -> str:
+        """Where a path of the spec's folder is on the worker's host (its `dir`)."""
+        if self.host_dir is None or self.folder is None:
+            return path
+        rel = os.path.relpath(path, self.folder)
+        if rel == ".":
+            return self.host_dir
+        if rel.startswith(".."):
+            return path
+        return os.path.join(self.host_dir, rel)
+
+    # -- the Worker protocol -------------------------------------------------------------
+
+    def run(self, request: ProcessRequest) -> ProcessResult:
+        """Run one command on the host and block until it ends or times out. Raises WorkerLost
+        when the connection ends first (the agent then kills the command)."""
+        reply_timeout = None if request.timeout is None else request.timeout + REPLY_MARGIN
+        reply = self._request(
+            {
+                "op": "run",
+                "command": request.command,
+                "cwd": self.host_path(request.cwd),
+                "env": dict(request.env),
+                "timeout": request.timeout,
+                "output_limit": request.output_limit,
+                "collect": list(request.collect),
+            },
+            timeout=reply_timeout,
+        )
+        r = decode_result(reply["result"])
+        return ProcessResult(
+            exit_status=r["exit_status"],
+            timed_out=bool(r["timed_out"]),
+            wall_time=float(r["wall_time"]),
+            user_time=float(r["user_time"]),
+            sys_time=float(r["sys_time"]),
+            max_rss=int(r["max_rss"]),
+            started=float(r["started"]),
+            ended=float(r["ended"]),
+            stdout=r["stdout"],
+            stderr=r["stderr"],
+            stdout_dropped=int(r["stdout_dropped"]),
+            stderr_dropped=int(r["stderr_dropped"]),
+            files=r["files"],
+            error=r["error"],
+            spawn=str(r.get("spawn") or ""),
+        )
+
+    def snapshot(self, files: Sequence[str], cwd: str, commands: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
+        """The host's environment snapshot (taken by the agent there), the sha256 of `files` and
+        of what `commands` (command, cwd) execute on that host, and this worker's identity."""
+        reply = self._request(
+            {
+                "op": "snapshot",
+                "files": [self.host_path(f) for f in files],
+                "cwd": self.host_path(cwd),
+                "commands": [[c, self.host_path(w)] for c, w in commands],
+            },
+            timeout=HELLO_TIMEOUT,
+        )
+        snap: dict[str, Any] = reply["snapshot"]
+        snap["worker"] = self.name
+        snap["worker_kind"] = self.kind
+        snap["transport"] = self.transport.describe()
+        snap["boot_id"] = self.boot_id()
+        return snap
+
+    def boot_id(self) -> str | None:
+        """The host's boot identity now (the worker's `boot_id` command, else the kernel's)."""
+        return self._request({"op": "boot_id", "command": self.boot_id_command}, timeout=HELLO_TIMEOUT).get("boot_id")

@@ -1,0 +1,233 @@
+"""One connection to an agent: start it through a transport, send its bundle, exchange lines.
+
+The controller blocks in read() on the agent's stdout while a trial runs (the calling thread
+sleeps in the kernel). The transport's stderr goes to the worker's log file, whose last lines
+explain a failure. A connection that ends without the agent's goodbye is lost, never done.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import select
+import signal
+import subprocess
+import tempfile
+import time
+from typing import IO, Any, Mapping
+
+from benchsage.errors import WorkerError, WorkerLost, WorkerSetupError
+from benchsage.execute.bundle import agent_argv, bundle_bytes
+from benchsage.execute.transports.base import Failure, Transport, last_line
+
+HELLO_TIMEOUT = 60.0  # seconds for the transport to connect and the agent to say hello
+_READ = 1 << 16
+
+
+class AgentConnection:
+    """A running agent on the far side of a transport."""
+
+    def __init__(self, worker: str, transport: Transport, python: list[str], log: str | None = None) -> None:
+        self.worker = worker
+        self.transport = transport
+        self.python = python
+        self.log_path = log
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.hello: dict[str, Any] = {}
+        self._buf = bytearray()
+        self._log: IO[bytes] | None = None
+        self._log_start = 0
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def start(self, timeout: float = HELLO_TIMEOUT) -> dict[str, Any]:
+        """Start the agent and wait for its hello. Raises WorkerSetupError for configuration
+        problems (retrying will not help), WorkerError for anything else."""
+        argv = self.transport.argv(agent_argv(self.python))
+        self._open_log()
+        assert self._log is not None
+        try:
+            self.proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._log,
+                start_new_session=True,  # Ctrl-C in the terminal reaches the controller only
+                bufsize=0,
+            )
+        except FileNotFoundError as exc:
+            raise WorkerSetupError(f"worker {self.worker}: cannot start {argv[0]!r}: {exc.strerror}") from None
+        except OSError as exc:
+            raise WorkerError(f"worker {self.worker}: cannot start {argv[0]!r}: {exc.strerror}") from None
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(bundle_bytes())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass  # the transport died at once: its exit status and stderr say why
+        deadline = time.monotonic() + timeout
+        line = self._readline(deadline)
+        if line is None:
+            failure = self._failure(started=False)
+            self.abort()
+            raise (WorkerSetupError if failure.setup else WorkerError)(f"worker {self.worker}: {failure.reason}")
+        message = json.loads(line)
+        if "fatal" in message:
+            self.abort()
+            raise WorkerSetupError(
+                f"worker {self.worker}: {message['fatal']}; set `python` in its [[worker]] to a newer interpreter"
+            )
+        if "hello" not in message:
+            self.abort()
+            raise WorkerError(f"worker {self.worker}: the agent did not say hello (got {line[:200]!r})")
+        self.hello = message["hello"]
+        return self.hello
+
+    def close(self, timeout: float = 10.0) -> bool:
+        """Ask the agent to exit; True when it said goodbye. The transport is reaped either way."""
+        said_bye = False
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                said_bye = bool(self.request({"op": "bye"}, timeout=timeout).get("bye"))
+            except WorkerError:
+                said_bye = False
+        self.abort(grace=timeout)
+        return said_bye
+
+    def abort(self, grace: float = 2.0) -> None:
+        """End the connection now: close the agent's stdin (it kills its trial and exits), then
+        kill the transport's process group if it lingers."""
+        proc = self.proc
+        if proc is None:
+            return
+        for stream in (proc.stdin, proc.stdout):
+            try:
+                if stream is not None:
+                    stream.close()
+            except OSError:
+                pass
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            proc.wait()
+        self.proc = None
+        if self._log is not None and self.log_path is None:
+            self._log.close()
+            self._log = None
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    # -- requests ------------------------------------------------------------------------
+
+    def request(self, message: Mapping[str, Any], timeout: float | None = None) -> dict[str, Any]:
+        """Send one request and wait for its reply (at most `timeout` seconds, None: no limit).
+        Raises WorkerLost when the connection ends or the reply does not come in time."""
+        proc = self.proc
+        if proc is None or proc.stdin is None:
+            raise WorkerLost(f"worker {self.worker}: not connected")
+        try:
+            proc.stdin.write((json.dumps(message, separators=(",", ":")) + "\n").encode())
+            proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            raise self._lost() from None
+        deadline = None if timeout is None else time.monotonic() + timeout
+        line = self._readline(deadline)
+        if line is None:
+            if proc.poll() is None:
+                self.abort()
+                raise WorkerLost(f"worker {self.worker}: no answer from the agent within {timeout:g} s; connection dropped")
+            raise self._lost()
+        reply: dict[str, Any] = json.loads(line)
+        if "error" in reply:
+            raise WorkerError(f"worker {self.worker}: the agent could not do {message.get('op')!r}: {reply['error']}")
+        return reply
+
+    def _readline(self, deadline: float | None) -> bytes | None:
+        """The next line from the agent, or None at EOF or past the deadline."""
+        proc = self.proc
+        if proc is None or proc.stdout is None:
+            return None
+        fd = proc.stdout.fileno()
+        while True:
+            nl = self._buf.find(b"\n")
+            if nl >= 0:
+                line = bytes(self._buf[: nl + 1])
+                del self._buf[: nl + 1]
+                return line
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                ready, _, _ = select.select([fd], [], [], left)
+                if not ready:
+                    return None
+            try:
+                data = os.read(fd, _READ)
+            except InterruptedError:
+                continue
+            except OSError:
+                data = b""
+            if not data:
+                return None
+            self._buf += data
+
+    # -- failures ------------------------------------------------------------------------
+
+    def _lost(self) -> WorkerLost:
+        failure = self._failure(started=True)
+        self.abort()
+        return WorkerLost(f"worker {self.worker}: {failure.reason}")
+
+    def _failure(self, started: bool) -> Failure:
+        status = None
+        if self.proc is not None:
+            try:
+                status = self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                status = None
+        stderr = self.log_tail()
+        explained = self.transport.explain(status, stderr)
+        if explained is not None:
+            return explained
+        what = "the connection to the agent ended" if started else "the agent did not start"
+        detail = last_line(stderr) or (f"exit status {status}" if status is not None else "no output")
+        return Failure(f"{what} on {self.transport.describe()} ({detail})")
+
+    def _open_log(self) -> None:
+        if self._log is None:
+            if self.log_path is not None:
+                os.makedirs(os.path.dirname(self.log_path) or ".", exist_ok=True)
+                self._log = open(self.log_path, "ab")
+            else:
+                self._log = tempfile.TemporaryFile()
+        self._log.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} connecting: {self.transport.describe()}\n".encode())
+        self._log.flush()
+        self._log_start = self._log.tell()
+
+    def log_tail(self, limit: int = 4096) -> str:
+        """What the transport wrote to stderr since this connection started (its last bytes)."""
+        if self._log is None:
+            return ""
+        try:
+            fd = self._log.fileno()
+            end = os.fstat(fd).st_size
+            start = max(self._log_start, end - limit)
+            return os.pread(fd, end - start, start).decode(errors="replace")
+        except OSError:
+            return ""
+
+
+def decode_result(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A result as the agent sent it, with its output bytes decoded."""
+    out = dict(data)
+    for key in ("stdout", "stderr"):
+        out[key] = base64.b64decode(out[key])
+    out["files"] = {k: (None if v is None else base64.b64decode(v)) for k, v in (out.get("files") or {}).items()}
+    return out

@@ -1,0 +1,34 @@
+"""Slurm: the agent runs as a one-task job step on one node (`srun --nodelist=NODE -N1 -n1`).
+
+srun forwards its stdin to the task and the task's stdout back. srun exits 0 even after a
+node failure, so only the agent's own goodbye means that a worker finished.
+"""
+
+from __future__ import annotations
+
+import re
+
+from benchsage.execute.transports.base import Failure, last_line, python_failure
+
+
+class SlurmTransport:
+    kind = "slurm"
+
+    def __init__(self, node: str, srun_args: list[str] | None = None, python: str = "python3", name: str | None = None) -> None:
+        self.node = node
+        self.srun_args = list(srun_args or ())
+        self.python = python
+        self.name = name or node
+
+    def argv(self, command: list[str]) -> list[str]:
+        return ["srun", f"--nodelist={self.node}", "-N1", "-n1", f"--job-name=benchsage-{self.name}", *self.srun_args, *command]
+
+    def describe(self) -> str:
+        return f"srun on {self.node}"
+
+    def explain(self, exit_status: int | None, stderr: str) -> Failure | None:
+        if re.search(r"Invalid node name|invalid node name|Requested node configuration is not available", stderr):
+            return Failure(f"Slurm has no node {self.node!r} ({last_line(stderr)}); check `sinfo -N`", setup=True)
+        if re.search(r"Invalid partition|invalid account|Invalid qos|Unable to allocate resources", stderr):
+            return Failure(f"srun refused the job: {last_line(stderr)}", setup=True)
+        return python_failure(self.python, exit_status, stderr)
