@@ -68,19 +68,42 @@ class TestSpec:
 
 @dataclass(frozen=True)
 class ResetSpec:
+    """What runs before every run: a command, or a reboot of the worker's host (kind "reboot":
+    verified by a new boot id when the host answers again)."""
+
     command: str
     timeout: float
     cwd: str
     env: Mapping[str, str]
+    kind: str = "command"  # "command" | "reboot"
 
 
 @dataclass(frozen=True)
 class WorkerSpec:
-    """Where trials run: "local" now; SSH hosts for fleets."""
+    """Where trials run: this machine, an ssh host, a Slurm node, or any transport command."""
 
     name: str
     kind: str = "local"
-    host: str | None = None
+    host: str | None = None  # ssh
+    ssh_config: str | None = None  # ssh: absolute path of an ssh config file (ssh -F)
+    node: str | None = None  # slurm
+    srun_args: tuple[str, ...] = ()  # slurm
+    transport: tuple[str, ...] = ()  # command
+    dir: str | None = None  # the spec's folder on the host; None: the same path as here
+    python: str | None = None  # interpreter for the agent on the host (words); None: python3 (local: this one)
+    boot_id: str | None = None  # command printing the host's boot identity; None: the kernel's boot_id
+    reconnect_timeout: float = 60.0
+
+    @property
+    def target(self) -> str:
+        """What the worker reaches, for plans and messages."""
+        if self.kind == "ssh":
+            return f"ssh {self.host}"
+        if self.kind == "slurm":
+            return f"slurm node {self.node}"
+        if self.kind == "command":
+            return " ".join(self.transport)
+        return "this machine"
 
 
 @dataclass(frozen=True)
@@ -118,9 +141,17 @@ class Spec:
 _EXPERIMENT_KEYS = {"name", "runs", "seed", "alpha", "correction", "timeout", "env", "cwd", "output_limit"}
 _TEST_KEYS = {"name", "command", "timeout", "env", "cwd", "metric"}
 _METRIC_KEYS = {"name", "regex", "json", "file", "line", "unit", "better"}
-_RESET_KEYS = {"command", "timeout", "env", "cwd"}
+_RESET_KEYS = {"command", "timeout", "env", "cwd", "kind"}
 _GENERATOR_KEYS = {"command", "timeout"}
-_WORKER_KEYS = {"name", "kind", "host"}
+_WORKER_COMMON = {"name", "kind", "dir", "python", "boot_id", "reconnect_timeout"}
+_WORKER_KEYS = {
+    "local": _WORKER_COMMON,
+    "ssh": _WORKER_COMMON | {"host", "ssh_config"},
+    "slurm": _WORKER_COMMON | {"node", "srun_args"},
+    "command": _WORKER_COMMON | {"transport"},
+}
+DEFAULT_REBOOT_COMMAND = "sudo reboot"
+DEFAULT_REBOOT_TIMEOUT = 900.0
 _TOP_KEYS = {"experiment", "reset", "test", "metric", "generator", "worker"}
 _CORRECTIONS = ("bonferroni", "holm")
 
@@ -376,16 +407,25 @@ def load_spec(
         if not isinstance(reset_doc, dict):
             raise w.error("", f"'reset' must be a table ([reset]), got {_type_name(reset_doc)}")
         _check_keys(w, "[reset]", reset_doc, _RESET_KEYS)
-        reset_command = _string(w, "[reset]", reset_doc, "command", required=True)
+        reset_kind = _string(w, "[reset]", reset_doc, "kind", default="command")
+        if reset_kind not in ("command", "reboot"):
+            raise w.error("[reset]", f"key 'kind' must be \"command\" or \"reboot\", got {reset_kind!r}")
+        if reset_kind == "reboot":
+            reset_command = _string(w, "[reset]", reset_doc, "command", default=DEFAULT_REBOOT_COMMAND)
+            default_reset_timeout = DEFAULT_REBOOT_TIMEOUT
+        else:
+            reset_command = _string(w, "[reset]", reset_doc, "command", required=True)
+            default_reset_timeout = DEFAULT_RESET_TIMEOUT
         assert reset_command is not None
         reset = ResetSpec(
             command=reset_command,
-            timeout=_number(w, "[reset]", reset_doc, "timeout", DEFAULT_RESET_TIMEOUT) or DEFAULT_RESET_TIMEOUT,
+            timeout=_number(w, "[reset]", reset_doc, "timeout", default_reset_timeout) or default_reset_timeout,
             cwd=_cwd(w, "[reset]", reset_doc, global_cwd),
             env=_env(w, "[reset]", reset_doc, global_env),
+            kind=reset_kind or "command",
         )
 
-    workers = _workers(w, doc.get("worker"))
+    workers = _workers(w, doc.get("worker"), folder)
     return Spec(
         path=path,
         name=name,
@@ -419,21 +459,79 @@ def read_spec_text(path: str, shown: str) -> str:
         raise SpecError(f"{shown}: not a text file (expected TOML in UTF-8)") from None
 
 
-def _workers(w: _Where, items: Any) -> tuple[WorkerSpec, ...]:
+def _string_list(w: _Where, where: str, table: Mapping[str, Any], key: str, *, required: bool = False) -> tuple[str, ...]:
+    if key not in table:
+        if required:
+            raise w.error(where, f"missing required key '{key}'")
+        return ()
+    value = table[key]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise w.error(where, f"key '{key}' must be an array of strings, got {_type_name(value)}")
+    if required and not value:
+        raise w.error(where, f"key '{key}' must not be empty")
+    return tuple(value)
+
+
+def _workers(w: _Where, items: Any, folder: str) -> tuple[WorkerSpec, ...]:
     if items is None:
         return (WorkerSpec("local"),)
     if not isinstance(items, list):
         raise w.error("", f"'worker' must be an array of tables ([[worker]]), got {_type_name(items)}")
-    out = []
+    out: list[WorkerSpec] = []
+    names: dict[str, int] = {}
     for i, item in enumerate(items, 1):
         here = f"[[worker]] #{i}"
         if not isinstance(item, dict):
             raise w.error(here, f"must be a table, got {_type_name(item)}")
-        _check_keys(w, here, item, _WORKER_KEYS)
-        kind = _string(w, here, item, "kind", default="local")
-        if kind != "local":
-            raise w.error(here, f"worker kind {kind!r} is not supported by this version (supported: \"local\")")
-        out.append(WorkerSpec(_string(w, here, item, "name", default="local") or "local", kind))
+        kind = _string(w, here, item, "kind", default="local") or "local"
+        if kind not in _WORKER_KEYS:
+            raise w.error(here, f"unknown worker kind {kind!r} (expected one of: {', '.join(sorted(_WORKER_KEYS))})")
+        _check_keys(w, f"{here} (kind \"{kind}\")", item, _WORKER_KEYS[kind])
+        host = node = None
+        transport: tuple[str, ...] = ()
+        if kind == "ssh":
+            host = _string(w, here, item, "host", required=True)
+            default_name = host
+        elif kind == "slurm":
+            node = _string(w, here, item, "node", required=True)
+            default_name = node
+        elif kind == "command":
+            transport = _string_list(w, here, item, "transport", required=True)
+            default_name = f"command-{i}"
+        else:
+            default_name = "local"
+        name = _string(w, here, item, "name", default=default_name) or default_name
+        if not name.strip() or any(c in name for c in "/\n\0"):
+            raise w.error(here, f"key 'name' must be a non-empty label without '/' or newlines, got {name!r}")
+        if name in names:
+            raise w.error(here, f"duplicate worker name '{name}' (also worker #{names[name]}); give each worker its own `name`")
+        names[name] = i
+        ssh_config = _string(w, here, item, "ssh_config")
+        if ssh_config is not None:
+            ssh_config = os.path.normpath(os.path.join(folder, os.path.expanduser(ssh_config)))
+            if not os.path.isfile(ssh_config):
+                raise w.error(here, f"ssh_config {ssh_config!r} is not a file")
+        python = _string(w, here, item, "python")
+        if python is not None and not python.strip():
+            raise w.error(here, "key 'python' must not be empty")
+        directory = _string(w, here, item, "dir")
+        if directory is not None and not directory.startswith("/"):
+            raise w.error(here, f"key 'dir' must be an absolute path on the host, got {directory!r}")
+        out.append(
+            WorkerSpec(
+                name=name,
+                kind=kind,
+                host=host,
+                ssh_config=ssh_config,
+                node=node,
+                srun_args=_string_list(w, here, item, "srun_args"),
+                transport=transport,
+                dir=directory,
+                python=python,
+                boot_id=_string(w, here, item, "boot_id"),
+                reconnect_timeout=_number(w, here, item, "reconnect_timeout", 60.0) or 60.0,
+            )
+        )
     if not out:
         raise w.error("", "'worker' is empty; remove it to run locally")
     return tuple(out)

@@ -38,8 +38,12 @@ def execute(spec_path: Path, directory: Path) -> Journal:
 
 
 def rows(directory: Path, sql: str) -> list[tuple]:
-    with sqlite3.connect(journal_path(directory)) as conn:
+    # Read-only: polling a journal that does not exist yet must not create an empty one.
+    conn = sqlite3.connect(f"file:{journal_path(directory)}?mode=ro", uri=True)
+    try:
         return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
 
 
 THREE = """

@@ -251,10 +251,12 @@ def run_process(
     try:
         report = _read_all(rep_r)  # the exec time, then EOF at exec (close-on-exec), or why it failed
         pidfd = _exit_waiter(pid)
-        stamp, _, failure = report.partition(b"|")
+        stamp, bar, failure = report.partition(b"|")
+        if not bar:  # failed before the exec time was written
+            stamp, failure = b"", report
         if failure or not stamp:
             _, status, _usage = os.wait4(pid, 0)
-            stage, _, code = (failure or stamp).decode().partition(":")
+            stage, _, code = failure.decode().partition(":")
             reason = os.strerror(int(code or 0))
             where = ("working directory %r" % cwd) if stage == "chdir" else repr(path)
             return _failed("cannot start %r: %s: %s" % (command, where, reason), started, how)

@@ -8,6 +8,7 @@ re-established with back-off on request (the runner decides when that is allowed
 from __future__ import annotations
 
 import os
+import threading
 import time
 from typing import Any, Sequence
 
@@ -63,10 +64,10 @@ class AgentWorker:
         self._conn, self.hello = conn, hello
         return hello
 
-    def reconnect(self, within: float | None = None) -> dict[str, Any]:
+    def reconnect(self, within: float | None = None, stop: threading.Event | None = None) -> dict[str, Any]:
         """Connect again, retrying with back-off for `within` seconds (default reconnect_timeout).
-        Raises WorkerLost naming the last reason when the host does not answer in time;
-        configuration problems (WorkerSetupError) are raised at once."""
+        Raises WorkerLost naming the last reason when the host does not answer in time, or
+        when `stop` is set; configuration problems (WorkerSetupError) are raised at once."""
         self.disconnect()
         limit = self.reconnect_timeout if within is None else within
         deadline = time.monotonic() + limit
@@ -83,7 +84,11 @@ class AgentWorker:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise WorkerLost(f"worker {self.name}: did not come back within {limit:g} s ({last})")
-            time.sleep(min(delay, left))
+            if stop is not None:
+                if stop.wait(min(delay, left)):
+                    raise WorkerLost(f"worker {self.name}: stopped while reconnecting")
+            else:
+                time.sleep(min(delay, left))
             delay = min(delay * 2, BACKOFF_MAX)
 
     def disconnect(self) -> None:
@@ -91,6 +96,13 @@ class AgentWorker:
         if self._conn is not None:
             self._conn.abort()
             self._conn = None
+
+    def hang_up(self) -> None:
+        """From another thread: end the connection so that a request blocked on it returns
+        (WorkerLost); the agent kills the trial in flight and exits."""
+        conn = self._conn
+        if conn is not None:
+            conn.hang_up()
 
     def close(self) -> None:
         """Say goodbye to the agent and release the transport."""

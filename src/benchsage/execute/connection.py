@@ -68,8 +68,10 @@ class AgentConnection:
             pass  # the transport died at once: its exit status and stderr say why
         deadline = time.monotonic() + timeout
         line = self._readline(deadline)
-        if line is None:
-            failure = self._failure(started=False)
+        if not line:
+            failure = self._failure(started=False) if line is not None else Failure(
+                f"no hello from the agent within {timeout:g} s on {self.transport.describe()}"
+            )
             self.abort()
             raise (WorkerSetupError if failure.setup else WorkerError)(f"worker {self.worker}: {failure.reason}")
         message = json.loads(line)
@@ -120,6 +122,25 @@ class AgentConnection:
             self._log.close()
             self._log = None
 
+    def hang_up(self, grace: float = 2.0) -> None:
+        """Close the agent's stdin only (safe while another thread reads its stdout): the agent
+        kills its trial and exits; the transport is killed if it lingers past `grace`."""
+        proc = self.proc
+        if proc is None:
+            return
+        try:
+            if proc.stdin is not None:
+                proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
     @property
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -139,10 +160,10 @@ class AgentConnection:
             raise self._lost() from None
         deadline = None if timeout is None else time.monotonic() + timeout
         line = self._readline(deadline)
-        if line is None:
-            if proc.poll() is None:
-                self.abort()
-                raise WorkerLost(f"worker {self.worker}: no answer from the agent within {timeout:g} s; connection dropped")
+        if line is None:  # the deadline passed: a silent agent or a hung connection
+            self.abort()
+            raise WorkerLost(f"worker {self.worker}: no answer from the agent within {timeout:g} s; connection dropped")
+        if not line:
             raise self._lost()
         reply: dict[str, Any] = json.loads(line)
         if "error" in reply:
@@ -150,10 +171,10 @@ class AgentConnection:
         return reply
 
     def _readline(self, deadline: float | None) -> bytes | None:
-        """The next line from the agent, or None at EOF or past the deadline."""
+        """The next line from the agent; b"" at EOF, None past the deadline."""
         proc = self.proc
         if proc is None or proc.stdout is None:
-            return None
+            return b""
         fd = proc.stdout.fileno()
         while True:
             nl = self._buf.find(b"\n")
@@ -175,7 +196,7 @@ class AgentConnection:
             except OSError:
                 data = b""
             if not data:
-                return None
+                return b""
             self._buf += data
 
     # -- failures ------------------------------------------------------------------------

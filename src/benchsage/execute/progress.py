@@ -8,15 +8,18 @@ test is being measured.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from typing import IO, Protocol
 
 
 class Progress(Protocol):
+    """Called between trials, from each worker's thread (implementations serialize)."""
+
     def start(self, total_runs: int, total_trials: int, done_runs: int, done_trials: int) -> None: ...
-    def run_started(self, run_index: int, arm: str, attempt: int) -> None: ...
-    def trial_done(self, test: str, status: str, shown_value: str, reason: str | None) -> None: ...
-    def run_done(self, run_index: int, arm: str) -> None: ...
+    def run_started(self, run_index: int, arm: str, attempt: int, worker: str = "") -> None: ...
+    def trial_done(self, test: str, status: str, shown_value: str, reason: str | None, worker: str = "") -> None: ...
+    def run_done(self, run_index: int, arm: str, worker: str = "") -> None: ...
     def message(self, text: str) -> None: ...
     def stop(self) -> None: ...
 
@@ -35,6 +38,14 @@ class _Counter:
         self.total_runs = self.total_trials = self.done_runs = self.done_trials = 0
         self.session_trials = 0
         self.t0 = time.monotonic()
+        self.lock = threading.RLock()
+        self.workers_seen: set[str] = set()
+
+    def tag(self, worker: str) -> str:
+        """"[node1] " once several workers report, so lines say where they come from."""
+        if worker:
+            self.workers_seen.add(worker)
+        return f"[{worker}] " if worker and len(self.workers_seen) > 1 else ""
 
     def start(self, total_runs: int, total_trials: int, done_runs: int, done_trials: int) -> None:
         self.total_runs, self.total_trials = total_runs, total_trials
@@ -65,28 +76,32 @@ class PlainProgress(_Counter):
         resumed = f", resuming after {done_runs} done" if done_runs else ""
         self._print(f"benchsage: {total_runs} runs, {total_trials} trials{resumed}")
 
-    def run_started(self, run_index: int, arm: str, attempt: int) -> None:
-        self.run_failures = 0
-        if attempt > 1:
-            self._print(f"run {run_index + 1}: redoing from its reset (attempt {attempt})")
+    def run_started(self, run_index: int, arm: str, attempt: int, worker: str = "") -> None:
+        with self.lock:
+            self.run_failures = 0
+            if attempt > 1:
+                self._print(f"{self.tag(worker)}run {run_index + 1}: redoing from its reset (attempt {attempt})")
 
-    def trial_done(self, test: str, status: str, shown_value: str, reason: str | None) -> None:
-        self.done_trials += 1
-        self.session_trials += 1
-        if status == "ok":
-            self.last = f"{test} {shown_value}"
-        else:
-            self._print(f"  trial {test}: {status}" + (f" ({reason})" if reason else ""))
+    def trial_done(self, test: str, status: str, shown_value: str, reason: str | None, worker: str = "") -> None:
+        with self.lock:
+            self.done_trials += 1
+            self.session_trials += 1
+            if status == "ok":
+                self.last = f"{test} {shown_value}"
+            else:
+                self._print(f"  {self.tag(worker)}trial {test}: {status}" + (f" ({reason})" if reason else ""))
 
-    def run_done(self, run_index: int, arm: str) -> None:
-        self.done_runs += 1
-        self._print(
-            f"run {self.done_runs}/{self.total_runs} ({arm}) done; trials {self.done_trials}/{self.total_trials}; "
-            f"ETA {self.eta()}; last: {self.last or '-'}"
-        )
+    def run_done(self, run_index: int, arm: str, worker: str = "") -> None:
+        with self.lock:
+            self.done_runs += 1
+            self._print(
+                f"{self.tag(worker)}run {self.done_runs}/{self.total_runs} ({arm}) done; trials {self.done_trials}/{self.total_trials}; "
+                f"ETA {self.eta()}; last: {self.last or '-'}"
+            )
 
     def message(self, text: str) -> None:
-        self._print(text)
+        with self.lock:
+            self._print(text)
 
     def stop(self) -> None:
         pass
@@ -113,6 +128,7 @@ class RichProgress(_Counter):
             transient=False,
         )
         self.task = None
+        self.arms: dict[str, str] = {}
 
     def start(self, total_runs: int, total_trials: int, done_runs: int, done_trials: int) -> None:
         super().start(total_runs, total_trials, done_runs, done_trials)
@@ -123,29 +139,39 @@ class RichProgress(_Counter):
     def _label(self) -> str:
         return f"run {min(self.done_runs + 1, self.total_runs)}/{self.total_runs}"
 
-    def run_started(self, run_index: int, arm: str, attempt: int) -> None:
-        if attempt > 1:
-            self.bar.console.print(f"run {run_index + 1}: redoing from its reset (attempt {attempt})")
-        assert self.task is not None
-        self.bar.update(self.task, description=f"{self._label()} {arm:<6}")
-        self.bar.refresh()
+    def run_started(self, run_index: int, arm: str, attempt: int, worker: str = "") -> None:
+        with self.lock:
+            tag = self.tag(worker)
+            if attempt > 1:
+                self.bar.console.print(f"{tag}run {run_index + 1}: redoing from its reset (attempt {attempt})", markup=False)
+            assert self.task is not None
+            self.bar.update(self.task, description=f"{self._label()} {arm:<6}")
+            if worker:
+                self.arms[worker] = arm
+            self.bar.refresh()
 
-    def trial_done(self, test: str, status: str, shown_value: str, reason: str | None) -> None:
-        self.done_trials += 1
-        self.session_trials += 1
-        assert self.task is not None
-        if status != "ok":
-            self.bar.console.print(f"[yellow]trial {test}: {status}[/]" + (f" ({reason})" if reason else ""), markup=True, highlight=False)
-            self.bar.advance(self.task)
-        else:
-            self.bar.update(self.task, advance=1, last=f"{test} {shown_value}")
-        self.bar.refresh()
+    def trial_done(self, test: str, status: str, shown_value: str, reason: str | None, worker: str = "") -> None:
+        with self.lock:
+            self.done_trials += 1
+            self.session_trials += 1
+            tag = self.tag(worker)
+            assert self.task is not None
+            if status != "ok":
+                self.bar.console.print(f"[yellow]{_escape(tag)}trial {_escape(test)}: {status}[/]" + (f" ({_escape(reason)})" if reason else ""), markup=True, highlight=False)
+                self.bar.advance(self.task)
+            else:
+                self.bar.update(self.task, advance=1, last=f"{tag}{test} {shown_value}")
+            self.bar.refresh()
 
-    def run_done(self, run_index: int, arm: str) -> None:
-        self.done_runs += 1
+    def run_done(self, run_index: int, arm: str, worker: str = "") -> None:
+        with self.lock:
+            self.done_runs += 1
+            assert self.task is not None
+            self.bar.update(self.task, description=f"{self._label()} {', '.join(sorted(set(self.arms.values()))) if len(self.arms) > 1 else arm:<6}")
 
     def message(self, text: str) -> None:
-        self.bar.console.print(text, markup=False, highlight=False)
+        with self.lock:
+            self.bar.console.print(text, markup=False, highlight=False)
 
     def stop(self) -> None:
         self.bar.stop()
@@ -157,14 +183,20 @@ def make_progress(quiet: bool = False) -> Progress:
     return RichProgress() if sys.stderr.isatty() else PlainProgress()
 
 
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
 class QuietProgress(_Counter):
-    def run_started(self, run_index: int, arm: str, attempt: int) -> None:
+    def run_started(self, run_index: int, arm: str, attempt: int, worker: str = "") -> None:
         pass
 
-    def trial_done(self, test: str, status: str, shown_value: str, reason: str | None) -> None:
+    def trial_done(self, test: str, status: str, shown_value: str, reason: str | None, worker: str = "") -> None:
         pass
 
-    def run_done(self, run_index: int, arm: str) -> None:
+    def run_done(self, run_index: int, arm: str, worker: str = "") -> None:
         pass
 
     def message(self, text: str) -> None:

@@ -2,24 +2,27 @@
 
 The loop below only runs trials and writes the journal; what the user sees goes through a
 Progress object between trials. Resume and a fresh start share the same loop: unfinished runs
-are (re)done from their reset, finished runs are never touched.
+are (re)done from their reset, finished runs are never touched. Each worker carries out its
+own copy of the plan in a thread of its own (the thread sleeps in read() while its agent
+measures); the journal takes one writer at a time. A worker that is lost stops alone.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
-import resource
+import queue
 import signal
+import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import benchsage
 from benchsage.design.plan import Plan, draw_seed, make_plan
-from benchsage.errors import ExperimentError, SpecError, WorkerError
+from benchsage.errors import ExperimentError, SpecError, WorkerError, WorkerLost, WorkerSetupError
 from benchsage.execute.metrics import MetricError, extract
 from benchsage.execute.progress import Progress
-from benchsage.execute.snapshot import command_files
 from benchsage.execute.worker import ProcessRequest, ProcessResult, Worker
 from benchsage.spec import Spec, TestSpec, load_spec
 from benchsage.store.journal import Journal, TrialRecord, check_directory_for
@@ -81,7 +84,9 @@ def create_experiment(spec: Spec, directory: str, *, seed: int | None = None, ru
     seed = seed if seed is not None else spec.seed if spec.seed is not None else draw_seed()
     digest = experiment_digest(spec, runs_per_arm, seed)
     check_directory_for(directory, digest)
-    plan = make_plan([t.name for t in spec.tests], runs_per_arm, seed)
+    names = [t.name for t in spec.tests]
+    plans = [(w, make_plan(names, runs_per_arm, worker_seed(seed, w.name, len(spec.workers)))) for w in spec.workers]
+    plan = plans[0][1]
     meta = {
         "name": spec.name,
         "spec_digest": digest,
@@ -96,17 +101,30 @@ def create_experiment(spec: Spec, directory: str, *, seed: int | None = None, ru
         "reset": spec.reset.command if spec.reset else None,
         "created": time.time(),
         "tool_version": benchsage.__version__,
+        "workers": [
+            {"name": w.name, "kind": w.kind, "target": w.target, "seed": p.seed} for w, p in plans
+        ],
     }
     tests = [{"name": t.name, "command": t.command, "metrics": _metrics_meta(t)} for t in spec.tests]
-    journal = Journal.create(
-        directory, meta, tests, [{"id": r.index, "arm": r.arm, "arm_index": r.arm_index, "order": r.order} for r in plan.runs]
-    )
+    runs = [
+        {"id": k * len(p.runs) + r.index, "arm": r.arm, "arm_index": r.arm_index, "order": r.order, "worker": w.name}
+        for k, (w, p) in enumerate(plans)
+        for r in p.runs
+    ]
+    journal = Journal.create(directory, meta, tests, runs)
     return journal, plan
 
 
-def experiment_digest(spec: Spec, runs_per_arm: int, seed: int) -> str:
-    import hashlib
+def worker_seed(seed: int, worker: str, workers: int) -> int:
+    """The seed of a worker's plan: the experiment's own with one worker; with several, drawn
+    from the experiment seed and the worker's name, so each worker has its own random orders."""
+    if workers <= 1:
+        return seed
+    digest = hashlib.sha256(f"{seed}\0{worker}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
 
+
+def experiment_digest(spec: Spec, runs_per_arm: int, seed: int) -> str:
     return hashlib.sha256(f"{spec.digest}\0{runs_per_arm}\0{seed}".encode()).hexdigest()
 
 
@@ -120,15 +138,28 @@ def spec_from_journal(journal: Journal) -> Spec:
     return spec
 
 
-class Runner:
-    """Executes the unfinished runs of one journaled experiment on one worker."""
+REBOOT_COMMAND_TIMEOUT = 120.0  # seconds the reboot command itself may take before it returns
+BACKOFF_FIRST = 0.5
+BACKOFF_MAX = 10.0
 
-    def __init__(self, spec: Spec, journal: Journal, worker: Worker, progress: Progress) -> None:
+
+class _Stopped(Exception):
+    """The user interrupted the experiment: stop this worker, keep what it measured."""
+
+
+class _ResetFailed(Exception):
+    """The reset before a run failed: the worker is lost (its state is unknown)."""
+
+
+class Runner:
+    """Executes the unfinished runs of one journaled experiment on its workers, in parallel."""
+
+    def __init__(self, spec: Spec, journal: Journal, workers: Worker | Sequence[Worker], progress: Progress) -> None:
         self.spec = spec
         self.journal = journal
-        self.worker = worker
+        self.workers: list[Any] = list(workers) if isinstance(workers, (list, tuple)) else [workers]
         self.progress = progress
-        self._files = sorted({f for t in spec.tests for f in command_files(t.command, t.cwd)})
+        self._commands = [(t.command, t.cwd) for t in spec.tests]
         # One request per test, built once: the trial loop only runs and records.
         self._requests = [
             ProcessRequest(
@@ -141,19 +172,24 @@ class Runner:
             )
             for t in spec.tests
         ]
+        self._stop = threading.Event()
+        self._lost: dict[str, str] = {}
+        self._current: dict[str, int] = {}  # worker -> number of the run in flight
+        self._directory = os.path.dirname(journal.path)
 
     def execute(self) -> None:
-        """Run every run not yet done. Raises ExperimentError (exit 3) when it cannot finish;
-        everything measured until then is in the journal."""
+        """Run every run not yet done on every worker. Raises ExperimentError (exit 3) when a
+        worker was lost or the user interrupted; everything measured until then is kept."""
         journal = self.journal
         interrupted = journal.interrupt_unfinished()
         runs = journal.runs()
         tests = self.spec.tests
+        by_worker = self._assign(runs)
         done_runs, done_trials = journal.progress()
         self.progress.start(len(runs), len(runs) * len(tests), done_runs, done_trials)
         if interrupted:
             self.progress.message(f"{interrupted} interrupted run(s) will be redone from their reset")
-        runs_per_arm = len(runs) // 2
+        runs_per_arm = len(runs) // (2 * max(1, len(by_worker)))
         if runs_per_arm < MIN_RUNS_PER_ARM and done_runs == 0:
             self.progress.message(
                 f"warning: {runs_per_arm} runs per arm are too few to test for an order effect "
@@ -163,58 +199,164 @@ class Runner:
             self.progress.message(
                 "warning: the spec has no [reset]: runs do not start from a clean state, so one run's leftovers can reach the next"
             )
+        finished: queue.Queue[str] = queue.Queue()
+        threads = []
+        for worker in self.workers:
+            mine = by_worker.get(worker.name, [])
+            thread = threading.Thread(target=self._thread, args=(worker, mine, finished), name=f"worker {worker.name}", daemon=True)
+            threads.append(thread)
         with _signals_as_interrupts():
-            for run in runs:
-                if run["status"] == "done":
-                    continue
-                self._run_one(run)
+            try:
+                for thread in threads:
+                    thread.start()
+                for _ in threads:
+                    finished.get()  # sleeps until a worker is done; Ctrl-C and SIGTERM interrupt it
+            except KeyboardInterrupt:
+                self._stop.set()
+                for worker in self.workers:
+                    _hang_up(worker)
+                for thread in threads:
+                    thread.join()
+                self.progress.stop()
+                done, trials = journal.progress()
+                where = ", ".join(f"run {n} on {w}" if len(self.workers) > 1 else f"run {n}" for w, n in self._current.items())
+                raise ExperimentError(
+                    f"interrupted{' during ' + where if where else ''}; {done} finished runs ({trials} trials) are kept in "
+                    f"{self._directory}; continue with `benchsage resume {self._directory}`"
+                ) from None
         self.progress.stop()
+        if self._lost:
+            raise ExperimentError(self._lost_message())
 
-    def _run_one(self, run: dict[str, Any]) -> None:
-        journal, spec = self.journal, self.spec
-        attempt_id, number = journal.begin_attempt(run["id"], self.worker.name)
-        self.progress.run_started(run["id"], run["arm"], number)
+    def _assign(self, runs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+        by_worker: dict[str, list[dict[str, Any]]] = {}
+        for run in runs:
+            by_worker.setdefault(run["worker"], []).append(run)
+        names = [w.name for w in self.workers]
+        if len(names) == 1 and len(by_worker) == 1 and names[0] not in by_worker:
+            # A one-worker journal resumed under another worker name (e.g. older journals: 'local').
+            by_worker = {names[0]: next(iter(by_worker.values()))}
+        unknown = sorted(set(by_worker) - set(names))
+        if unknown:
+            raise SpecError(f"{self.journal.path}: the journal has runs for workers the spec does not name: {', '.join(unknown)}")
+        return by_worker
+
+    def _lost_message(self) -> str:
+        done, trials = self.journal.progress()
+        kept = f"{done} finished runs ({trials} trials) are kept in {self._directory}"
+        if len(self.workers) == 1:
+            (reason,) = self._lost.values()
+            return f"{reason}; {kept}; fix it, then `benchsage resume {self._directory}`"
+        lost = "; ".join(f"{name}: {reason}" for name, reason in sorted(self._lost.items()))
+        others = len(self.workers) - len(self._lost)
+        return (
+            f"{len(self._lost)} of {len(self.workers)} workers lost ({lost}); "
+            f"{'the other ' + str(others) + ' finished; ' if others else ''}{kept}; "
+            f"`benchsage resume {self._directory}` continues exactly the missing runs"
+        )
+
+    def _thread(self, worker: Any, runs: list[dict[str, Any]], finished: queue.Queue[str]) -> None:
         try:
-            self._reset(run, attempt_id)
-            snapshot = self.worker.snapshot(self._files, spec.folder)
+            self._carry_out(worker, runs)
+        except BaseException as exc:  # noqa: BLE001 - a bug must not hang the controller
+            if not isinstance(exc, _Stopped):
+                self._lost[worker.name] = f"worker {worker.name}: {type(exc).__name__}: {exc}"
+        finally:
+            finished.put(worker.name)
+
+    def _carry_out(self, worker: Any, runs: list[dict[str, Any]]) -> None:
+        first = runs[0]["id"] if runs else 0
+        for run in runs:
+            if run["status"] == "done":
+                continue
+            number = run["id"] - first + 1
+            while True:
+                if self._stop.is_set():
+                    return
+                try:
+                    self._run_one(worker, run, number)
+                    break
+                except _Stopped:
+                    return
+                except _ResetFailed as exc:
+                    self._lost[worker.name] = str(exc)
+                    return
+                except WorkerSetupError as exc:
+                    self._lost[worker.name] = str(exc)
+                    return
+                except WorkerLost as exc:
+                    if self._stop.is_set():
+                        return
+                    timeout = getattr(worker, "reconnect_timeout", 0.0)
+                    self.progress.message(
+                        f"worker {worker.name}: {_strip(exc, worker.name)} during run {number}; "
+                        f"reconnecting (up to {timeout:g} s), then the run is redone from its reset"
+                    )
+                    try:
+                        worker.reconnect(stop=self._stop)
+                    except (WorkerError, _Stopped) as again:
+                        if not self._stop.is_set():
+                            self._lost[worker.name] = f"worker {worker.name}: lost during run {number}: {_strip(again, worker.name)}"
+                        return
+                except WorkerError as exc:
+                    self._lost[worker.name] = str(exc)
+                    return
+
+    def _run_one(self, worker: Any, run: dict[str, Any], number: int) -> None:
+        journal, spec = self.journal, self.spec
+        attempt_id, attempt = journal.begin_attempt(run["id"], worker.name)
+        self._current[worker.name] = number
+        self.progress.run_started(run["id"], run["arm"], attempt, worker=worker.name)
+        try:
+            self._reset(worker, number, attempt_id)
+            snapshot = worker.snapshot([], spec.folder, self._commands)
             snapshot["spec_hash"] = spec.digest
-            # Linux charges every child, at exec, the peak RSS of the process that spawned it,
-            # so a trial's max_rss is never below the controller's own peak: record that floor.
-            snapshot["max_rss_floor_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
             journal.record_snapshot(attempt_id, snapshot)
+            boot = snapshot.get("boot_id")
             previous: int | None = None
             for position, test_id in enumerate(run["order"]):
+                if self._stop.is_set():
+                    raise _Stopped()
                 test = spec.tests[test_id]
-                result = self.worker.run(self._requests[test_id])
+                result = worker.run(self._requests[test_id])
                 outcome = classify(test, result)
-                journal.add_trial(_record(run["id"], attempt_id, self.worker.name, test_id, position, previous, result, outcome))
-                self.progress.trial_done(test.name, outcome.status, _shown(test, result, outcome), outcome.reason)
+                journal.add_trial(_record(run["id"], attempt_id, worker.name, test_id, position, previous, result, outcome, boot))
+                self.progress.trial_done(test.name, outcome.status, _shown(test, result, outcome), outcome.reason, worker=worker.name)
                 previous = test_id
-        except KeyboardInterrupt:
+        except (_Stopped, KeyboardInterrupt):
             journal.finish_attempt(attempt_id, run["id"], "interrupted", "interrupted by the user")
-            self.progress.stop()
-            done, trials = journal.progress()
-            raise ExperimentError(
-                f"interrupted during run {run['id'] + 1}; {done} finished runs ({trials} trials) are kept in "
-                f"{os.path.dirname(journal.path)}; continue with `benchsage resume {os.path.dirname(journal.path)}`"
-            ) from None
-        except ExperimentError as exc:
+            raise _Stopped() from None
+        except WorkerLost as exc:
+            if self._stop.is_set():
+                journal.finish_attempt(attempt_id, run["id"], "interrupted", "interrupted by the user")
+                raise _Stopped() from None
+            journal.finish_attempt(attempt_id, run["id"], "failed", f"connection lost: {exc}")
+            raise
+        except _ResetFailed as exc:
             journal.finish_attempt(attempt_id, run["id"], "reset-failed", str(exc))
-            self.progress.stop()
             raise
         except WorkerError as exc:
             journal.finish_attempt(attempt_id, run["id"], "failed", str(exc))
-            self.progress.stop()
             raise
+        except BaseException as exc:
+            journal.finish_attempt(attempt_id, run["id"], "failed", f"{type(exc).__name__}: {exc}")
+            raise
+        self._current.pop(worker.name, None)
         journal.finish_attempt(attempt_id, run["id"], "done")
-        self.progress.run_done(run["id"], run["arm"])
+        self.progress.run_done(run["id"], run["arm"], worker=worker.name)
 
-    def _reset(self, run: dict[str, Any], attempt_id: int) -> None:
+    def _prefix(self, worker: Any) -> str:
+        return f"worker {worker.name}: " if len(self.workers) > 1 or worker.kind != "local" else ""
+
+    def _reset(self, worker: Any, number: int, attempt_id: int) -> None:
         reset = self.spec.reset
         if reset is None:
             self.journal.record_reset(attempt_id, "none", None, None, b"", b"")
             return
-        result = self.worker.run(ProcessRequest(command=reset.command, cwd=reset.cwd, env=reset.env, timeout=reset.timeout))
+        if reset.kind == "reboot":
+            self._reboot(worker, number, attempt_id)
+            return
+        result = worker.run(ProcessRequest(command=reset.command, cwd=reset.cwd, env=reset.env, timeout=reset.timeout))
         status = "ok" if result.ok else "timeout" if result.timed_out else "failed"
         self.journal.record_reset(attempt_id, status, result.exit_status, result.wall_time, result.stdout, result.stderr)
         if status != "ok":
@@ -223,12 +365,82 @@ class Runner:
                 or (f"did not finish within {reset.timeout:g} s" if result.timed_out else f"exit status {result.exit_status}")
             )
             last = _last_line(result.stderr) or _last_line(result.stdout)
-            done, trials = self.journal.progress()
-            directory = os.path.dirname(self.journal.path)
-            raise ExperimentError(
-                f"reset failed before run {run['id'] + 1} ({why}{': ' + last if last else ''}); "
-                f"{done} finished runs ({trials} trials) are kept in {directory}; fix the reset, then `benchsage resume {directory}`"
+            raise _ResetFailed(f"{self._prefix(worker)}reset failed before run {number} ({why}{': ' + last if last else ''})")
+
+    def _reboot(self, worker: Any, number: int, attempt_id: int) -> None:
+        """Reboot the host and verify it: a new boot id when the agent answers again, within the
+        reset's timeout. A reboot command that fails, a host that never comes back, or one that
+        comes back with the same boot id is a failed reset."""
+        reset = self.spec.reset
+        assert reset is not None
+        t0 = time.monotonic()
+        before = worker.boot_id()
+        if not before:
+            raise _ResetFailed(f"{self._prefix(worker)}cannot read the boot id before run {number}; set `boot_id` in its [[worker]]")
+        dropped = False
+        try:
+            result = worker.run(
+                ProcessRequest(command=reset.command, cwd=reset.cwd, env=reset.env, timeout=min(reset.timeout, REBOOT_COMMAND_TIMEOUT))
             )
+        except WorkerLost:
+            result, dropped = None, True  # the host went down under the command: as expected
+        if result is not None and not result.ok:
+            why = result.error or (f"did not return within {min(reset.timeout, REBOOT_COMMAND_TIMEOUT):g} s" if result.timed_out else f"exit status {result.exit_status}")
+            last = _last_line(result.stderr) or _last_line(result.stdout)
+            self.journal.record_reset(attempt_id, "failed", result.exit_status, time.monotonic() - t0, result.stdout, result.stderr)
+            raise _ResetFailed(
+                f"{self._prefix(worker)}the reboot command `{reset.command}` failed before run {number} ({why}{': ' + last if last else ''})"
+            )
+        worker.disconnect()
+        deadline = t0 + reset.timeout
+        delay = BACKOFF_FIRST
+        same_seen = False
+        last_error = "no answer"
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            if self._stop.wait(min(delay, left)):
+                raise _Stopped()
+            delay = min(delay * 2, BACKOFF_MAX)
+            try:
+                worker.connect(timeout=max(1.0, min(60.0, deadline - time.monotonic())))
+                now = worker.boot_id()
+            except WorkerSetupError:
+                raise
+            except WorkerError as exc:
+                dropped = True
+                last_error = _strip(exc, worker.name)
+                worker.disconnect()
+                continue
+            if now and now != before:
+                summary = f"boot id {before} -> {now}; connection dropped: {'yes' if dropped else 'no'}; back after {time.monotonic() - t0:.1f} s\n"
+                self.journal.record_reset(attempt_id, "ok", 0, time.monotonic() - t0, summary.encode(), b"")
+                return
+            same_seen = True
+            worker.disconnect()
+        elapsed = time.monotonic() - t0
+        if same_seen and not dropped:
+            reason = (
+                f"the host did not reboot before run {number}: it still answered with boot id {before} after {reset.timeout:g} s "
+                f"(the reboot command `{reset.command}` exited 0; check that it really reboots, e.g. passwordless sudo)"
+            )
+        elif same_seen:
+            reason = f"the host came back with the same boot id {before} before run {number}: it was not rebooted"
+        else:
+            reason = f"the host did not come back within {reset.timeout:g} s after the reboot before run {number} ({last_error})"
+        self.journal.record_reset(attempt_id, "timeout", None, elapsed, reason.encode(), b"")
+        raise _ResetFailed(f"{self._prefix(worker)}{reason}")
+
+
+def _hang_up(worker: Any) -> None:
+    hang_up = getattr(worker, "hang_up", None)
+    if hang_up is not None:
+        hang_up()
+
+
+def _strip(exc: BaseException, name: str) -> str:
+    return str(exc).removeprefix(f"worker {name}: ")
 
 
 def _last_line(data: bytes) -> str:
@@ -246,7 +458,15 @@ def _shown(test: TestSpec, result: ProcessResult, outcome: TrialOutcome) -> str:
 
 
 def _record(
-    run_id: int, attempt_id: int, worker: str, test_id: int, position: int, previous: int | None, result: ProcessResult, outcome: TrialOutcome
+    run_id: int,
+    attempt_id: int,
+    worker: str,
+    test_id: int,
+    position: int,
+    previous: int | None,
+    result: ProcessResult,
+    outcome: TrialOutcome,
+    boot_id: str | None = None,
 ) -> TrialRecord:
     return TrialRecord(
         run_id=run_id,
@@ -270,6 +490,8 @@ def _record(
         stdout_dropped=result.stdout_dropped,
         stderr_dropped=result.stderr_dropped,
         values=outcome.values,
+        boot_id=boot_id,
+        spawn=result.spawn or None,
     )
 
 

@@ -1,24 +1,40 @@
-"""Start or resume an experiment: create or open its journal, pick the worker, run the loop."""
+"""Start or resume an experiment: connect its workers, create or open its journal, run the loop.
+
+The workers are connected before the journal is written, so a misconfigured fleet (an unknown
+host key, no usable python) leaves nothing behind to clean up: fix it and run again.
+"""
 
 from __future__ import annotations
 
 import os
 
-from benchsage.execute.local import LocalWorker
+from benchsage.design.plan import draw_seed
+from benchsage.errors import SpecError
+from benchsage.execute.fleet import close_all, connect_all, make_workers
 from benchsage.execute.progress import make_progress
-from benchsage.execute.runner import Runner, create_experiment, spec_from_journal
+from benchsage.execute.runner import Runner, create_experiment, experiment_digest, spec_from_journal
 from benchsage.spec import load_spec
-from benchsage.store.journal import Journal
+from benchsage.store.journal import Journal, check_directory_for
 
 
 def start(spec_path: str, directory: str, *, runs: int | None = None, seed: int | None = None, quiet: bool = False) -> None:
-    """Plan the experiment into a new journal, then execute it."""
+    """Plan the experiment into a new journal, then execute it on every worker."""
     spec = load_spec(spec_path)
-    journal, _plan = create_experiment(spec, directory, seed=seed, runs=runs)
+    runs_per_arm = runs if runs is not None else spec.runs
+    if runs_per_arm < 1:
+        raise SpecError(f"--runs must be at least 1, got {runs_per_arm}")
+    seed = seed if seed is not None else spec.seed if spec.seed is not None else draw_seed()
+    check_directory_for(directory, experiment_digest(spec, runs_per_arm, seed))
+    workers = make_workers(spec, directory)
     try:
-        Runner(spec, journal, LocalWorker(), make_progress(quiet)).execute()
+        connect_all(workers)
+        journal, _plan = create_experiment(spec, directory, seed=seed, runs=runs)
+        try:
+            Runner(spec, journal, workers, make_progress(quiet)).execute()
+        finally:
+            journal.close()
     finally:
-        journal.close()
+        close_all(workers)
 
 
 def resume(directory: str, *, quiet: bool = False) -> None:
@@ -31,6 +47,11 @@ def resume(directory: str, *, quiet: bool = False) -> None:
             with open(spec.path, encoding="utf-8", errors="replace") as fh:
                 if fh.read() != spec.text:
                     progress.message(f"note: {spec.path} changed since the experiment started; resuming with the journal's copy")
-        Runner(spec, journal, LocalWorker(), progress).execute()
+        workers = make_workers(spec, directory)
+        try:
+            connect_all(workers)
+            Runner(spec, journal, workers, progress).execute()
+        finally:
+            close_all(workers)
     finally:
         journal.close()

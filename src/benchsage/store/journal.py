@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
@@ -39,7 +40,8 @@ CREATE TABLE IF NOT EXISTS runs (
     arm TEXT NOT NULL CHECK (arm IN ('fixed', 'random')),
     arm_index INTEGER NOT NULL,
     test_order TEXT NOT NULL,        -- JSON list of test ids
-    status TEXT NOT NULL DEFAULT 'planned'  -- planned | running | done | failed
+    status TEXT NOT NULL DEFAULT 'planned',  -- planned | running | done | failed
+    worker TEXT NOT NULL DEFAULT 'local'     -- the worker that carries this run out
 );
 CREATE TABLE IF NOT EXISTS attempts (
     id INTEGER PRIMARY KEY,
@@ -74,7 +76,9 @@ CREATE TABLE IF NOT EXISTS trials (
     wall_time REAL, user_time REAL, sys_time REAL, max_rss REAL,
     stdout_tail BLOB, stderr_tail BLOB,
     stdout_bytes_dropped INTEGER NOT NULL DEFAULT 0,
-    stderr_bytes_dropped INTEGER NOT NULL DEFAULT 0
+    stderr_bytes_dropped INTEGER NOT NULL DEFAULT 0,
+    boot_id TEXT,                    -- the host's boot identity while the trial ran
+    spawn TEXT                       -- exec (no shell) | shell (/bin/sh -c)
 );
 CREATE TABLE IF NOT EXISTS trial_values (
     trial_id INTEGER NOT NULL REFERENCES trials(id),
@@ -109,18 +113,42 @@ class TrialRecord:
     stdout_dropped: int
     stderr_dropped: int
     values: Mapping[str, float]
+    boot_id: str | None = None
+    spawn: str | None = None
 
 
 def journal_path(directory: str | os.PathLike[str]) -> str:
     return os.path.join(os.fspath(directory), JOURNAL_NAME)
 
 
+# Columns added since format 1 was first written; a journal without them gets them on open.
+_ADDED_COLUMNS = (
+    ("runs", "worker", "TEXT NOT NULL DEFAULT 'local'"),
+    ("trials", "boot_id", "TEXT"),
+    ("trials", "spawn", "TEXT"),
+)
+
+
+def _locked(method: Any) -> Any:
+    """Serialize a Journal method: one writer for every worker thread of an experiment."""
+
+    def wrapper(self: "Journal", *args: Any, **kwargs: Any) -> Any:
+        with self.lock:
+            return method(self, *args, **kwargs)
+
+    wrapper.__name__ = method.__name__
+    wrapper.__doc__ = method.__doc__
+    return wrapper
+
+
 class Journal:
-    """Read and write one experiment's journal. Not shared between threads."""
+    """Read and write one experiment's journal. Its methods may be called from several threads
+    (one per worker): they take turns on one connection, so there is one writer."""
 
     def __init__(self, path: str, conn: sqlite3.Connection) -> None:
         self.path = path
         self.conn = conn
+        self.lock = threading.RLock()
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -141,8 +169,8 @@ class Journal:
                 [(i, t["name"], t["command"], json.dumps(t["metrics"])) for i, t in enumerate(tests)],
             )
             conn.executemany(
-                "INSERT INTO runs(id, arm, arm_index, test_order) VALUES (?, ?, ?, ?)",
-                [(r["id"], r["arm"], r["arm_index"], json.dumps(list(r["order"]))) for r in runs],
+                "INSERT INTO runs(id, arm, arm_index, test_order, worker) VALUES (?, ?, ?, ?, ?)",
+                [(r["id"], r["arm"], r["arm_index"], json.dumps(list(r["order"])), r.get("worker", "local")) for r in runs],
             )
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("PRAGMA wal_checkpoint(FULL)")
@@ -164,28 +192,36 @@ class Journal:
             raise DataError(f"{path}: not a readable benchsage journal ({exc})") from None
         if version is None or json.loads(version[0]) != FORMAT_VERSION:
             raise DataError(f"{path}: journal format {version[0] if version else 'unknown'} is not supported by this benchsage")
+        _add_missing_columns(conn)
         return cls(path, conn)
 
     @staticmethod
     def exists(directory: str | os.PathLike[str]) -> bool:
         return os.path.exists(journal_path(directory))
 
+    @_locked
     def close(self) -> None:
         self.conn.close()
 
     # -- reading ---------------------------------------------------------------------------
 
+    @_locked
     def meta(self) -> dict[str, Any]:
         return {k: json.loads(v) for k, v in self.conn.execute("SELECT key, value FROM meta")}
 
+    @_locked
     def tests(self) -> list[dict[str, Any]]:
         rows = self.conn.execute("SELECT id, name, command, metrics FROM tests ORDER BY id").fetchall()
         return [{"id": i, "name": n, "command": c, "metrics": json.loads(m)} for i, n, c, m in rows]
 
+    @_locked
     def runs(self) -> list[dict[str, Any]]:
-        rows = self.conn.execute("SELECT id, arm, arm_index, test_order, status FROM runs ORDER BY id").fetchall()
-        return [{"id": i, "arm": a, "arm_index": ai, "order": json.loads(o), "status": s} for i, a, ai, o, s in rows]
+        rows = self.conn.execute("SELECT id, arm, arm_index, test_order, status, worker FROM runs ORDER BY id").fetchall()
+        return [
+            {"id": i, "arm": a, "arm_index": ai, "order": json.loads(o), "status": s, "worker": w} for i, a, ai, o, s, w in rows
+        ]
 
+    @_locked
     def attempts(self) -> list[dict[str, Any]]:
         cur = self.conn.execute(
             "SELECT id, run_id, number, worker, status, started, ended, snapshot, reset_status, reset_exit, reset_wall, detail FROM attempts ORDER BY id"
@@ -198,11 +234,15 @@ class Journal:
             out.append(rec)
         return out
 
-    def progress(self) -> tuple[int, int]:
-        """(runs done, trials of done attempts)."""
-        done = self.conn.execute("SELECT COUNT(*) FROM runs WHERE status = 'done'").fetchone()[0]
+    @_locked
+    def progress(self, worker: str | None = None) -> tuple[int, int]:
+        """(runs done, trials of done attempts), of one worker or of all."""
+        where, args = ("AND runs.worker = ?", (worker,)) if worker is not None else ("", ())
+        done = self.conn.execute(f"SELECT COUNT(*) FROM runs WHERE status = 'done' {where}", args).fetchone()[0]
         trials = self.conn.execute(
-            "SELECT COUNT(*) FROM trials JOIN attempts ON trials.attempt_id = attempts.id WHERE attempts.status = 'done'"
+            "SELECT COUNT(*) FROM trials JOIN attempts ON trials.attempt_id = attempts.id JOIN runs ON trials.run_id = runs.id "
+            f"WHERE attempts.status = 'done' {where}",
+            args,
         ).fetchone()[0]
         return int(done), int(trials)
 
@@ -224,12 +264,14 @@ class Journal:
                 JOIN trials t ON v.trial_id = t.id JOIN attempts a ON t.attempt_id = a.id {where} ORDER BY v.trial_id"""
         )
 
+    @_locked
     def trial_output(self, trial_id: int) -> tuple[bytes, bytes]:
         row = self.conn.execute("SELECT stdout_tail, stderr_tail FROM trials WHERE id = ?", (trial_id,)).fetchone()
         return (row[0] or b"", row[1] or b"") if row else (b"", b"")
 
     # -- writing ---------------------------------------------------------------------------
 
+    @_locked
     def interrupt_unfinished(self) -> int:
         """Mark attempts left 'running' by a crash as interrupted; their runs go back to planned."""
         with _transaction(self.conn):
@@ -240,6 +282,7 @@ class Journal:
             self.conn.execute("UPDATE runs SET status = 'planned' WHERE status IN ('running', 'failed')")
         return cur.rowcount
 
+    @_locked
     def begin_attempt(self, run_id: int, worker: str) -> tuple[int, int]:
         """A new attempt at a run: (attempt id, attempt number)."""
         with _transaction(self.conn):
@@ -251,6 +294,7 @@ class Journal:
             self.conn.execute("UPDATE runs SET status = 'running' WHERE id = ?", (run_id,))
         return int(cur.lastrowid or 0), int(number)
 
+    @_locked
     def record_reset(self, attempt_id: int, status: str, exit_status: int | None, wall: float | None, stdout: bytes, stderr: bytes) -> None:
         with _transaction(self.conn):
             self.conn.execute(
@@ -258,10 +302,12 @@ class Journal:
                 (status, exit_status, wall, stdout[-TAIL_BYTES:], stderr[-TAIL_BYTES:], attempt_id),
             )
 
+    @_locked
     def record_snapshot(self, attempt_id: int, snapshot: Mapping[str, Any]) -> None:
         with _transaction(self.conn):
             self.conn.execute("UPDATE attempts SET snapshot = ? WHERE id = ?", (json.dumps(snapshot, default=str), attempt_id))
 
+    @_locked
     def add_trial(self, t: TrialRecord) -> int:
         """Insert one trial and its values, and commit before returning."""
         conn = self.conn
@@ -270,12 +316,13 @@ class Journal:
             cur = conn.execute(
                 """INSERT INTO trials(run_id, attempt_id, worker, test_id, position, predecessor_id, started, ended, duration,
                        exit_status, status, reason, wall_time, user_time, sys_time, max_rss, stdout_tail, stderr_tail,
-                       stdout_bytes_dropped, stderr_bytes_dropped)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                       stdout_bytes_dropped, stderr_bytes_dropped, boot_id, spawn)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 (
                     t.run_id, t.attempt_id, t.worker, t.test_id, t.position, t.predecessor_id, t.started, t.ended,
                     t.duration, t.exit_status, t.status, t.reason, t.wall_time, t.user_time, t.sys_time, t.max_rss,
                     t.stdout_tail[-TAIL_BYTES:], t.stderr_tail[-TAIL_BYTES:], t.stdout_dropped, t.stderr_dropped,
+                    t.boot_id, t.spawn,
                 ),
             )
             trial_id = int(cur.lastrowid or 0)
@@ -290,6 +337,7 @@ class Journal:
             raise
         return trial_id
 
+    @_locked
     def finish_attempt(self, attempt_id: int, run_id: int, status: str, detail: str | None = None) -> None:
         """Close an attempt; a done run is flushed to disk (fsync) before returning."""
         run_status = {"done": "done", "interrupted": "planned"}.get(status, "failed")
@@ -306,13 +354,24 @@ class Journal:
             if durable:
                 self.conn.execute("PRAGMA synchronous=NORMAL")
 
+    @_locked
     def set_meta(self, key: str, value: Any) -> None:
         with _transaction(self.conn):
             self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, json.dumps(value)))
 
 
+def _add_missing_columns(conn: sqlite3.Connection) -> None:
+    for table, column, decl in _ADDED_COLUMNS:
+        have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        if column not in have:
+            try:
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
+            except sqlite3.OperationalError:
+                pass  # a read-only journal: readers treat the column as absent
+
+
 def _connect(path: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, isolation_level=None, timeout=30)
+    conn = sqlite3.connect(path, isolation_level=None, timeout=30, check_same_thread=False)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA foreign_keys=ON")
@@ -334,7 +393,8 @@ class _transaction:
 def check_directory_for(directory: str, spec_digest: str) -> None:
     """Refuse to start an experiment in a directory that already holds one."""
     if not Journal.exists(directory):
-        if os.path.isdir(directory) and os.listdir(directory):
+        # The workers' connection logs (workers/) are written while connecting, before the journal.
+        if os.path.isdir(directory) and set(os.listdir(directory)) - {"workers"}:
             raise UsageError(f"{directory}: directory is not empty and holds no benchsage journal; choose another -o DIR")
         return
     try:

@@ -1,0 +1,83 @@
+"""The workers of an experiment, built from its spec, and connected all together before anything
+runs: an unknown host key, a missing python or an unreachable host stops the experiment before
+the first trial, naming every worker that cannot be used."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import threading
+
+from benchsage.errors import WorkerError, WorkerSetupError
+from benchsage.execute.agentworker import AgentWorker
+from benchsage.execute.local import LocalWorker
+from benchsage.execute.transports import CommandTransport, SlurmTransport, SshTransport
+from benchsage.spec import Spec, WorkerSpec
+
+WORKER_LOGS = "workers"  # folder of the experiment directory with each worker's transport log
+
+
+def make_worker(ws: WorkerSpec, folder: str, log_dir: str | None = None) -> AgentWorker:
+    """The worker a [[worker]] table describes (not connected yet)."""
+    log = os.path.join(log_dir, f"{ws.name}.log") if log_dir else None
+    python = ws.python or "python3"
+    words = shlex.split(python)
+    common = dict(python=words, boot_id_command=ws.boot_id, log=log)
+    if ws.kind == "local":
+        return LocalWorker(ws.name, python=words if ws.python else None, boot_id_command=ws.boot_id, log=log)
+    if ws.kind == "ssh":
+        assert ws.host is not None
+        transport = SshTransport(ws.host, ws.ssh_config, python)
+    elif ws.kind == "slurm":
+        assert ws.node is not None
+        transport = SlurmTransport(ws.node, list(ws.srun_args), python, ws.name)
+    elif ws.kind == "command":
+        transport = CommandTransport(list(ws.transport), python)
+    else:  # the spec validates kinds; a new kind needs a transport here
+        raise WorkerSetupError(f"worker {ws.name}: unknown kind {ws.kind!r}")
+    return AgentWorker(
+        ws.name, transport, folder=folder, host_dir=ws.dir, reconnect_timeout=ws.reconnect_timeout, **common  # type: ignore[arg-type]
+    )
+
+
+def make_workers(spec: Spec, directory: str | None = None) -> list[AgentWorker]:
+    log_dir = os.path.join(directory, WORKER_LOGS) if directory else None
+    return [make_worker(ws, spec.folder, log_dir) for ws in spec.workers]
+
+
+def connect_all(workers: list[AgentWorker]) -> None:
+    """Connect every worker at once. Raises WorkerSetupError (exit 2) if any worker is
+    misconfigured, else WorkerError (exit 3) if any cannot be reached, naming each; the
+    workers already connected are closed again."""
+    errors: dict[str, BaseException] = {}
+
+    def connect(worker: AgentWorker) -> None:
+        try:
+            worker.connect()
+        except WorkerError as exc:
+            errors[worker.name] = exc
+        except WorkerSetupError as exc:
+            errors[worker.name] = exc
+
+    threads = [threading.Thread(target=connect, args=(w,), daemon=True) for w in workers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if not errors:
+        return
+    for worker in workers:
+        worker.close()
+    ordered = [errors[w.name] for w in workers if w.name in errors]
+    message = "; ".join(str(e) for e in ordered) + "; nothing ran"
+    if any(isinstance(e, WorkerSetupError) for e in ordered):
+        raise WorkerSetupError(message)
+    raise WorkerError(message)
+
+
+def close_all(workers: list[AgentWorker]) -> None:
+    for worker in workers:
+        try:
+            worker.close()
+        except WorkerError:
+            pass
