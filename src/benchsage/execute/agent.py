@@ -229,6 +229,9 @@ def run_process(
         full_env.update(env)
     how, path, argv = plan_spawn(command, full_env)
     started = time.time()
+    bad = [k for k, v in full_env.items() if "\0" in k or "\0" in v or "=" in k]
+    if bad:
+        return _failed("cannot start %r: environment variable %r is not valid (NUL byte or '=' in its name)" % (command, bad[0]), started, how)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     rep_r, rep_w = os.pipe()

@@ -1,4 +1,5 @@
-"""Trial capture against real processes: statuses, signals, timeouts, bounded output, rusage."""
+"""The agent's trial capture against real processes: statuses, signals, timeouts, bounded output,
+rusage, direct exec; and the agent as a process: bootstrap, old interpreters, controller gone."""
 
 from __future__ import annotations
 
@@ -14,12 +15,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchsage.execute.capture import _Tail, run_process
-from benchsage.execute.worker import ProcessRequest
+from benchsage.errors import WorkerSetupError
+from benchsage.execute import agent
+from benchsage.execute.agent import Tail as _Tail
+from benchsage.execute.agent import plan_spawn, run_process
+from benchsage.execute.local import LocalWorker
+from benchsage.execute.worker import ProcessRequest, ProcessResult
 
 
-def run(command: str, cwd: Path, **kw: object) -> object:
-    return run_process(ProcessRequest(command=command, cwd=str(cwd), **kw))  # type: ignore[arg-type]
+def run(command: str, cwd: Path, **kw: object) -> ProcessResult:
+    """The agent's own capture function, in this process (the agent runs the same code)."""
+    result = run_process(command, str(cwd), **kw)  # type: ignore[arg-type]
+    return ProcessResult(**result)
 
 
 def gone(pid: int, within: float = 5.0) -> bool:
@@ -122,15 +129,13 @@ def test_huge_output_keeps_controller_memory_small(tmp_path: Path) -> None:
     script = textwrap.dedent(
         """
         import resource, sys
-        from benchsage.execute.capture import run_process
-        from benchsage.execute.worker import ProcessRequest
+        from benchsage.execute.agent import run_process
         base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        r = run_process(ProcessRequest(
-            command="yes | head -c 300000000; printf END; yes e | head -c 50000000 >&2",
-            cwd=sys.argv[1], output_limit=1 << 20))
+        r = run_process("yes | head -c 300000000; printf END; yes e | head -c 50000000 >&2",
+                        sys.argv[1], output_limit=1 << 20)
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        print(base, peak, len(r.stdout), r.stdout_dropped, len(r.stderr), r.stderr_dropped,
-              r.stdout[-3:].decode(), r.exit_status)
+        print(base, peak, len(r["stdout"]), r["stdout_dropped"], len(r["stderr"]), r["stderr_dropped"],
+              r["stdout"][-3:].decode(), r["exit_status"])
         """
     )
     out = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, check=True, timeout=120)
@@ -209,12 +214,11 @@ def test_no_children_are_left_behind(tmp_path: Path) -> None:
     script = textwrap.dedent(
         """
         import os, sys
-        from benchsage.execute.capture import run_process
-        from benchsage.execute.worker import ProcessRequest
+        from benchsage.execute.agent import run_process
         for _ in range(20):
-            run_process(ProcessRequest("true", sys.argv[1]))
-        run_process(ProcessRequest("sleep 5", sys.argv[1], timeout=0.1))
-        run_process(ProcessRequest("exit 1", sys.argv[1] + "/missing"))
+            run_process("true", sys.argv[1])
+        run_process("sleep 5", sys.argv[1], timeout=0.1)
+        run_process("exit 1", sys.argv[1] + "/missing")
         try:
             os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
@@ -225,10 +229,129 @@ def test_no_children_are_left_behind(tmp_path: Path) -> None:
     assert out.stdout == b"none\n"
 
 
-def test_max_rss_is_floored_at_the_controllers_peak(tmp_path: Path) -> None:
-    # A documented limit, not a wish: Linux charges the spawning address space's peak RSS to
-    # the child at exec, so a tiny command reports at least the controller's own peak.
+def test_max_rss_is_the_trials_own_not_the_controllers(tmp_path: Path) -> None:
+    # Linux charges a child, at exec, the peak RSS of the address space it was forked from. The
+    # agent forks trials from a small process and lowers the child's recorded peak before exec,
+    # so a tiny command reports far less than this (large) controller's own peak.
     import resource
 
     controller_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    assert run("true", tmp_path).max_rss >= controller_peak
+    with LocalWorker() as worker:
+        small = worker.run(ProcessRequest("true", str(tmp_path)))
+        big = worker.run(ProcessRequest(f"{sys.executable} -c 'b = b\"x\" * (100 << 20)'", str(tmp_path)))
+    assert small.ok and small.max_rss < controller_peak and small.max_rss < 16 * 1024
+    assert big.ok and big.max_rss > 100 * 1024
+
+
+@pytest.mark.parametrize(
+    ("command", "how"),
+    [
+        ("sleep 0.01", "exec"),
+        ("/bin/echo a b", "exec"),
+        ("dd if=/dev/zero of=/dev/null count=1", "exec"),
+        ("echo $HOME", "shell"),
+        ("true | cat", "shell"),
+        ("cd /tmp", "shell"),
+        ("FOO=1 env", "shell"),
+        ("ls *.txt", "shell"),
+        ("printf 'a b'", "shell"),
+        ("no-such-program-here", "shell"),
+        ("", "shell"),
+    ],
+)
+def test_commands_without_shell_syntax_are_execed_directly(command: str, how: str) -> None:
+    assert plan_spawn(command, os.environ)[0] == how
+
+
+def test_direct_exec_runs_the_program_itself(tmp_path: Path) -> None:
+    r = run("sh -c 'echo $PPID'", tmp_path)  # quotes: shell syntax, so /bin/sh -c runs it
+    assert r.spawn == "shell"
+    r = run(f"{sys.executable} -c print(__import__('os').getppid())", tmp_path)
+    assert r.spawn == "shell"  # parentheses are shell syntax too
+    script = tmp_path / "ppid.py"
+    script.write_text("import os\nprint(os.getppid())\n")
+    r = run(f"{sys.executable} {script}", tmp_path)
+    assert r.ok and r.spawn == "exec"
+    assert int(r.stdout) == os.getpid()  # no shell between the agent and the program
+
+
+def test_missing_program_exits_127_through_the_shell(tmp_path: Path) -> None:
+    r = run("no-such-program-here --x", tmp_path)
+    assert r.spawn == "shell" and r.exit_status == 127 and b"not found" in r.stderr
+
+
+def test_agent_sources_parse_as_python_3_8() -> None:
+    import ast
+
+    folder = Path(agent.__file__).parent
+    for name in ("agent.py", "noise.py", "snapshot.py"):
+        ast.parse((folder / name).read_text(), feature_version=(3, 8))
+
+
+PYENV = Path("/root/.pyenv/versions")
+
+
+def _interpreter(version: str) -> str | None:
+    found = sorted(PYENV.glob(f"{version}.*/bin/python3")) if PYENV.is_dir() else []
+    return str(found[-1]) if found else None
+
+
+@pytest.mark.skipif(_interpreter("3.8") is None, reason="no Python 3.8 on this machine")
+def test_agent_runs_on_python_3_8(tmp_path: Path) -> None:
+    python = _interpreter("3.8")
+    with LocalWorker(python=[python]) as worker:
+        hello = worker.connect()
+        assert hello["python"].startswith("3.8.")
+        r = worker.run(ProcessRequest("echo hi; exit 3", str(tmp_path), timeout=5))
+        assert (r.exit_status, r.stdout, r.spawn) == (3, b"hi\n", "shell")
+        assert worker.run(ProcessRequest("sleep 5", str(tmp_path), timeout=0.2)).timed_out
+        snap = worker.snapshot([], str(tmp_path), [("sh -c true", str(tmp_path))])
+        assert snap["python"].startswith("3.8.") and snap["boot_id"] and snap["files"]
+
+
+def test_too_old_or_missing_python_is_a_setup_error(tmp_path: Path) -> None:
+    old = _interpreter("3.6") or _interpreter("3.7")
+    if old is not None:
+        with pytest.raises(WorkerSetupError, match=r"python 3\.[67]\.\d+ is too old .* set `python`"):
+            LocalWorker(python=[old]).connect()
+    with pytest.raises(WorkerSetupError, match="cannot start '/no/such/python3'"):
+        LocalWorker(python=["/no/such/python3"]).connect()
+
+
+def test_agent_kills_its_trial_and_exits_when_the_controller_goes(tmp_path: Path) -> None:
+    import threading
+
+    worker = LocalWorker()
+    agent_pid = worker.connect()["pid"]
+    errors: list[BaseException] = []
+
+    def trial() -> None:
+        try:
+            worker.run(ProcessRequest("sleep 30 & echo $! > bg.pid; echo $$ > sh.pid; sleep 30", str(tmp_path)))
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    thread = threading.Thread(target=trial)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not ((tmp_path / "bg.pid").exists() and (tmp_path / "sh.pid").exists()):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    time.sleep(0.05)
+    worker.hang_up()  # the controller closes the agent's stdin, as when it dies
+    thread.join(10)
+    assert errors and "WorkerLost" in type(errors[0]).__name__
+    assert gone(agent_pid)
+    assert gone(int((tmp_path / "bg.pid").read_text()))
+    assert gone(int((tmp_path / "sh.pid").read_text()))
+    worker.close()
+
+
+def test_controller_sleeps_while_the_agent_measures(tmp_path: Path) -> None:
+    with LocalWorker() as worker:
+        worker.connect()
+        cpu = time.process_time()
+        r = worker.run(ProcessRequest("sleep 2", str(tmp_path)))
+        spent = time.process_time() - cpu
+    assert r.ok and 2 <= r.wall_time < 3
+    assert spent < 0.05, f"controller used {spent * 1000:.1f} ms of CPU during a 2 s trial"
