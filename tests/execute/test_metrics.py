@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchsage.execute.capture import run_process
+from benchsage.execute.local import LocalWorker
 from benchsage.execute.metrics import MetricError, extract, harness_metrics
 from benchsage.execute.worker import ProcessRequest, ProcessResult
 from benchsage.spec import MetricSpec
@@ -128,13 +128,14 @@ def test_every_finite_float_round_trips_through_each_source(value: float) -> Non
 
 
 def test_metrics_from_a_real_trial(tmp_path: Path) -> None:
-    r = run_process(
-        ProcessRequest(
-            command='echo "MB/s: 812.5"; echo \'{"lat": {"p99": 0.25}}\'; printf "7\\n8\\n" > res.txt',
-            cwd=str(tmp_path),
-            collect=("res.txt",),
+    with LocalWorker() as worker:
+        r = worker.run(
+            ProcessRequest(
+                command='echo "MB/s: 812.5"; echo \'{"lat": {"p99": 0.25}}\'; printf "7\\n8\\n" > res.txt',
+                cwd=str(tmp_path),
+                collect=("res.txt",),
+            )
         )
-    )
     assert extract(MetricSpec("tp", regex=r"MB/s: ([0-9.]+)"), r) == 812.5
     assert extract(MetricSpec("p99", json="lat.p99"), r) == 0.25
     assert extract(MetricSpec("second", file="res.txt", line=1), r) == 8
