@@ -1,0 +1,685 @@
+#!/usr/bin/env python3
+"""A fake fleet for trying benchsage's fleet experiments on one machine, and for its tests:
+one real OpenSSH server per fake host on 127.0.0.1, each with its own host key, port and boot
+id, and crashes and reboots that really drop the connections.
+
+    python3 examples/fleet/fakefleet.py start DIR --hosts 3
+    ssh -F DIR/ssh_config node1 'echo $BENCHSAGE_FAKE_HOST; cat "$BENCHSAGE_FAKE_HOST_DIR/boot_id"'
+    python3 examples/fleet/fakefleet.py stop DIR
+
+Every process of fake host nodeK carries BENCHSAGE_FAKE_HOST_DIR=DIR/nodeK in its environment
+(its sshd gets it at start, sessions through sshd's SetEnv, their children inherit it), which
+is how crash, reboot and stop find all of them, daemons a session detached with setsid
+included; processes that dropped it are still found as descendants of tagged ones.
+Stdlib only (Python 3.8+), importable: start(), Fleet, stop().
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import getpass
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Callable, Dict, Iterable, List, Optional, Set
+
+SSHD = "/usr/sbin/sshd"
+PRIVSEP_DIR = "/run/sshd"
+HOST_DIR_VAR = "BENCHSAGE_FAKE_HOST_DIR"   # DIR/nodeK, in every process of fake host nodeK
+HOST_NAME_VAR = "BENCHSAGE_FAKE_HOST"      # nodeK, in sessions
+REBOOT_VAR = "BENCHSAGE_FAKE_REBOOT_OF"    # DIR/nodeK, in the process that reboots nodeK
+STATE_FILE = "fleet.json"
+LOCK_FILE = "fleet.lock"
+REBOOT_OPTIONS_FILE = "reboot.json"
+BOOT_ID_COMMAND = 'cat "$BENCHSAGE_FAKE_HOST_DIR/boot_id"'
+SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+HERE = Path(__file__).resolve().parent
+FAKE_REBOOT = HERE / "fake-reboot"
+
+
+class FleetError(Exception):
+    """Something about the fake fleet went wrong; the message says what to do."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Processes: found by the tag in their environment, frozen, then killed.
+
+
+class _Process:
+    __slots__ = ("ppid", "comm", "cmdline", "environ")
+
+    def __init__(self, ppid: int, comm: bytes, cmdline: bytes, environ: Set[bytes]) -> None:
+        self.ppid, self.comm, self.cmdline, self.environ = ppid, comm, cmdline, environ
+
+
+def _process_table() -> Dict[int, _Process]:
+    """Every process that is not a zombie."""
+    table = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry, "rb") as f:
+                stat = f.read()
+            fields = stat[stat.rindex(b")") + 2:].split()
+            if fields[0] in (b"Z", b"X"):
+                continue
+            with open("/proc/%s/cmdline" % entry, "rb") as f:
+                cmdline = f.read()
+            with open("/proc/%s/environ" % entry, "rb") as f:
+                environ = f.read()
+        except (OSError, ValueError, IndexError):
+            continue
+        comm = stat[stat.index(b"(") + 1:stat.rindex(b")")]
+        table[int(entry)] = _Process(int(fields[1]), comm, b" " + cmdline.replace(b"\0", b" ") + b" ",
+                                     set(environ.split(b"\0")))
+    return table
+
+
+def _select(var: str, values: Iterable[str], marks: Iterable[str] = ()) -> Set[int]:
+    """Live processes whose environment sets `var` to one of `values`, or whose command line
+    contains one of `marks`; the sshd processes above them; and all their descendants. Never
+    this process itself.
+
+    sshd writes its process title over the memory /proc/PID/environ shows, so its own
+    processes lose the tag: the listener is found by its command line (which names its
+    sshd_config) and a connection's sshd processes as the parents of its tagged session.
+    Command lines are compared with their NULs turned into spaces, as process titles have."""
+    wanted = {("%s=%s" % (var, v)).encode() for v in values}
+    marked = [m.encode() for m in marks]
+    table = _process_table()
+    found = {pid for pid, p in table.items() if p.environ & wanted or any(m in p.cmdline for m in marked)}
+    for pid in list(found):
+        parent = table[pid].ppid
+        while parent in table and table[parent].comm.startswith(b"sshd") and parent not in found:
+            found.add(parent)
+            parent = table[parent].ppid
+    children: Dict[int, List[int]] = {}
+    for pid, p in table.items():
+        children.setdefault(p.ppid, []).append(pid)
+    todo = list(found)
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    found.discard(os.getpid())
+    found.discard(1)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            stat = f.read()
+    except OSError:
+        return False
+    return stat[stat.rindex(b")") + 2:][:1] not in (b"Z", b"X")
+
+
+def _signal(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _wait_gone(pids: Iterable[int], timeout: float) -> Set[int]:
+    """Wait until none of `pids` is alive (zombies count as gone); return those still alive."""
+    left = set(pids)
+    deadline = time.monotonic() + timeout
+    while True:
+        left = {pid for pid in left if _alive(pid)}
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.005)
+
+
+def _kill_all(select: Callable[[], Set[int]], grace: float = 0.0) -> None:
+    """Kill every process `select()` returns until it returns none. Each round first freezes
+    them (SIGSTOP) until a scan finds no new one, so nothing can fork its way out; then
+    SIGTERM with `grace` seconds to exit (the first round, if grace > 0) or SIGKILL."""
+    deadline = time.monotonic() + 20
+    while True:
+        frozen: Set[int] = set()
+        found = select()
+        while found - frozen:
+            for pid in found - frozen:
+                _signal(pid, signal.SIGSTOP)
+            frozen |= found
+            found = select()
+        if not frozen:
+            return
+        if grace > 0:
+            for pid in frozen:
+                _signal(pid, signal.SIGTERM)
+            for pid in frozen:
+                _signal(pid, signal.SIGCONT)
+            _wait_gone(frozen, grace)
+            grace = 0.0
+            continue
+        for pid in frozen:
+            _signal(pid, signal.SIGKILL)
+        left = _wait_gone(frozen, 5.0)
+        if left or time.monotonic() > deadline:
+            raise FleetError("processes %s survived SIGKILL" % sorted(left or frozen))
+
+
+_SPAWN = r"""
+import json, subprocess, sys
+pids = []
+for job in json.loads(sys.argv[1]):
+    with open(job["log"], "ab") as log:
+        pids.append(subprocess.Popen(job["argv"], env=job["env"], stdin=subprocess.DEVNULL,
+                                     stdout=log, stderr=log, start_new_session=True).pid)
+print(json.dumps(pids))
+"""
+
+
+def _spawn_detached(jobs: List[dict]) -> List[int]:
+    """Start each job ({"argv", "env", "log"}) in its own session, as a grandchild: its parent
+    exits at once, so it is nobody's child here and outlives whatever started it."""
+    done = subprocess.run([sys.executable, "-c", _SPAWN, json.dumps(jobs)],
+                          env={"PATH": SAFE_PATH}, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise FleetError("could not start %s: %s" % ([j["argv"][0] for j in jobs], done.stderr.strip()))
+    return json.loads(done.stdout)
+
+
+# ---------------------------------------------------------------------------------------------
+# Files of a fleet.
+
+
+def _free_port(taken: Set[int]) -> int:
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in taken:
+            return port
+
+
+def _quote(value: object) -> str:
+    """A value for ssh_config / sshd_config, quoted so paths with spaces stay one argument."""
+    text = str(value)
+    if '"' in text:
+        raise FleetError("paths with a double quote are not supported: %s" % text)
+    return '"%s"' % text
+
+
+def _keygen(path: Path, comment: str) -> None:
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
+                   check=True, stdin=subprocess.DEVNULL, capture_output=True)
+
+
+def _sshd_version() -> tuple:
+    done = subprocess.run([SSHD, "-V"], capture_output=True, text=True)
+    found = re.search(r"OpenSSH_(\d+)\.(\d+)", done.stdout + done.stderr)
+    return (int(found.group(1)), int(found.group(2))) if found else (0, 0)
+
+
+def _write_atomic(path: "os.PathLike[str] | str", text: str) -> None:
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(str(tmp), str(path))
+
+
+def _new_boot_id(host_dir: Path) -> str:
+    boot_id = str(uuid.uuid4())
+    _write_atomic(host_dir / "boot_id", boot_id + "\n")
+    return boot_id
+
+
+class _Locked:
+    """The fleet's lock: every change of a host's state (sshd up or down) holds it."""
+
+    def __init__(self, directory: Path) -> None:
+        self.path = directory / LOCK_FILE
+
+    def __enter__(self) -> "_Locked":
+        self.fd = os.open(str(self.path), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self.fd)
+
+
+class Fleet:
+    """A fake fleet in a folder that start() prepared. Files in the folder:
+
+    ssh_config, known_hosts, client_key(.pub), authorized_keys, fleet.json (state: ports and
+    sshd pids), fleet.lock; per host nodeK/: ssh_host_ed25519_key(.pub), sshd_config,
+    sshd.pid, sshd.log, boot_id, reboot.log, and reboot.json if set_reboot() was used.
+    """
+
+    def __init__(self, directory: "os.PathLike[str] | str") -> None:
+        self.dir = Path(directory).resolve()
+        if not (self.dir / STATE_FILE).is_file():
+            raise FleetError("%s holds no fake fleet (no %s); start one with: %s start %s"
+                             % (self.dir, STATE_FILE, Path(__file__).name, self.dir))
+
+    # -- what it is ------------------------------------------------------------------------
+
+    # Paths that go into command lines and specs are strings.
+    @property
+    def ssh_config(self) -> str:
+        return str(self.dir / "ssh_config")
+
+    @property
+    def known_hosts(self) -> str:
+        return str(self.dir / "known_hosts")
+
+    reboot = str(FAKE_REBOOT)             # a spec's reboot command on these hosts
+    boot_id_command = BOOT_ID_COMMAND     # a spec's worker key boot_id on these hosts
+
+    @property
+    def hosts(self) -> List[str]:
+        return list(self._state()["hosts"])
+
+    def host_dir(self, host: str) -> Path:
+        self._check(host)
+        return self.dir / host
+
+    def port(self, host: str) -> int:
+        return int(self._state()["hosts"][self._check(host)]["port"])
+
+    def boot_id(self, host: str) -> str:
+        return (self.host_dir(host) / "boot_id").read_text().strip()
+
+    def sshd_pid(self, host: str) -> Optional[int]:
+        """The pid of the host's sshd if it is up, else None."""
+        pid = self._state()["hosts"][self._check(host)]["sshd_pid"]
+        return pid if pid is not None and _alive(pid) else None
+
+    def is_up(self, host: str) -> bool:
+        return self.sshd_pid(host) is not None
+
+    def processes(self, host: Optional[str] = None) -> Set[int]:
+        """Live pids of a host (all hosts if None): its sshd, sessions, and their daemons."""
+        hosts = [self._check(host)] if host else self.hosts
+        return _select(HOST_DIR_VAR, [str(self.dir / h) for h in hosts],
+                       [" -f %s " % (self.dir / h / "sshd_config") for h in hosts])
+
+    def reboot_processes(self, host: Optional[str] = None) -> Set[int]:
+        """Pids of fake reboots still under way (going down, down, or coming back)."""
+        hosts = [self._check(host)] if host else self.hosts
+        return _select(REBOOT_VAR, [str(self.dir / h) for h in hosts])
+
+    def ssh_argv(self, host: str, command: Optional[str] = None) -> List[str]:
+        argv = ["ssh", "-F", self.ssh_config, self._check(host)]
+        return argv + [command] if command is not None else argv
+
+    def ssh(self, host: str, command: str, timeout: float = 30, **kwargs: object) -> subprocess.CompletedProcess:
+        """Run `command` on `host` over ssh; stdout and stderr captured as text."""
+        kwargs.setdefault("stdin", subprocess.DEVNULL)
+        return subprocess.run(self.ssh_argv(host, command), capture_output=True, text=True,
+                              timeout=timeout, **kwargs)
+
+    # -- what happens to it ----------------------------------------------------------------
+
+    def crash(self, host: str) -> None:
+        """Power cut: SIGKILL the host's sshd and every process of its sessions (a reboot under
+        way is cancelled too). The host stays down until boot()."""
+        with _Locked(self.dir):
+            self._kill_reboots([host])
+            _kill_all(lambda: self.processes(host))
+            self._set_pid(host, None)
+
+    def boot(self, host: str, new_boot_id: bool = True) -> None:
+        """Start a host that is down (same host key and port); a new boot id unless told not
+        to. A reboot of it still under way is cancelled."""
+        with _Locked(self.dir):
+            self._kill_reboots([host])
+            if self.is_up(host):
+                raise FleetError("%s is up (sshd pid %s); crash it first" % (host, self.sshd_pid(host)))
+            if new_boot_id:
+                _new_boot_id(self.host_dir(host))
+            self._start_sshds([host])
+
+    def set_reboot(self, host: str, down: Optional[float] = None, stay_down: Optional[bool] = None,
+                   keep_boot_id: Optional[bool] = None, delay: Optional[float] = None) -> None:
+        """How fake-reboot behaves on this host from now on, whatever its command line says
+        (so one spec-wide reboot command can fail on one host only). None: no override."""
+        options = {k: v for k, v in (("down", down), ("stay_down", stay_down),
+                                     ("keep_boot_id", keep_boot_id), ("delay", delay)) if v is not None}
+        path = self.host_dir(host) / REBOOT_OPTIONS_FILE
+        if options:
+            _write_atomic(path, json.dumps(options) + "\n")
+        elif path.exists():
+            path.unlink()
+
+    def stop(self, grace: float = 1.0) -> None:
+        """Stop the whole fleet: reboots under way, every sshd, every session process and
+        their daemons (SIGTERM, then SIGKILL after `grace` seconds); returns when all are gone."""
+        with _Locked(self.dir):
+            hosts = self.hosts
+            self._kill_reboots(hosts)
+            _kill_all(lambda: self.processes(), grace=grace)
+            for host in hosts:
+                self._set_pid(host, None)
+
+    # -- inside ----------------------------------------------------------------------------
+
+    def _state(self) -> dict:
+        return json.loads((self.dir / STATE_FILE).read_text())
+
+    def _save(self, state: dict) -> None:
+        _write_atomic(self.dir / STATE_FILE, json.dumps(state, indent=2) + "\n")
+
+    def _check(self, host: str) -> str:
+        if host not in self._state()["hosts"]:
+            raise FleetError("no host %r in the fleet at %s (hosts: %s)" % (host, self.dir, ", ".join(self.hosts)))
+        return host
+
+    def _set_pid(self, host: str, pid: Optional[int]) -> None:
+        state = self._state()
+        state["hosts"][host]["sshd_pid"] = pid
+        self._save(state)
+
+    def _kill_reboots(self, hosts: List[str], keep: Optional[int] = None) -> None:
+        values = [str(self.dir / h) for h in hosts]
+        _kill_all(lambda: _select(REBOOT_VAR, values) - {keep})
+
+    def _write_sshd_config(self, host: str, port: int) -> None:
+        d = self.dir / host
+        lines = [
+            "# sshd of fake host %s; written by %s" % (host, Path(__file__).name),
+            "ListenAddress 127.0.0.1",
+            "Port %d" % port,
+            "HostKey %s" % _quote(d / "ssh_host_ed25519_key"),
+            "PidFile %s" % _quote(d / "sshd.pid"),
+            "AuthorizedKeysFile %s" % _quote(self.dir / "authorized_keys"),
+            "PermitRootLogin prohibit-password",
+            "PubkeyAuthentication yes",
+            "PasswordAuthentication no",
+            "KbdInteractiveAuthentication no",
+            "UsePAM no",
+            "StrictModes no",
+            "PrintMotd no",
+            "PrintLastLog no",
+            "MaxStartups 100",
+            "LogLevel VERBOSE",
+            "Subsystem sftp internal-sftp",
+            "SetEnv %s %s" % (_quote("%s=%s" % (HOST_NAME_VAR, host)), _quote("%s=%s" % (HOST_DIR_VAR, d))),
+        ]
+        if _sshd_version() >= (9, 8):
+            # Newer sshd blocks a source address that keeps dropping connections, which is
+            # what crashes, reboots and reconnecting clients do here all the time.
+            lines.append("PerSourcePenalties no")
+        _write_atomic(d / "sshd_config", "\n".join(lines) + "\n")
+
+    def _write_client_files(self, state: dict) -> None:
+        user = getpass.getuser()
+        known, config = [], ["# ssh -F %s HOST: the fake fleet's hosts" % self.ssh_config, ""]
+        for host, info in state["hosts"].items():
+            key_type, key = (self.dir / host / "ssh_host_ed25519_key.pub").read_text().split()[:2]
+            known.append("%s %s %s" % (host, key_type, key))
+            config += [
+                "Host %s" % host,
+                "    HostName 127.0.0.1",
+                "    Port %d" % info["port"],
+                "    User %s" % user,
+                "    HostKeyAlias %s" % host,
+                "    IdentityFile %s" % _quote(self.dir / "client_key"),
+                "    IdentitiesOnly yes",
+                "    UserKnownHostsFile %s" % _quote(self.known_hosts),
+                "    GlobalKnownHostsFile /dev/null",
+                "    StrictHostKeyChecking yes",
+                "    UpdateHostKeys no",
+                "    BatchMode yes",
+                "    LogLevel ERROR",
+                "",
+            ]
+        _write_atomic(self.known_hosts, "\n".join(known) + "\n")
+        _write_atomic(self.ssh_config, "\n".join(config))
+
+    def _start_sshds(self, hosts: List[str], pick_ports: bool = False) -> None:
+        """Start the sshd of each host (the caller holds the lock) and wait until each listens.
+        With pick_ports, a host whose port was taken meanwhile gets another one."""
+        if os.geteuid() == 0:
+            os.makedirs(PRIVSEP_DIR, mode=0o755, exist_ok=True)
+        elif not os.path.isdir(PRIVSEP_DIR):
+            raise FleetError("sshd needs %s; create it as root: mkdir -p %s" % (PRIVSEP_DIR, PRIVSEP_DIR))
+        state = self._state()
+        for attempt in range(5):
+            jobs = []
+            for host in hosts:
+                d = self.dir / host
+                (d / "sshd.pid").unlink() if (d / "sshd.pid").exists() else None
+                env = {"PATH": SAFE_PATH, HOST_DIR_VAR: str(d), HOST_NAME_VAR: host}
+                jobs.append({"argv": [SSHD, "-D", "-f", str(d / "sshd_config"), "-E", str(d / "sshd.log")],
+                             "env": env, "log": str(d / "sshd.log")})
+            failed = []
+            for host, pid in zip(hosts, _spawn_detached(jobs)):
+                if self._wait_listening(host, pid):
+                    state["hosts"][host]["sshd_pid"] = pid
+                else:
+                    failed.append(host)
+            self._save(state)
+            if not failed:
+                return
+            log = (self.dir / failed[0] / "sshd.log").read_text(errors="replace")
+            if not (pick_ports and "Address already in use" in log):
+                raise FleetError("sshd of %s did not start; the end of %s:\n%s"
+                                 % (failed[0], self.dir / failed[0] / "sshd.log", log[-2000:]))
+            taken = {info["port"] for info in state["hosts"].values()}
+            for host in failed:
+                state["hosts"][host]["port"] = _free_port(taken)
+                taken.add(state["hosts"][host]["port"])
+                self._write_sshd_config(host, state["hosts"][host]["port"])
+            self._save(state)
+            self._write_client_files(state)
+            hosts = failed
+        raise FleetError("no free port for %s after 5 tries" % ", ".join(hosts))
+
+    def _wait_listening(self, host: str, pid: int, timeout: float = 10.0) -> bool:
+        """sshd writes its pid file once its socket listens; False if it exited instead."""
+        pidfile = self.dir / host / "sshd.pid"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if int(pidfile.read_text()) == pid:
+                    return True
+            except (OSError, ValueError):
+                pass
+            if not _alive(pid):
+                return False
+            time.sleep(0.002)
+        _kill_all(lambda: {pid} if _alive(pid) else set())
+        return False
+
+
+def start(directory: "os.PathLike[str] | str", hosts: int = 3) -> Fleet:
+    """Create a fleet of `hosts` fake hosts node1..nodeN in `directory` (absent or empty),
+    start their sshd on free ports of 127.0.0.1, and return once every one listens."""
+    for tool in (SSHD, "ssh", "ssh-keygen"):
+        if shutil.which(tool) is None:
+            raise FleetError("%s is missing; install Debian's openssh-server and openssh-client" % tool)
+    if hosts < 1:
+        raise FleetError("a fleet needs at least one host")
+    d = Path(directory).resolve()
+    if d.exists() and any(d.iterdir()):
+        raise FleetError("%s is not empty; start a fleet in a new folder" % d)
+    d.mkdir(parents=True, exist_ok=True)
+    _keygen(d / "client_key", "benchsage-fakefleet-client")
+    (d / "authorized_keys").write_text((d / "client_key.pub").read_text())
+    state: dict = {"dir": str(d), "hosts": {}}
+    taken: Set[int] = set()
+    for k in range(1, hosts + 1):
+        host = "node%d" % k
+        (d / host).mkdir()
+        _keygen(d / host / "ssh_host_ed25519_key", host)
+        _new_boot_id(d / host)
+        port = _free_port(taken)
+        taken.add(port)
+        state["hosts"][host] = {"port": port, "sshd_pid": None}
+    _write_atomic(d / STATE_FILE, json.dumps(state, indent=2) + "\n")
+    fleet = Fleet(d)
+    for host, info in state["hosts"].items():
+        fleet._write_sshd_config(host, info["port"])
+    fleet._write_client_files(state)
+    try:
+        with _Locked(d):
+            fleet._start_sshds(list(state["hosts"]), pick_ports=True)
+    except BaseException:
+        fleet.stop(grace=0)
+        raise
+    return fleet
+
+
+def stop(directory: "os.PathLike[str] | str") -> None:
+    Fleet(directory).stop()
+
+
+def crash(directory: "os.PathLike[str] | str", host: str) -> None:
+    Fleet(directory).crash(host)
+
+
+def boot(directory: "os.PathLike[str] | str", host: str, new_boot_id: bool = True) -> None:
+    Fleet(directory).boot(host, new_boot_id)
+
+
+def host_processes(directory: "os.PathLike[str] | str", host: str) -> Set[int]:
+    return Fleet(directory).processes(host)
+
+
+# ---------------------------------------------------------------------------------------------
+# The fake reboot: fake-reboot (in a session on the host) starts a detached process that
+# takes the host down, writes a new boot id, waits, and starts its sshd again.
+
+
+def _reboot_options(argv: List[str], host_dir: Path) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="fake-reboot",
+        description="Reboot the fake host this session runs on, like `sudo reboot`: return at once, "
+                    "then its sshd and every session process die (connections drop), a new boot id is "
+                    "written, and after the down time its sshd starts again on the same port with the "
+                    "same host key. Options in the host's reboot.json (Fleet.set_reboot) win.")
+    p.add_argument("--down", type=float, default=float(os.environ.get("BENCHSAGE_FAKE_DOWN", 1.0)),
+                   help="seconds the host stays down (env BENCHSAGE_FAKE_DOWN; default 1)")
+    p.add_argument("--delay", type=float, default=float(os.environ.get("BENCHSAGE_FAKE_DELAY", 0.1)),
+                   help="seconds between returning and going down (env BENCHSAGE_FAKE_DELAY; default "
+                        "0.1; 0: the session is usually killed before this command returns)")
+    p.add_argument("--stay-down", action="store_true", help="the host never comes back")
+    p.add_argument("--keep-boot-id", action="store_true",
+                   help="come back with the same boot id (a reboot that did not really happen)")
+    options = p.parse_args(argv)
+    override = host_dir / REBOOT_OPTIONS_FILE
+    if override.exists():
+        for key, value in json.loads(override.read_text()).items():
+            setattr(options, key, value)
+    return options
+
+
+def fake_reboot_main(argv: List[str]) -> int:
+    """fake-reboot's command line: run inside an ssh session of a fake host."""
+    where = os.environ.get(HOST_DIR_VAR)
+    if not where or not (Path(where) / "sshd_config").is_file():
+        print("fake-reboot: not on a fake host (%s is not set in this session); run it over ssh on "
+              "a host of a fleet that fakefleet.py started" % HOST_DIR_VAR, file=sys.stderr)
+        return 2
+    host_dir = Path(where)
+    options = _reboot_options(argv, host_dir)
+    argv = [sys.executable, str(Path(__file__).resolve()), "_reboot", str(host_dir),
+            "--down", repr(options.down), "--delay", repr(options.delay)]
+    argv += ["--stay-down"] * bool(options.stay_down) + ["--keep-boot-id"] * bool(options.keep_boot_id)
+    _spawn_detached([{"argv": argv, "env": {"PATH": SAFE_PATH, REBOOT_VAR: str(host_dir)},
+                      "log": str(host_dir / "reboot.log")}])
+    if options.delay <= 0:
+        time.sleep(5)  # like a reboot that kills its own session before it can return
+    return 0
+
+
+def _reboot(host_dir: Path, down: float, delay: float, stay_down: bool, keep_boot_id: bool) -> None:
+    """The detached half of a fake reboot (not tagged as the host's, so it survives it)."""
+    fleet, host = Fleet(host_dir.parent), host_dir.name
+    time.sleep(delay)
+    t0 = time.monotonic()
+    with _Locked(fleet.dir):
+        fleet._kill_reboots([host], keep=os.getpid())  # a newer reboot wins
+        _kill_all(lambda: fleet.processes(host))
+        fleet._set_pid(host, None)
+        if not keep_boot_id:
+            _new_boot_id(host_dir)
+    print("%s: down after %.3f s%s" % (host, time.monotonic() - t0, ", staying down" if stay_down else ""), flush=True)
+    if stay_down:
+        return
+    time.sleep(down)
+    with _Locked(fleet.dir):
+        fleet._start_sshds([host])
+    print("%s: up again, boot id %s" % (host, fleet.boot_id(host)), flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _print_status(fleet: Fleet) -> None:
+    for host in fleet.hosts:
+        pid = fleet.sshd_pid(host)
+        print("  %-8s 127.0.0.1:%-5d %-18s boot id %s" % (
+            host, fleet.port(host), "sshd pid %d" % pid if pid else "down", fleet.boot_id(host)))
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    s = sub.add_parser("start", help="create and start a fleet in DIR (absent or empty)")
+    s.add_argument("dir")
+    s.add_argument("--hosts", type=int, default=3)
+    sub.add_parser("stop", help="stop every process of the fleet").add_argument("dir")
+    sub.add_parser("status", help="which hosts are up").add_argument("dir")
+    c = sub.add_parser("crash", help="power cut: kill a host's sshd and sessions; it stays down")
+    c.add_argument("dir")
+    c.add_argument("host")
+    b = sub.add_parser("boot", help="start a host that is down")
+    b.add_argument("dir")
+    b.add_argument("host")
+    b.add_argument("--keep-boot-id", action="store_true", help="keep the boot id (default: a new one)")
+    r = sub.add_parser("_reboot")  # started by fake-reboot
+    r.add_argument("host_dir")
+    r.add_argument("--down", type=float, required=True)
+    r.add_argument("--delay", type=float, required=True)
+    r.add_argument("--stay-down", action="store_true")
+    r.add_argument("--keep-boot-id", action="store_true")
+    a = p.parse_args(argv)
+    try:
+        if a.command == "start":
+            t0 = time.monotonic()
+            fleet = start(a.dir, a.hosts)
+            print("started %d fake hosts in %.2f s (%s):" % (len(fleet.hosts), time.monotonic() - t0, fleet.dir))
+            _print_status(fleet)
+            print("ssh config: %s" % fleet.ssh_config)
+            print("try:  ssh -F %s %s 'echo $BENCHSAGE_FAKE_HOST; cat \"$BENCHSAGE_FAKE_HOST_DIR/boot_id\"'"
+                  % (fleet.ssh_config, fleet.hosts[0]))
+            print("stop: python3 %s stop %s" % (Path(__file__).resolve(), fleet.dir))
+        elif a.command == "stop":
+            Fleet(a.dir).stop()
+            print("stopped the fleet in %s" % Path(a.dir).resolve())
+        elif a.command == "status":
+            _print_status(Fleet(a.dir))
+        elif a.command == "crash":
+            Fleet(a.dir).crash(a.host)
+        elif a.command == "boot":
+            Fleet(a.dir).boot(a.host, new_boot_id=not a.keep_boot_id)
+        elif a.command == "_reboot":
+            _reboot(Path(a.host_dir), a.down, a.delay, a.stay_down, a.keep_boot_id)
+    except FleetError as e:
+        print("fakefleet: %s" % e, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
