@@ -28,6 +28,7 @@ from benchsage.stats.median_ci import (
     min_sample_size,
 )
 from benchsage.stats.spearman import SpearmanResult, spearman_grouped
+from benchsage.stats.stratified import KruskalKResult, StratifiedResult, kruskal_k, van_elteren
 
 __all__ = [
     "CI_CASE_RULES",
@@ -36,9 +37,11 @@ __all__ = [
     "DEFAULT_CV_DDOF",
     "Correction",
     "GroupedMoments",
+    "KruskalKResult",
     "KruskalResult",
     "MedianCI",
     "SpearmanResult",
+    "StratifiedResult",
     "adjust",
     "ci_case",
     "eta_squared_h",
@@ -50,8 +53,10 @@ __all__ = [
     "grouped_moments",
     "grouped_std",
     "kruskal_2",
+    "kruskal_k",
     "le_boudec_ranks",
     "min_sample_size",
     "percent_difference",
     "spearman_grouped",
+    "van_elteren",
 ]
