@@ -117,7 +117,9 @@ class AgentWorker:
         self.close()
 
     def _request(self, message: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
-        if self._conn is None or not self._conn.alive:
+        # Connect on first use only: a connection that died is reported (WorkerLost), never
+        # silently replaced, so a host that rebooted between two trials cannot go unnoticed.
+        if self._conn is None:
             self.connect()
         assert self._conn is not None
         return self._conn.request(message, timeout=timeout)
