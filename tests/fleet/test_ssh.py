@@ -214,3 +214,11 @@ def test_kill_9_of_the_controller_leaves_nothing_running_and_resume_finishes(fak
     again = cli("resume", "out", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
     complete_and_unduplicated(out, 2, 2, 2)
+
+
+def test_the_example_fleet_spec_is_valid() -> None:
+    from benchsage.spec import load_spec
+
+    spec = load_spec(Path(__file__).resolve().parents[2] / "examples" / "fleet" / "experiment.toml")
+    assert [w.name for w in spec.workers] == ["node1", "node2", "node3"]
+    assert spec.reset is not None and spec.reset.kind == "reboot" and all(w.kind == "ssh" for w in spec.workers)
