@@ -7,11 +7,11 @@ id, and crashes and reboots that really drop the connections.
     ssh -F DIR/ssh_config node1 'echo $BENCHSAGE_FAKE_HOST; cat "$BENCHSAGE_FAKE_HOST_DIR/boot_id"'
     python3 examples/fleet/fakefleet.py stop DIR
 
-Every process of fake host nodeK carries BENCHSAGE_FAKE_HOST_DIR=DIR/nodeK in its environment
-(its sshd gets it at start, sessions through sshd's SetEnv, their children inherit it), which
-is how crash, reboot and stop find all of them, daemons a session detached with setsid
-included; processes that dropped it are still found as descendants of tagged ones.
-Stdlib only (Python 3.8+), importable: start(), Fleet, stop().
+Sessions on fake host nodeK have BENCHSAGE_FAKE_HOST=nodeK and BENCHSAGE_FAKE_HOST_DIR=DIR/nodeK
+in their environment (sshd's SetEnv; their children inherit them). That tag is how crash,
+reboot and stop find every process of a host, daemons a session detached with setsid
+included; with the host's sshd (found by its command line) and everything below both.
+Stdlib only (Python 3.8+), importable: start(), Fleet, stop(), crash(), boot().
 """
 
 from __future__ import annotations
@@ -23,14 +23,21 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import time
 import uuid
 from pathlib import Path
-from typing import Callable, Dict, Iterable, List, Optional, Set
+from typing import List, Optional, Set
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from fleetprocs import (  # noqa: E402
+    SAFE_PATH, FleetError, Process, env_entry, kill_all, alive, read_json, select, spawn_detached, write_atomic,
+)
 
 SSHD = "/usr/sbin/sshd"
 PRIVSEP_DIR = "/run/sshd"
@@ -41,159 +48,7 @@ STATE_FILE = "fleet.json"
 LOCK_FILE = "fleet.lock"
 REBOOT_OPTIONS_FILE = "reboot.json"
 BOOT_ID_COMMAND = 'cat "$BENCHSAGE_FAKE_HOST_DIR/boot_id"'
-SAFE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-HERE = Path(__file__).resolve().parent
 FAKE_REBOOT = HERE / "fake-reboot"
-
-
-class FleetError(Exception):
-    """Something about the fake fleet went wrong; the message says what to do."""
-
-
-# ---------------------------------------------------------------------------------------------
-# Processes: found by the tag in their environment, frozen, then killed.
-
-
-class _Process:
-    __slots__ = ("ppid", "comm", "cmdline", "environ")
-
-    def __init__(self, ppid: int, comm: bytes, cmdline: bytes, environ: Set[bytes]) -> None:
-        self.ppid, self.comm, self.cmdline, self.environ = ppid, comm, cmdline, environ
-
-
-def _process_table() -> Dict[int, _Process]:
-    """Every process that is not a zombie."""
-    table = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % entry, "rb") as f:
-                stat = f.read()
-            fields = stat[stat.rindex(b")") + 2:].split()
-            if fields[0] in (b"Z", b"X"):
-                continue
-            with open("/proc/%s/cmdline" % entry, "rb") as f:
-                cmdline = f.read()
-            with open("/proc/%s/environ" % entry, "rb") as f:
-                environ = f.read()
-        except (OSError, ValueError, IndexError):
-            continue
-        comm = stat[stat.index(b"(") + 1:stat.rindex(b")")]
-        table[int(entry)] = _Process(int(fields[1]), comm, b" " + cmdline.replace(b"\0", b" ") + b" ",
-                                     set(environ.split(b"\0")))
-    return table
-
-
-def _select(var: str, values: Iterable[str], marks: Iterable[str] = ()) -> Set[int]:
-    """Live processes whose environment sets `var` to one of `values`, or whose command line
-    contains one of `marks`; the sshd processes above them; and all their descendants. Never
-    this process itself.
-
-    sshd writes its process title over the memory /proc/PID/environ shows, so its own
-    processes lose the tag: the listener is found by its command line (which names its
-    sshd_config) and a connection's sshd processes as the parents of its tagged session.
-    Command lines are compared with their NULs turned into spaces, as process titles have."""
-    wanted = {("%s=%s" % (var, v)).encode() for v in values}
-    marked = [m.encode() for m in marks]
-    table = _process_table()
-    found = {pid for pid, p in table.items() if p.environ & wanted or any(m in p.cmdline for m in marked)}
-    for pid in list(found):
-        parent = table[pid].ppid
-        while parent in table and table[parent].comm.startswith(b"sshd") and parent not in found:
-            found.add(parent)
-            parent = table[parent].ppid
-    children: Dict[int, List[int]] = {}
-    for pid, p in table.items():
-        children.setdefault(p.ppid, []).append(pid)
-    todo = list(found)
-    while todo:
-        for child in children.get(todo.pop(), ()):
-            if child not in found:
-                found.add(child)
-                todo.append(child)
-    found.discard(os.getpid())
-    found.discard(1)
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open("/proc/%d/stat" % pid, "rb") as f:
-            stat = f.read()
-    except OSError:
-        return False
-    return stat[stat.rindex(b")") + 2:][:1] not in (b"Z", b"X")
-
-
-def _signal(pid: int, sig: int) -> None:
-    try:
-        os.kill(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _wait_gone(pids: Iterable[int], timeout: float) -> Set[int]:
-    """Wait until none of `pids` is alive (zombies count as gone); return those still alive."""
-    left = set(pids)
-    deadline = time.monotonic() + timeout
-    while True:
-        left = {pid for pid in left if _alive(pid)}
-        if not left or time.monotonic() > deadline:
-            return left
-        time.sleep(0.005)
-
-
-def _kill_all(select: Callable[[], Set[int]], grace: float = 0.0) -> None:
-    """Kill every process `select()` returns until it returns none. Each round first freezes
-    them (SIGSTOP) until a scan finds no new one, so nothing can fork its way out; then
-    SIGTERM with `grace` seconds to exit (the first round, if grace > 0) or SIGKILL."""
-    deadline = time.monotonic() + 20
-    while True:
-        frozen: Set[int] = set()
-        found = select()
-        while found - frozen:
-            for pid in found - frozen:
-                _signal(pid, signal.SIGSTOP)
-            frozen |= found
-            found = select()
-        if not frozen:
-            return
-        if grace > 0:
-            for pid in frozen:
-                _signal(pid, signal.SIGTERM)
-            for pid in frozen:
-                _signal(pid, signal.SIGCONT)
-            _wait_gone(frozen, grace)
-            grace = 0.0
-            continue
-        for pid in frozen:
-            _signal(pid, signal.SIGKILL)
-        left = _wait_gone(frozen, 5.0)
-        if left or time.monotonic() > deadline:
-            raise FleetError("processes %s survived SIGKILL" % sorted(left or frozen))
-
-
-_SPAWN = r"""
-import json, subprocess, sys
-pids = []
-for job in json.loads(sys.argv[1]):
-    with open(job["log"], "ab") as log:
-        pids.append(subprocess.Popen(job["argv"], env=job["env"], stdin=subprocess.DEVNULL,
-                                     stdout=log, stderr=log, start_new_session=True).pid)
-print(json.dumps(pids))
-"""
-
-
-def _spawn_detached(jobs: List[dict]) -> List[int]:
-    """Start each job ({"argv", "env", "log"}) in its own session, as a grandchild: its parent
-    exits at once, so it is nobody's child here and outlives whatever started it."""
-    done = subprocess.run([sys.executable, "-c", _SPAWN, json.dumps(jobs)],
-                          env={"PATH": SAFE_PATH}, stdin=subprocess.DEVNULL,
-                          capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        raise FleetError("could not start %s: %s" % ([j["argv"][0] for j in jobs], done.stderr.strip()))
-    return json.loads(done.stdout)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -228,16 +83,9 @@ def _sshd_version() -> tuple:
     return (int(found.group(1)), int(found.group(2))) if found else (0, 0)
 
 
-def _write_atomic(path: "os.PathLike[str] | str", text: str) -> None:
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(str(tmp), str(path))
-
-
 def _new_boot_id(host_dir: Path) -> str:
     boot_id = str(uuid.uuid4())
-    _write_atomic(host_dir / "boot_id", boot_id + "\n")
+    write_atomic(host_dir / "boot_id", boot_id + "\n")
     return boot_id
 
 
@@ -301,7 +149,7 @@ class Fleet:
     def sshd_pid(self, host: str) -> Optional[int]:
         """The pid of the host's sshd if it is up, else None."""
         pid = self._state()["hosts"][self._check(host)]["sshd_pid"]
-        return pid if pid is not None and _alive(pid) else None
+        return pid if pid is not None and alive(pid) else None
 
     def is_up(self, host: str) -> bool:
         return self.sshd_pid(host) is not None
@@ -309,13 +157,20 @@ class Fleet:
     def processes(self, host: Optional[str] = None) -> Set[int]:
         """Live pids of a host (all hosts if None): its sshd, sessions, and their daemons."""
         hosts = [self._check(host)] if host else self.hosts
-        return _select(HOST_DIR_VAR, [str(self.dir / h) for h in hosts],
-                       [" -f %s " % (self.dir / h / "sshd_config") for h in hosts])
+        tags = {env_entry(HOST_DIR_VAR, str(self.dir / h)) for h in hosts}
+        listeners = [(" -f %s " % (self.dir / h / "sshd_config")).encode() for h in hosts]
+
+        def match(p: Process) -> bool:
+            return bool(p.environ & tags) or any(mark in p.cmdline for mark in listeners)
+        # sshd writes its process title over the memory /proc/PID/environ shows, so its own
+        # processes lose the tag: the listener is found by its command line (which names its
+        # sshd_config), a connection's sshd processes as the parents of its tagged session.
+        return select(match, climb=b"sshd")
 
     def reboot_processes(self, host: Optional[str] = None) -> Set[int]:
         """Pids of fake reboots still under way (going down, down, or coming back)."""
         hosts = [self._check(host)] if host else self.hosts
-        return _select(REBOOT_VAR, [str(self.dir / h) for h in hosts])
+        return self._reboots(hosts)
 
     def ssh_argv(self, host: str, command: Optional[str] = None) -> List[str]:
         argv = ["ssh", "-F", self.ssh_config, self._check(host)]
@@ -334,7 +189,7 @@ class Fleet:
         way is cancelled too). The host stays down until boot()."""
         with _Locked(self.dir):
             self._kill_reboots([host])
-            _kill_all(lambda: self.processes(host))
+            kill_all(lambda: self.processes(host))
             self._set_pid(host, None)
 
     def boot(self, host: str, new_boot_id: bool = True) -> None:
@@ -356,7 +211,7 @@ class Fleet:
                                      ("keep_boot_id", keep_boot_id), ("delay", delay)) if v is not None}
         path = self.host_dir(host) / REBOOT_OPTIONS_FILE
         if options:
-            _write_atomic(path, json.dumps(options) + "\n")
+            write_atomic(path, json.dumps(options) + "\n")
         elif path.exists():
             path.unlink()
 
@@ -366,17 +221,17 @@ class Fleet:
         with _Locked(self.dir):
             hosts = self.hosts
             self._kill_reboots(hosts)
-            _kill_all(lambda: self.processes(), grace=grace)
+            kill_all(lambda: self.processes(), grace=grace)
             for host in hosts:
                 self._set_pid(host, None)
 
     # -- inside ----------------------------------------------------------------------------
 
     def _state(self) -> dict:
-        return json.loads((self.dir / STATE_FILE).read_text())
+        return read_json(self.dir / STATE_FILE)
 
     def _save(self, state: dict) -> None:
-        _write_atomic(self.dir / STATE_FILE, json.dumps(state, indent=2) + "\n")
+        write_atomic(self.dir / STATE_FILE, json.dumps(state, indent=2) + "\n")
 
     def _check(self, host: str) -> str:
         if host not in self._state()["hosts"]:
@@ -388,9 +243,12 @@ class Fleet:
         state["hosts"][host]["sshd_pid"] = pid
         self._save(state)
 
+    def _reboots(self, hosts: List[str]) -> Set[int]:
+        tags = {env_entry(REBOOT_VAR, str(self.dir / h)) for h in hosts}
+        return select(lambda p: bool(p.environ & tags))
+
     def _kill_reboots(self, hosts: List[str], keep: Optional[int] = None) -> None:
-        values = [str(self.dir / h) for h in hosts]
-        _kill_all(lambda: _select(REBOOT_VAR, values) - {keep})
+        kill_all(lambda: self._reboots(hosts) - {keep})
 
     def _write_sshd_config(self, host: str, port: int) -> None:
         d = self.dir / host
@@ -418,7 +276,7 @@ class Fleet:
             # Newer sshd blocks a source address that keeps dropping connections, which is
             # what crashes, reboots and reconnecting clients do here all the time.
             lines.append("PerSourcePenalties no")
-        _write_atomic(d / "sshd_config", "\n".join(lines) + "\n")
+        write_atomic(d / "sshd_config", "\n".join(lines) + "\n")
 
     def _write_client_files(self, state: dict) -> None:
         user = getpass.getuser()
@@ -442,8 +300,8 @@ class Fleet:
                 "    LogLevel ERROR",
                 "",
             ]
-        _write_atomic(self.known_hosts, "\n".join(known) + "\n")
-        _write_atomic(self.ssh_config, "\n".join(config))
+        write_atomic(self.known_hosts, "\n".join(known) + "\n")
+        write_atomic(self.ssh_config, "\n".join(config))
 
     def _start_sshds(self, hosts: List[str], pick_ports: bool = False) -> None:
         """Start the sshd of each host (the caller holds the lock) and wait until each listens.
@@ -458,11 +316,10 @@ class Fleet:
             for host in hosts:
                 d = self.dir / host
                 (d / "sshd.pid").unlink() if (d / "sshd.pid").exists() else None
-                env = {"PATH": SAFE_PATH, HOST_DIR_VAR: str(d), HOST_NAME_VAR: host}
                 jobs.append({"argv": [SSHD, "-D", "-f", str(d / "sshd_config"), "-E", str(d / "sshd.log")],
-                             "env": env, "log": str(d / "sshd.log")})
+                             "env": {"PATH": SAFE_PATH}, "log": str(d / "sshd.log")})
             failed = []
-            for host, pid in zip(hosts, _spawn_detached(jobs)):
+            for host, pid in zip(hosts, spawn_detached(jobs)):
                 if self._wait_listening(host, pid):
                     state["hosts"][host]["sshd_pid"] = pid
                 else:
@@ -494,10 +351,10 @@ class Fleet:
                     return True
             except (OSError, ValueError):
                 pass
-            if not _alive(pid):
+            if not alive(pid):
                 return False
             time.sleep(0.002)
-        _kill_all(lambda: {pid} if _alive(pid) else set())
+        kill_all(lambda: {pid} if alive(pid) else set())
         return False
 
 
@@ -525,7 +382,7 @@ def start(directory: "os.PathLike[str] | str", hosts: int = 3) -> Fleet:
         port = _free_port(taken)
         taken.add(port)
         state["hosts"][host] = {"port": port, "sshd_pid": None}
-    _write_atomic(d / STATE_FILE, json.dumps(state, indent=2) + "\n")
+    write_atomic(d / STATE_FILE, json.dumps(state, indent=2) + "\n")
     fleet = Fleet(d)
     for host, info in state["hosts"].items():
         fleet._write_sshd_config(host, info["port"])
@@ -595,7 +452,7 @@ def fake_reboot_main(argv: List[str]) -> int:
     argv = [sys.executable, str(Path(__file__).resolve()), "_reboot", str(host_dir),
             "--down", repr(options.down), "--delay", repr(options.delay)]
     argv += ["--stay-down"] * bool(options.stay_down) + ["--keep-boot-id"] * bool(options.keep_boot_id)
-    _spawn_detached([{"argv": argv, "env": {"PATH": SAFE_PATH, REBOOT_VAR: str(host_dir)},
+    spawn_detached([{"argv": argv, "env": {"PATH": SAFE_PATH, REBOOT_VAR: str(host_dir)},
                       "log": str(host_dir / "reboot.log")}])
     if options.delay <= 0:
         time.sleep(5)  # like a reboot that kills its own session before it can return
@@ -609,7 +466,7 @@ def _reboot(host_dir: Path, down: float, delay: float, stay_down: bool, keep_boo
     t0 = time.monotonic()
     with _Locked(fleet.dir):
         fleet._kill_reboots([host], keep=os.getpid())  # a newer reboot wins
-        _kill_all(lambda: fleet.processes(host))
+        kill_all(lambda: fleet.processes(host))
         fleet._set_pid(host, None)
         if not keep_boot_id:
             _new_boot_id(host_dir)
