@@ -98,25 +98,18 @@ class AgentConnection:
         return said_bye
 
     def abort(self, grace: float = 2.0) -> None:
-        """End the connection now: close the agent's stdin (it kills its trial and exits), then
-        kill the transport's process group if it lingers."""
+        """End the connection now (from the thread that reads it): close both pipes (the agent
+        kills its trial and exits), killing the transport's process group if it lingers."""
         proc = self.proc
         if proc is None:
             return
-        for stream in (proc.stdin, proc.stdout):
-            try:
-                if stream is not None:
-                    stream.close()
-            except OSError:
-                pass
         try:
-            proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
+        except OSError:
+            pass
+        self.hang_up(grace)
+        proc.wait()
         self.proc = None
         if self._log is not None and self.log_path is None:
             self._log.close()
