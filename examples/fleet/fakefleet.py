@@ -178,7 +178,8 @@ class Fleet:
 
     def ssh(self, host: str, command: str, timeout: float = 30, **kwargs: object) -> subprocess.CompletedProcess:
         """Run `command` on `host` over ssh; stdout and stderr captured as text."""
-        kwargs.setdefault("stdin", subprocess.DEVNULL)
+        if "input" not in kwargs:
+            kwargs.setdefault("stdin", subprocess.DEVNULL)
         return subprocess.run(self.ssh_argv(host, command), capture_output=True, text=True,
                               timeout=timeout, **kwargs)
 

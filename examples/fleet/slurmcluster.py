@@ -99,7 +99,8 @@ class Cluster:
 
     def run(self, argv: List[str], timeout: float = 60, **kwargs: object) -> subprocess.CompletedProcess:
         """Run a Slurm command (srun, sinfo, ...) against this cluster; output captured as text."""
-        kwargs.setdefault("stdin", subprocess.DEVNULL)
+        if "input" not in kwargs:
+            kwargs.setdefault("stdin", subprocess.DEVNULL)
         return subprocess.run(argv, env=self.env(), capture_output=True, text=True, timeout=timeout, **kwargs)
 
     def node_states(self) -> Dict[str, str]:
@@ -154,7 +155,7 @@ class Cluster:
 
     def stop(self, grace: float = 0.0) -> None:
         """Stop every process of the cluster, slurmstepd, tasks and srun clients included, and
-        remove the munge socket folder if it is outside DIR. SIGKILL, as nothing of a
+        remove the munge socket (its folder too if outside DIR). SIGKILL, as nothing of a
         throwaway cluster needs saving (grace > 0: SIGTERM first, SIGKILL after that long;
         srun answers SIGTERM by waiting for its job)."""
         kill_all(self.processes, grace=grace)
@@ -163,9 +164,11 @@ class Cluster:
             node["pid"] = None
         state["slurmctld"]["pid"] = state["munged"]["pid"] = None
         self._save(state)
-        socket_dir = Path(state["munge_socket"]).parent
-        if state.get("munge_socket_dir_owned") and socket_dir.is_dir():
-            shutil.rmtree(socket_dir, ignore_errors=True)
+        munge_socket = Path(state["munge_socket"])
+        if state.get("munge_socket_dir_owned"):
+            shutil.rmtree(munge_socket.parent, ignore_errors=True)
+        elif munge_socket.exists():
+            munge_socket.unlink()
 
     # -- inside ----------------------------------------------------------------------------
 
