@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from benchsage.stats import kruskal_2
-from benchsage.stats.stratified import kruskal_k, van_elteren
+from benchsage.stats.stratified import dunn, kruskal_k, van_elteren
 
 
 def direct_van_elteren(strata: list[tuple[np.ndarray, np.ndarray]]) -> float:
@@ -161,3 +161,46 @@ def test_kruskal_k_many_groups_and_missing_samples() -> None:
     assert res.pvalue[0] == pytest.approx(stats.kruskal(a, b, c).pvalue, rel=1e-9)
     assert res.df.tolist() == [2, 0]
     assert np.isnan(res.pvalue[1])  # one sample only: nothing to compare
+
+
+def direct_dunn(samples: list[np.ndarray]) -> dict[tuple[int, int], float]:
+    both = np.concatenate(samples)
+    ranks = stats.rankdata(both)
+    n = len(both)
+    _, t = np.unique(both, return_counts=True)
+    s2 = n * (n + 1) / 12 - float((t**3 - t).sum()) / (12 * (n - 1))
+    bounds = np.cumsum([0] + [len(s) for s in samples])
+    mean = [ranks[bounds[i]:bounds[i + 1]].mean() for i in range(len(samples))]
+    return {(i, j): (mean[i] - mean[j]) / np.sqrt(s2 * (1 / len(samples[i]) + 1 / len(samples[j])))
+            for i in range(len(samples)) for j in range(i + 1, len(samples))}
+
+
+@settings(max_examples=50, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), sizes=st.lists(st.integers(2, 12), min_size=2, max_size=5), decimals=st.integers(0, 2))
+def test_dunn_matches_the_direct_formula(seed: int, sizes: list[int], decimals: int) -> None:
+    rng = np.random.default_rng(seed)
+    samples = [np.round(rng.normal(i * 0.5, 1, n), decimals) for i, n in enumerate(sizes)]
+    values = np.concatenate(samples)
+    res = dunn(values, np.zeros(len(values), dtype=np.int64), np.repeat(np.arange(len(sizes)), sizes), 1, len(sizes))
+    assert len(res.z) == len(sizes) * (len(sizes) - 1) // 2
+    if len(np.unique(values)) == 1:
+        assert np.isnan(res.z).all()
+        return
+    expected = direct_dunn(samples)
+    for i, j, z, p in zip(res.i.tolist(), res.j.tolist(), res.z.tolist(), res.pvalue.tolist()):
+        assert z == pytest.approx(expected[(i, j)], rel=1e-9, abs=1e-12)
+        assert p == pytest.approx(2 * stats.norm.sf(abs(expected[(i, j)])), rel=1e-9, abs=1e-15)
+    if len(sizes) == 2:  # two samples: z squared is the Kruskal-Wallis H
+        assert res.z[0] ** 2 == pytest.approx(stats.kruskal(*samples).statistic, rel=1e-9)
+
+
+def test_dunn_over_many_comparisons() -> None:
+    rng = np.random.default_rng(2)
+    values = rng.normal(0, 1, 90)
+    group = np.repeat([0, 1, 2], 30)
+    sample = np.concatenate([np.repeat([0, 1, 2], 10), np.repeat([1, 3], 15), np.repeat([0, 1, 2, 3, 4, 5], 5)])
+    res = dunn(values, group, sample, 3, 6)
+    assert np.bincount(res.group).tolist() == [3, 1, 15]
+    assert (res.i < res.j).all()
+    alone = dunn(values[30:60], np.zeros(30, dtype=np.int64), sample[30:60], 1, 6)
+    assert res.z[res.group == 1][0] == pytest.approx(alone.z[0], rel=1e-12)

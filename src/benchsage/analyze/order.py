@@ -6,13 +6,15 @@ comparisons at once, and packs the numbers into TestVerdicts and an Analysis.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from benchsage import __version__
-from benchsage.analyze.verdict import Analysis, TestVerdict
+from benchsage.analyze import strata
+from benchsage.analyze.verdict import Analysis, Combined, TestVerdict
 from benchsage.stats import (
     CI_CASE_RULES,
     CI_METHODS,
@@ -93,6 +95,11 @@ def analyze_table(
     significant. Tests come out in the table's test order, metrics in its metric order.
     The returned Analysis has no diagnostics (see analyze/diagnostics.py).
     sorted_values: sort_values(table), when the caller shares it with the diagnostics.
+
+    Data from more than one worker is analysed with each worker as a block (analyze/strata.py):
+    van Elteren's stratified test instead of Kruskal-Wallis, and descriptive fields of the
+    values with each worker's level removed; the Analysis then names the method in `combined`
+    (the per-worker verdicts and the fleet diagnostics are added by analyze/fleet.py).
     """
     check_options(alpha=alpha, correction=correction, ci_method=ci_method, ci_level=ci_level, ci_case_rule=ci_case_rule, min_values=min_values)
     warnings: list[str] = list(table.warnings)
@@ -101,6 +108,19 @@ def analyze_table(
         bad = int((~finite).sum())
         warnings.append(f"{bad} value{'s' if bad != 1 else ''} that are not finite numbers (NaN or infinity) were left out")
         table = table.select(finite)
+    combined: Combined | None = None
+    stratified: strata.Stratified | None = None
+    n_workers = strata.workers_present(table)
+    if n_workers > 1:
+        combined = Combined(workers=n_workers, method=strata.METHOD)
+        if sorted_values is None or not sorted_values.fits(table):
+            sorted_values = sort_values(table)
+        found = strata.stratify(table, sorted_values)
+        if not found.single:
+            # The statistics of the level-free values, the test of the raw ones.
+            stratified = found
+            table = dataclasses.replace(table, value=found.level_free)
+            sorted_values = None
     cols = _compute(
         table,
         alpha=alpha,
@@ -110,13 +130,14 @@ def analyze_table(
         ci_case_rule=ci_case_rule,
         min_values=min_values,
         sorted_values=sorted_values,
+        stratified=stratified,
     )
     if len(table) == 0:
         warnings.append("no trials to analyze: the data holds no values")
     ci_min = min_sample_size(ci_level, ci_method)
     verdicts: list[TestVerdict] = []
     for i in range(len(cols.test)):
-        v = _verdict(table, cols, i, min_values=min_values, ci_min=ci_min, ci_level=ci_level, ci_method=ci_method)
+        v = _verdict(table, cols, i, min_values=min_values, ci_min=ci_min, ci_level=ci_level, ci_method=ci_method, stratified=stratified)
         verdicts.append(v)
         if v.notes:
             warnings.append(f"{v.test} ({v.metric}): {'; '.join(v.notes)}")
@@ -136,6 +157,7 @@ def analyze_table(
         sources=tuple(table.sources),
         excluded=int(table.excluded),
         provenance=dict(table.provenance),
+        combined=combined,
     )
 
 
@@ -188,8 +210,13 @@ def _compute(
     ci_case_rule: str,
     min_values: int,
     sorted_values: ValueOrder | None = None,
+    stratified: strata.Stratified | None = None,
 ) -> _Columns:
-    """All statistics for all comparisons: one sort of the values, bincounts, no loop."""
+    """All statistics for all comparisons: one sort of the values, bincounts, no loop.
+
+    stratified: the stratified test of a fleet's comparisons (same numbering), which replaces
+    Kruskal-Wallis; the table's values are then the level-free ones.
+    """
     if sorted_values is None or not sorted_values.fits(table):
         sorted_values = sort_values(table)
     group, combos, n_metrics = sorted_values.group, sorted_values.combos, sorted_values.n_metrics
@@ -199,7 +226,11 @@ def _compute(
     # One sort of the values serves everything: ranks by comparison for Kruskal-Wallis, and,
     # refined by arm with a linear radix pass, the order statistics of each arm.
     ranked = grouped_ranks(value, group, n_groups, sorted_values.order)
-    kw = kruskal_2(value, group, arm, n_groups, ranks=ranked)
+    if stratified is None:
+        kw = kruskal_2(value, group, arm, n_groups, ranks=ranked)
+        statistic, pvalue = kw.statistic, kw.pvalue
+    else:
+        statistic, pvalue = stratified.statistic, stratified.pvalue
     arm_group = group * 2 + arm  # 2i: fixed arm of comparison i, 2i + 1: random arm
     moments = grouped_moments(value, arm_group, 2 * n_groups)
     by_arm = refine_order(sorted_values.order, arm_group, 2 * n_groups)
@@ -212,8 +243,8 @@ def _compute(
     all_equal = lo == hi
 
     enough = (n >= min_values).all(axis=1)
-    testable = enough & np.isfinite(kw.pvalue)
-    p = np.where(testable, kw.pvalue, np.nan)
+    testable = enough & np.isfinite(pvalue)
+    p = np.where(testable, pvalue, np.nan)
     p_adjusted = np.full(n_groups, np.nan)
     reject = np.zeros(n_groups, dtype=bool)
     for family in (primary, ~primary):
@@ -237,12 +268,12 @@ def _compute(
         high=high,
         all_equal=all_equal,
         first_value=lo,
-        h=np.where(testable, kw.statistic, np.nan),
+        h=np.where(testable, statistic, np.nan),
         p=p,
         testable=testable,
         p_adjusted=p_adjusted,
         reject=reject & testable,
-        eta2=np.where(testable, eta_squared_h(kw.statistic, n.sum(axis=1), k=2), np.nan),
+        eta2=np.where(testable, eta_squared_h(statistic, n.sum(axis=1), k=2), np.nan),
         delta=percent_difference(mean[:, FIXED], mean[:, RANDOM]),
         case=ci_case(median[:, FIXED], low[:, FIXED], high[:, FIXED], median[:, RANDOM], low[:, RANDOM], high[:, RANDOM], ci_case_rule),
     )
@@ -263,7 +294,9 @@ def _num(x: float | np.floating) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _verdict(table: TrialTable, c: _Columns, i: int, *, min_values: int, ci_min: int, ci_level: float, ci_method: str) -> TestVerdict:
+def _verdict(
+    table: TrialTable, c: _Columns, i: int, *, min_values: int, ci_min: int, ci_level: float, ci_method: str, stratified: strata.Stratified | None = None
+) -> TestVerdict:
     test = table.test_names[int(c.test[i])]
     metric = table.metric_names[int(c.metric[i])]
     info = table.metric_info(metric)
@@ -277,6 +310,9 @@ def _verdict(table: TrialTable, c: _Columns, i: int, *, min_values: int, ci_min:
         notes.append(f"only {' and '.join(few)} value{'s' if (nf + nr) != 2 else ''}: Kruskal-Wallis needs at least {min_values} per arm")
     elif c.all_equal[i]:
         notes.append(f"all {nf + nr} values are equal ({c.first_value[i]:g}): Kruskal-Wallis is undefined")
+    elif stratified is not None and not c.testable[i]:
+        if stratified.strata[i] == 0:
+            notes.append("no worker has values in both arms, or each worker's values are all equal: the stratified test compares the arms within workers")
     for arm, name in ((FIXED, "fixed"), (RANDOM, "random")):
         k = int(c.n[i, arm])
         if 0 < k < ci_min:

@@ -61,10 +61,37 @@ def analyze_loaded(table: TrialTable, options: Options = Options()) -> Analysis:
         analysis = order_analysis()
         diagnostics = parts.combine(parts.effects(), parts.design())
     warnings = list(analysis.warnings)
-    warnings.extend(_snapshot_warnings(table))
+    if analysis.combined is None:
+        warnings.extend(_snapshot_warnings(table))
+    else:
+        analysis, diagnostics, more = _fleet(table, analysis, diagnostics, options, alpha=alpha, correction=correction)
+        warnings.extend(more)
     if diagnostics is not None and diagnostics.interleaving is not None and diagnostics.interleaving.interleaved is False:
         warnings.append(f"the arms were not interleaved in time ({diagnostics.interleaving.detail}): drift over time can look like an order effect")
     return dataclasses.replace(analysis, diagnostics=diagnostics, warnings=tuple(dict.fromkeys(warnings)))
+
+
+def _fleet(
+    table: TrialTable, analysis: Analysis, diagnostics: Diagnostics | None, options: Options, *, alpha: float, correction: str
+) -> tuple[Analysis, Diagnostics | None, list[str]]:
+    """A fleet's additions: each worker's verdict, the identity and fleet diagnostics, and their
+    warnings (differences between workers come from the identity diagnostic; the snapshot
+    comparison keeps the changes between runs of one worker)."""
+    from benchsage.analyze import fleet
+    from benchsage.analyze.identity import identity_warnings
+
+    workers = fleet.worker_verdicts(
+        table, analysis, alpha=alpha, correction=correction, ci_method=options.ci_method, ci_level=options.ci_level,
+        ci_case_rule=options.ci_case_rule,
+    )
+    identity = fleet.identity(table)
+    warnings = _snapshot_warnings(table, between_workers=False) + identity_warnings(identity)
+    if options.diagnostics:
+        rows = fleet.fleet_rows(table, alpha=alpha, correction=correction)
+        warnings.extend(fleet.fleet_warnings(rows))
+        base = diagnostics if diagnostics is not None else Diagnostics(interleaving=None)
+        diagnostics = dataclasses.replace(base, fleet=rows, identity=identity)
+    return dataclasses.replace(analysis, workers=workers), diagnostics, warnings
 
 
 PARALLEL_ROWS = 200_000  # below this, a thread costs more than it saves
@@ -92,7 +119,7 @@ def _side_by_side(first: Callable[[], _A], second: Callable[[], _B]) -> tuple[_A
     return a, b
 
 
-def _snapshot_warnings(table: TrialTable) -> list[str]:
+def _snapshot_warnings(table: TrialTable, *, between_workers: bool = True) -> list[str]:
     snapshots = table.provenance.get("snapshots")
     if not snapshots:
         return []
@@ -100,4 +127,4 @@ def _snapshot_warnings(table: TrialTable) -> list[str]:
 
     workers = table.provenance.get("run_workers") or {}
     labelled = {f"{workers.get(run, 'local')}:run {int(run) + 1}": snap for run, snap in snapshots.items()}
-    return list(compare_snapshots(labelled))
+    return list(compare_snapshots(labelled, between_workers=between_workers))

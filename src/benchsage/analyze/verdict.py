@@ -10,7 +10,9 @@ import json
 import math
 import secrets
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Generic, Iterator, Sequence, TypeVar, overload
+from typing import Any, Generic, Iterator, Mapping, Sequence, TypeVar, overload
+
+from benchsage.analyze.identity import Identity
 
 _Row = TypeVar("_Row")
 
@@ -190,12 +192,62 @@ def _encode_column(column: list[Any]) -> list[str]:
 
 
 @dataclass(frozen=True)
+class FleetRow:
+    """Do the workers measure the same thing? One test and metric across workers (all values of
+    both arms of each worker): k-sample Kruskal-Wallis with `df` = workers - 1, corrected over
+    the tests; `spread_pct` = (largest - smallest worker median) / smallest x 100; `outliers`:
+    the workers whose values differ from all the others' pooled (see analyze/fleet.py)."""
+
+    test: str
+    metric: str
+    workers: int
+    kw_h: float | None
+    df: int
+    kw_p: float | None
+    p_adjusted: float | None
+    significant: bool | None
+    spread_pct: float | None
+    medians: Mapping[str, float | None]
+    n: Mapping[str, int]
+    outliers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Diagnostics:
     interleaving: Interleaving | None
     position_effects: Sequence[PositionEffect] = ()
     carryover: Sequence[Carryover] = ()
     trends: Sequence[Trend] = ()
     workers: dict[str, Any] | None = None  # software hashes per worker when they differ
+    # A fleet's diagnostics (data from more than one worker); None otherwise.
+    fleet: Sequence[FleetRow] | None = None
+    identity: Identity | None = None
+
+
+@dataclass(frozen=True)
+class Combined:
+    """How the top-level rows of a fleet's analysis combine its workers."""
+
+    workers: int
+    method: str
+
+
+@dataclass(frozen=True)
+class WorkerVerdicts:
+    """One worker's own analysis: its rows, corrected within the worker's family."""
+
+    worker: str
+    order_matters: bool
+    alpha_corrected: float | None
+    tests: tuple[TestVerdict, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "worker": self.worker,
+            "order_matters": self.order_matters,
+            "alpha_corrected": self.alpha_corrected,
+            "tests": [_test_json(v) for v in self.tests],
+        }
 
 
 @dataclass(frozen=True)
@@ -216,6 +268,9 @@ class Analysis:
     sources: tuple[str, ...] = ()
     excluded: int = 0
     provenance: dict[str, Any] = field(default_factory=dict)
+    # Data from more than one worker: how the rows combine them, and each worker's own verdict.
+    combined: Combined | None = None
+    workers: tuple[WorkerVerdicts, ...] = ()
 
     @property
     def significant_tests(self) -> tuple[TestVerdict, ...]:
@@ -237,6 +292,9 @@ class Analysis:
             "tests": [_test_json(v) for v in self.tests],
             "warnings": list(self.warnings),
         }
+        if self.combined is not None:
+            out["combined"] = {"workers": self.combined.workers, "method": self.combined.method}
+            out["workers"] = [w.to_json() for w in self.workers]
         if self.diagnostics is not None:
             d = self.diagnostics
             out["diagnostics"] = {
@@ -246,6 +304,9 @@ class Analysis:
                 "trends": [_record(x) for x in d.trends],
                 "workers": d.workers,
             }
+            if d.fleet is not None:
+                out["diagnostics"]["identity"] = d.identity.to_json() if d.identity is not None else None
+                out["diagnostics"]["fleet"] = [_fleet_json(x) for x in d.fleet]
         return _clean(out)
 
     def to_json_text(self, extra: dict[str, Any] | None = None, indent: int | None = None) -> str:
@@ -289,6 +350,14 @@ def _test_json(v: TestVerdict) -> dict[str, Any]:
     d["ci_fixed"] = list(v.ci_fixed) if v.ci_fixed is not None else None
     d["ci_random"] = list(v.ci_random) if v.ci_random is not None else None
     d["notes"] = list(v.notes)
+    return d
+
+
+def _fleet_json(row: FleetRow) -> dict[str, Any]:
+    d = _record(row)
+    d["medians"] = dict(row.medians)
+    d["n"] = dict(row.n)
+    d["outliers"] = list(row.outliers)
     return d
 
 

@@ -28,7 +28,7 @@ from benchsage.stats.median_ci import (
     min_sample_size,
 )
 from benchsage.stats.spearman import SpearmanResult, spearman_grouped
-from benchsage.stats.stratified import KruskalKResult, StratifiedResult, kruskal_k, van_elteren
+from benchsage.stats.stratified import DunnPairs, KruskalKResult, StratifiedResult, dunn, kruskal_k, van_elteren
 
 __all__ = [
     "CI_CASE_RULES",
@@ -36,6 +36,7 @@ __all__ = [
     "CORRECTIONS",
     "DEFAULT_CV_DDOF",
     "Correction",
+    "DunnPairs",
     "GroupedMoments",
     "KruskalKResult",
     "KruskalResult",
@@ -44,6 +45,7 @@ __all__ = [
     "StratifiedResult",
     "adjust",
     "ci_case",
+    "dunn",
     "eta_squared_h",
     "exact_binomial_coverage",
     "exact_binomial_rank",

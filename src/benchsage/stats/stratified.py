@@ -163,3 +163,60 @@ def kruskal_k(values: np.ndarray, group: np.ndarray, sample: np.ndarray, n_group
     p = np.full(n_groups, np.nan)
     p[defined] = special.chdtrc(df[defined].astype(np.float64), h[defined])
     return KruskalKResult(statistic=h, df=df, pvalue=p)
+
+
+@dataclass(frozen=True, eq=False)
+class DunnPairs:
+    """Dunn's pairwise comparisons: one entry per (comparison, sample i, sample j), i < j, of the
+    samples that hold values; z > 0 when sample i ranks higher than sample j."""
+
+    group: np.ndarray
+    i: np.ndarray
+    j: np.ndarray
+    z: np.ndarray
+    pvalue: np.ndarray
+
+
+def dunn(values: np.ndarray, group: np.ndarray, sample: np.ndarray, n_groups: int, n_samples: int) -> DunnPairs:
+    """Dunn's test of every pair of samples after a Kruskal-Wallis test, for many comparisons.
+
+    Dunn (1964), "Multiple comparisons using rank sums", Technometrics 6(3), 241-252, with the
+    tie correction: the N values of a comparison ranked together (as for kruskal_k), rbar_i the
+    mean rank of sample i, T = sum (t**3 - t) over runs of ties,
+
+        z_ij = (rbar_i - rbar_j) / sqrt(s2 (1/n_i + 1/n_j)),   s2 = N (N + 1) / 12 - T / (12 (N - 1))
+
+    and the two-sided p = 2 (1 - Phi(|z_ij|)), uncorrected. With two samples z**2 is the
+    Kruskal-Wallis H. Pairs of a comparison whose values are all equal get NaN.
+    """
+    v, g = check_grouped(values, group, n_groups)
+    smp = _codes(sample, v.shape, "sample")
+    if len(smp) and (int(smp.min()) < 0 or int(smp.max()) >= n_samples):
+        raise ValueError(f"sample codes must lie in 0..{n_samples - 1}, got {int(smp.min())}..{int(smp.max())}")
+    gr = grouped_ranks(v, g, n_groups)
+    n = gr.counts.astype(np.float64)
+    pair, pair_group, n_pairs = pair_codes(g, smp, n_samples)
+    pair_sample = np.zeros(n_pairs, dtype=np.int64)
+    pair_sample[pair] = smp
+    n_pair = np.bincount(pair, minlength=n_pairs).astype(np.float64)
+    mean_rank = np.bincount(pair, weights=gr.ranks(), minlength=n_pairs) / np.maximum(n_pair, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s2 = n * (n + 1.0) / 12.0 - gr.tie_term / (12.0 * (n - 1.0))
+    # Pairs (a, b) of samples within each comparison: pairs are sorted by (group, sample).
+    first = np.zeros(n_groups, dtype=np.int64)
+    counts = np.bincount(pair_group, minlength=n_groups)
+    np.cumsum(counts[:-1], out=first[1:])
+    a_list, b_list = [], []
+    for k in np.unique(counts[counts >= 2]).tolist():
+        groups_k = np.flatnonzero(counts == k)
+        ia, ib = np.triu_indices(k, 1)
+        a_list.append((first[groups_k][:, None] + ia[None, :]).ravel())
+        b_list.append((first[groups_k][:, None] + ib[None, :]).ravel())
+    a = np.concatenate(a_list) if a_list else np.zeros(0, dtype=np.int64)
+    b = np.concatenate(b_list) if b_list else np.zeros(0, dtype=np.int64)
+    gg = pair_group[a]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = (mean_rank[a] - mean_rank[b]) / np.sqrt(s2[gg] * (1.0 / n_pair[a] + 1.0 / n_pair[b]))
+    z = np.where(s2[gg] > 0, z, np.nan)
+    p = np.where(np.isfinite(z), 2.0 * special.ndtr(-np.abs(z)), np.nan)
+    return DunnPairs(group=gg, i=pair_sample[a], j=pair_sample[b], z=z, pvalue=p)

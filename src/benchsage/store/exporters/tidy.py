@@ -6,9 +6,10 @@ import os
 
 import pyarrow as pa
 
+from benchsage.store.importers.benchsage import trial_boot_ids
 from benchsage.store.journal import Journal
 
-COLUMNS = ("test", "order", "metric", "value", "unit", "run", "position", "predecessor", "worker", "time", "status", "reason")
+COLUMNS = ("test", "order", "metric", "value", "unit", "run", "position", "predecessor", "worker", "boot_id", "time", "status", "reason")
 
 
 def tidy_table(directory: str | os.PathLike[str]) -> pa.Table:
@@ -18,6 +19,7 @@ def tidy_table(directory: str | os.PathLike[str]) -> pa.Table:
         tests = journal.tests()
         names = [t["name"] for t in tests]
         metrics = [[(m["name"], m.get("unit", "")) for m in t["metrics"]] for t in tests]
+        boot_ids = trial_boot_ids(journal.conn)
         values: dict[int, dict[str, float]] = {}
         for trial_id, metric, value in journal.trial_values():
             values.setdefault(trial_id, {})[metric] = value
@@ -36,6 +38,7 @@ def tidy_table(directory: str | os.PathLike[str]) -> pa.Table:
                 cols["position"].append(pos)
                 cols["predecessor"].append(names[pred] if pred is not None else None)
                 cols["worker"].append(worker)
+                cols["boot_id"].append(boot_ids.get(tid))
                 cols["time"].append(started)
                 cols["status"].append(status)
                 cols["reason"].append(reason)
@@ -45,7 +48,7 @@ def tidy_table(directory: str | os.PathLike[str]) -> pa.Table:
         [
             ("test", pa.string()), ("order", pa.string()), ("metric", pa.string()), ("value", pa.float64()),
             ("unit", pa.string()), ("run", pa.int64()), ("position", pa.int64()), ("predecessor", pa.string()),
-            ("worker", pa.string()), ("time", pa.float64()), ("status", pa.string()), ("reason", pa.string()),
+            ("worker", pa.string()), ("boot_id", pa.string()), ("time", pa.float64()), ("status", pa.string()), ("reason", pa.string()),
         ]
     )
     return pa.table(cols, schema=schema)

@@ -7,6 +7,7 @@ stay in the journal but are left out, so a half-done run never mixes with its re
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -124,6 +125,8 @@ def _read(journal: Journal, directory: str) -> TrialTable:
             f"finish it with `benchsage resume {directory}`"
         )
     done_attempts = {a["run_id"]: a for a in attempts if a["status"] == "done"}
+    # A fleet's reports say how many boots each worker's runs saw (reboot resets at work).
+    boot_ids = _run_boot_ids(journal) if len(worker_names) > 1 else {}
     provenance: dict[str, Any] = {
         "kind": "benchsage",
         "directory": directory,
@@ -142,6 +145,9 @@ def _read(journal: Journal, directory: str) -> TrialTable:
         "alpha": meta.get("alpha"),
         "correction": meta.get("correction"),
     }
+    run_boot_ids = {r: boot_ids[r] for r in done_attempts if boot_ids.get(r) is not None}
+    if run_boot_ids:
+        provenance["run_boot_ids"] = run_boot_ids
     return TrialTable(
         test_names=test_names,
         metric_names=tuple(metric_names),
@@ -162,6 +168,27 @@ def _read(journal: Journal, directory: str) -> TrialTable:
         warnings=tuple(warnings),
         provenance=provenance,
     )
+
+
+def trial_boot_ids(conn: sqlite3.Connection) -> dict[int, str | None]:
+    """Each trial's boot id (the host's boot identity while it ran); {} for a journal written
+    before trials recorded one (no boot_id column)."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(trials)")}
+    if "boot_id" not in columns:
+        return {}
+    return {int(i): b for i, b in conn.execute("SELECT id, boot_id FROM trials")}
+
+
+def _run_boot_ids(journal: Journal) -> dict[int, str | None]:
+    """The boot id each analysed run's trials ran under (its first trial's), by run id; {} for a
+    journal written before trials recorded one."""
+    by_trial = trial_boot_ids(journal.conn)
+    if not by_trial:
+        return {}
+    rows = journal.conn.execute(
+        "SELECT t.run_id, MIN(t.id) FROM trials t JOIN attempts a ON t.attempt_id = a.id WHERE a.status = 'done' GROUP BY t.run_id"
+    ).fetchall()
+    return {int(run): by_trial.get(int(first)) for run, first in rows}
 
 
 def is_experiment_dir(path: str | os.PathLike[str]) -> bool:

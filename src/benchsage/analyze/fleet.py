@@ -1,0 +1,247 @@
+"""The analysis side of fleets: each worker's own verdict, whether the workers measure the same
+thing (the fleet diagnostic), and whether they ran the same software (the identity diagnostic).
+
+The combined, stratified rows are analyze/order.py's (see analyze/strata.py); this module adds
+what only a fleet has.
+
+Per-worker verdicts: each worker's rows analysed alone, exactly as a one-worker experiment,
+with the family-wise correction over that worker's comparisons.
+
+Fleet diagnostic, per primary (test, metric) with at least two workers holding `min_values`
+values (both arms together): the k-sample Kruskal-Wallis test across workers (df = workers - 1;
+Kruskal & Wallis 1952), one family over the tests (Bonferroni or Holm, as the analysis);
+`spread_pct` = (largest - smallest worker median) / smallest x 100 (None when the smallest is
+not positive). Outliers, for a test whose workers differ: Dunn's pairwise comparisons of its
+workers (Dunn 1964, the post-hoc test of Kruskal-Wallis, on the same ranks), Holm over the
+test's pairs at the Bonferroni share alpha / m of the test family (m tests), so that the claims
+of all tests together keep the family-wise error at most alpha; a worker is an outlier when it
+differs from more than half of the other workers. That names the odd machine of a fleet whose
+majority agrees (1, 1, 1.5: the third), names every worker when none agrees with the others (1,
+1.5, 3), and, unlike a test of each worker against all the others pooled, does not flag a
+normal worker because the pool it is compared with contains the odd one. The gate (the test's
+own Kruskal-Wallis being significant) keeps an agreeing fleet's outliers empty. With two
+workers that differ, both are listed: two machines cannot say which one is odd.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from benchsage.analyze.diagnostics import _comparisons
+from benchsage.analyze.identity import Identity, compare_workers
+from benchsage.analyze.order import analyze_table
+from benchsage.analyze.verdict import Analysis, FleetRow, TestVerdict, WorkerVerdicts
+from benchsage.stats.correction import adjust
+from benchsage.stats.median_ci import grouped_median_ci
+from benchsage.stats.stratified import dunn, kruskal_k, pair_codes
+from benchsage.store.table import TrialTable
+
+
+def _num(x: Any) -> float | None:
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def present_workers(table: TrialTable) -> list[int]:
+    """Codes of the workers that hold rows, in the table's worker order."""
+    if len(table) == 0:
+        return []
+    return np.flatnonzero(np.bincount(table.worker, minlength=len(table.worker_names))).tolist()
+
+
+def _one_worker_per_comparison(table: TrialTable) -> np.ndarray | None:
+    """The worker of each (test, metric) key when every comparison's rows share one worker, else None."""
+    n_metrics = max(len(table.metric_names), 1)
+    key = table.test.astype(np.int64) * n_metrics + table.metric
+    owner = np.full(max(len(table.test_names), 1) * n_metrics, -1, dtype=np.int64)
+    owner[key] = table.worker
+    return owner if bool(np.all(owner[key] == table.worker)) else None
+
+
+def worker_verdicts(
+    table: TrialTable,
+    combined: Analysis,
+    *,
+    alpha: float,
+    correction: str,
+    ci_method: str = "exact-binomial",
+    ci_level: float = 0.95,
+    ci_case_rule: str = "paper",
+    min_values: int = 5,
+) -> tuple[WorkerVerdicts, ...]:
+    """Each worker's rows analysed alone, corrected within the worker (in the table's worker order).
+
+    When every comparison's values come from one worker (each worker ran its own tests), a
+    worker's rows are the combined rows of its comparisons: only the correction differs, and it
+    is recomputed instead of the whole analysis.
+    """
+    finite = table if np.isfinite(table.value).all() else table.select(np.isfinite(table.value))
+    owner = _one_worker_per_comparison(finite)
+    if owner is not None:
+        return _recorrected(finite, combined, owner, alpha=alpha, correction=correction)
+    out = []
+    for w in present_workers(table):
+        own = analyze_table(
+            table.select(table.worker == w), alpha=alpha, correction=correction, ci_method=ci_method, ci_level=ci_level,
+            ci_case_rule=ci_case_rule, min_values=min_values,
+        )
+        out.append(WorkerVerdicts(table.worker_names[w], own.order_matters, own.alpha_corrected, own.tests))
+    return tuple(out)
+
+
+def recorrect(verdicts: Sequence[TestVerdict], correction: str, alpha: float) -> tuple[tuple[TestVerdict, ...], float | None, bool]:
+    """The rows corrected as one analysis of them alone would: primary and other metrics each
+    their own family. Returns (rows, the primary family's alpha_corrected, order_matters)."""
+    p = np.array([v.kw_p if v.kw_p is not None else np.nan for v in verdicts], dtype=np.float64)
+    primary = np.array([v.primary for v in verdicts], dtype=bool)
+    p_adj = np.full(len(verdicts), np.nan)
+    reject = np.zeros(len(verdicts), dtype=bool)
+    alpha_corrected = None
+    for family in (primary, ~primary):
+        corr = adjust(np.where(family, p, np.nan), correction, alpha)
+        p_adj[family], reject[family] = corr.p_adjusted[family], corr.reject[family]
+        if family is primary:
+            alpha_corrected = corr.alpha_corrected
+    rows = tuple(
+        dataclasses.replace(v, p_adjusted=_num(p_adj[i]), significant=bool(reject[i]) if v.kw_p is not None else None)
+        for i, v in enumerate(verdicts)
+    )
+    return rows, alpha_corrected, bool(np.any(reject & primary))
+
+
+def _recorrected(table: TrialTable, combined: Analysis, owner: np.ndarray, *, alpha: float, correction: str) -> tuple[WorkerVerdicts, ...]:
+    tests = {name: i for i, name in enumerate(table.test_names)}
+    metrics = {name: i for i, name in enumerate(table.metric_names)}
+    n_metrics = max(len(table.metric_names), 1)
+    by_worker: dict[int, list[TestVerdict]] = {}
+    for v in combined.tests:
+        by_worker.setdefault(int(owner[tests[v.test] * n_metrics + metrics[v.metric]]), []).append(v)
+    out = []
+    for w in present_workers(table):
+        rows, alpha_corrected, matters = recorrect(by_worker.get(w, []), correction, alpha)
+        out.append(WorkerVerdicts(table.worker_names[w], matters, alpha_corrected, rows))
+    return tuple(out)
+
+
+def fleet_rows(table: TrialTable, *, alpha: float, correction: str, min_values: int = 5) -> tuple[FleetRow, ...]:
+    """The fleet diagnostic of every primary (test, metric) measured by at least two workers
+    (see the module docstring)."""
+    keep = table.primary & np.isfinite(table.value)
+    t = table if keep.all() else table.select(keep)
+    if len(t) == 0:
+        return ()
+    comp, comp_test, comp_metric = _comparisons(t)
+    n_comp = len(comp_test)
+    n_workers = max(len(t.worker_names), 1)
+    worker = t.worker.astype(np.int64)
+    pair, pair_comp, n_pairs = pair_codes(comp, worker, n_workers)
+    pair_worker = np.zeros(n_pairs, dtype=np.int64)
+    pair_worker[pair] = worker
+    n_pair = np.bincount(pair, minlength=n_pairs)
+    eligible_pair = n_pair >= min_values
+    workers_of = np.bincount(pair_comp, weights=eligible_pair, minlength=n_comp).astype(np.int64)
+    examined = workers_of >= 2
+    rows = eligible_pair[pair] & examined[comp]
+    if not rows.any():
+        return ()
+    value, c, w = t.value[rows], comp[rows], worker[rows]
+    kw = kruskal_k(value, c, w, n_comp, n_workers)
+    medians = grouped_median_ci(t.value, pair, n_pairs).median
+    comps = np.flatnonzero(examined)
+    corr = adjust(kw.pvalue[comps], correction, alpha)
+    share = alpha / corr.m if corr.m else alpha
+    pairwise = dunn(value, c, w, n_comp, n_workers)
+    pairs_p: dict[int, list[tuple[int, int, float]]] = {}
+    for cc, wi, wj, pp in zip(pairwise.group.tolist(), pairwise.i.tolist(), pairwise.j.tolist(), pairwise.pvalue.tolist()):
+        pairs_p.setdefault(cc, []).append((wi, wj, pp))
+    pairs_of: dict[int, list[int]] = {}
+    for j in np.flatnonzero(eligible_pair).tolist():
+        pairs_of.setdefault(int(pair_comp[j]), []).append(j)
+    names = t.worker_names
+    out = []
+    for i, cc in enumerate(comps.tolist()):
+        own = sorted(pairs_of.get(cc, []), key=lambda j: int(pair_worker[j]))
+        meds = {names[int(pair_worker[j])]: _num(medians[j]) for j in own}
+        finite = [m for m in meds.values() if m is not None]
+        spread = (max(finite) - min(finite)) / min(finite) * 100.0 if finite and min(finite) > 0 else None
+        significant = bool(corr.reject[i]) if math.isfinite(kw.pvalue[cc]) else None
+        outliers: tuple[str, ...] = ()
+        if significant:
+            outliers = tuple(names[x] for x in _outliers(pairs_p.get(cc, []), len(own), share))
+        out.append(
+            FleetRow(
+                test=t.test_names[int(comp_test[cc])],
+                metric=t.metric_names[int(comp_metric[cc])],
+                workers=len(own),
+                kw_h=_num(kw.statistic[cc]),
+                df=int(kw.df[cc]),
+                kw_p=_num(kw.pvalue[cc]),
+                p_adjusted=_num(corr.p_adjusted[i]),
+                significant=significant,
+                spread_pct=spread,
+                medians=meds,
+                n={names[int(pair_worker[j])]: int(n_pair[j]) for j in own},
+                outliers=outliers,
+            )
+        )
+    return tuple(out)
+
+
+def _outliers(pairs: Sequence[tuple[int, int, float]], n_workers: int, level: float) -> list[int]:
+    """Workers that differ (Holm over the pairs at `level`) from more than half of the others."""
+    usable = [(i, j, p) for i, j, p in pairs if math.isfinite(p)]
+    if not usable:
+        return []
+    reject = adjust(np.array([p for _, _, p in usable]), "holm", level).reject.tolist()
+    differs: dict[int, int] = {}
+    for (i, j, _), r in zip(usable, reject):
+        if r:
+            differs[i] = differs.get(i, 0) + 1
+            differs[j] = differs.get(j, 0) + 1
+    return sorted(x for x, k in differs.items() if k > (n_workers - 1) / 2)
+
+
+def fleet_warnings(rows: Sequence[FleetRow]) -> list[str]:
+    """One warning when the workers disagree: how many tests, and the workers most often odd."""
+    differing = [r for r in rows if r.significant]
+    if not differing:
+        return []
+    counts: dict[str, int] = {}
+    for r in differing:
+        for w in r.outliers:
+            counts[w] = counts.get(w, 0) + 1
+    odd = ", ".join(f"{w} ({n} test{'s' if n != 1 else ''})" for w, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    largest = max(differing, key=lambda r: r.spread_pct if r.spread_pct is not None else -1.0)
+    spread = f"; largest spread {largest.spread_pct:.1f}% ({largest.test} [{largest.metric}])" if largest.spread_pct is not None else ""
+    return [
+        f"the workers' results differ in {len(differing)} of {len(rows)} tests (fleet diagnostic){spread}"
+        + (f"; outliers: {odd}" if odd else "")
+        + ": compare results between workers with care; the combined verdict is stratified by worker"
+    ]
+
+
+def snapshots_by_run(provenance: Mapping[str, Any]) -> tuple[dict[Any, Any], dict[Any, str]]:
+    """Every run's snapshot and worker, from a journal's provenance or each of a combination's parts."""
+    snapshots: dict[Any, Any] = {}
+    workers: dict[Any, str] = {}
+    parts = provenance.get("parts")
+    sources = [(i, p) for i, p in enumerate(parts) if isinstance(p, Mapping)] if isinstance(parts, list) else [(None, provenance)]
+    for i, prov in sources:
+        run_workers = prov.get("run_workers") or {}
+        for run, snap in (prov.get("snapshots") or {}).items():
+            key = run if i is None else (i, run)
+            snapshots[key] = snap
+            if run in run_workers:
+                workers[key] = str(run_workers[run])
+    return snapshots, workers
+
+
+def identity(table: TrialTable) -> Identity | None:
+    """The identity diagnostic of the table's workers (None without snapshots from two workers)."""
+    snapshots, workers = snapshots_by_run(table.provenance)
+    names = [table.worker_names[w] for w in present_workers(table)]
+    return compare_workers(snapshots, workers, names)

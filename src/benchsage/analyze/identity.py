@@ -1,0 +1,207 @@
+"""Did every worker run the same software on the same kind of machine? The identity diagnostic.
+
+Each run's environment snapshot is taken on its worker's host (by the agent there): kernel,
+CPU, its settings, tool versions and the sha256 of every file the tests execute. Comparing them
+across workers finds the classic broken fleet benchmark, one server running an older binary,
+before anyone reads a difference between machines as a result.
+
+A worker's value of a field is the one its runs' snapshots agree on; when they disagree (a file
+replaced halfway) its value lists the distinct values, most frequent first, joined by " / "
+(the run-to-run change is warned about separately). Compared: the files (by path; a path under
+the snapshot's "dir", the worker's working directory, is compared relative to it, so workers
+that keep the experiment in different folders still compare the same file), the stable fields
+of STABLE_FIELDS, and any other top-level text, integer or yes/no field not known to change from
+run to run (TRANSIENT_FIELDS: times, load, process ids, the host's own name and boot id).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+# Fields that describe the machine and its software, with the words a warning uses for them.
+STABLE_FIELDS: tuple[tuple[str, str], ...] = (
+    ("governor", "governor"),
+    ("turbo", "turbo boost"),
+    ("smt", "SMT"),
+    ("aslr", "ASLR"),
+    ("kernel", "kernel"),
+    ("kernel_version", "kernel build"),
+    ("machine", "machine architecture"),
+    ("os", "OS"),
+    ("cpu_model", "CPU model"),
+    ("cpu_count", "CPU count"),
+    ("python", "Python"),
+    ("benchsage", "benchsage version"),
+    ("spec_hash", "experiment spec"),
+)
+# Fields that differ between hosts or runs by nature: never an identity difference.
+TRANSIENT_FIELDS: frozenset[str] = frozenset(
+    {
+        "time", "started", "ended", "host", "worker", "worker_kind", "transport", "boot_id", "load_average", "noise",
+        "files", "dir", "agent_pid", "agent_rss_kib", "max_rss_floor_kib", "uptime",
+    }
+)
+FILE_PREFIX = "file "
+DIGEST_PREFIX = "sha256:"
+
+
+@dataclass(frozen=True)
+class IdentityDifference:
+    """One field whose value is not the same on every worker: `what` is "file PATH" or the
+    snapshot field's name; `values` maps each worker to its value (None: unknown or missing)."""
+
+    what: str
+    values: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The workers' snapshots compared. identical: no difference among `workers` (the workers
+    that have snapshots); `missing`: workers of the data without any snapshot."""
+
+    identical: bool
+    differences: tuple[IdentityDifference, ...]
+    workers: tuple[str, ...]
+    missing: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "identical": self.identical,
+            "differences": [{"what": d.what, "values": dict(d.values)} for d in self.differences],
+            "workers": list(self.workers),
+            "missing": list(self.missing),
+        }
+
+
+def worker_of(label: str, snapshot: Mapping[str, Any]) -> str:
+    """A run's worker: the "worker:" prefix of its label, else the snapshot's worker or host."""
+    if ":" in label:
+        return label.split(":", 1)[0]
+    return str(snapshot.get("worker") or snapshot.get("host") or "?")
+
+
+def _key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _relative(path: str, directory: Any) -> str:
+    if isinstance(directory, str) and directory:
+        root = directory.rstrip("/") + "/"
+        if path.startswith(root):
+            return path[len(root):]
+    return path
+
+
+def _digest(value: Any) -> Any:
+    return DIGEST_PREFIX + value if isinstance(value, str) and value and not value.startswith(DIGEST_PREFIX) else value
+
+
+def _fields(snapshot: Mapping[str, Any]) -> dict[str, Any]:
+    """The comparable fields of one snapshot: 'file PATH' -> digest, and the stable fields."""
+    out: dict[str, Any] = {}
+    files = snapshot.get("files")
+    if isinstance(files, Mapping):
+        for path, digest in files.items():
+            out[FILE_PREFIX + _relative(str(path), snapshot.get("dir"))] = _digest(digest)
+    known = {name for name, _ in STABLE_FIELDS}
+    for name in known:
+        out[name] = snapshot.get(name)
+    for name, value in snapshot.items():
+        if name in known or name in TRANSIENT_FIELDS:
+            continue
+        if value is None or isinstance(value, (str, bool, int)):
+            out[name] = value
+    return out
+
+
+def _order(what: str) -> tuple[int, int, str]:
+    """Files first (the broken-benchmark case), then STABLE_FIELDS in their order, then others."""
+    if what.startswith(FILE_PREFIX):
+        return (0, 0, what)
+    rank = {name: i for i, (name, _) in enumerate(STABLE_FIELDS)}
+    return (1, rank.get(what, len(rank)), what)
+
+
+def compare_workers(
+    snapshots: Mapping[Any, Mapping[str, Any] | None],
+    run_workers: Mapping[Any, str] | None = None,
+    data_workers: Sequence[str] = (),
+) -> Identity | None:
+    """The identity diagnostic from the runs' snapshots (run id -> snapshot) and each run's
+    worker (run id -> name; else the snapshot's "worker" or "host").
+
+    data_workers: the workers of the analysed data, to name those without any snapshot.
+    None when fewer than two workers have snapshots: there is nothing to compare.
+    """
+    run_workers = run_workers or {}
+    per_worker: dict[str, dict[str, Counter[str]]] = {}
+    raw: dict[str, Any] = {}
+    for run, snap in snapshots.items():
+        if not isinstance(snap, Mapping):
+            continue
+        name = run_workers.get(run)
+        worker = str(name) if name is not None else worker_of("", snap)
+        fields = per_worker.setdefault(worker, {})
+        for what, value in _fields(snap).items():
+            key = _key(value)
+            raw.setdefault(key, value)
+            fields.setdefault(what, Counter())[key] += 1
+    if len(per_worker) < 2:
+        return None
+    workers = tuple(sorted(per_worker))
+    everything = sorted({what for fields in per_worker.values() for what in fields}, key=_order)
+    differences = []
+    for what in everything:
+        values: dict[str, Any] = {}
+        for w in workers:
+            seen = per_worker[w].get(what)
+            if not seen:
+                values[w] = None
+            elif len(seen) == 1:
+                values[w] = raw[next(iter(seen))]
+            else:
+                values[w] = " / ".join(_text(raw[k]) for k, _ in seen.most_common())
+        if len({_key(v) for v in values.values()}) > 1:
+            differences.append(IdentityDifference(what, values))
+    missing = tuple(w for w in data_workers if w not in per_worker)
+    return Identity(not differences, tuple(differences), workers, missing)
+
+
+def _text(value: Any) -> str:
+    return "unknown" if value is None else str(value)
+
+
+def _shown(what: str, value: Any) -> str:
+    if value is None:
+        return "missing" if what.startswith(FILE_PREFIX) else "unknown"
+    if what.startswith(FILE_PREFIX) and isinstance(value, str):
+        return " / ".join(v[: len(DIGEST_PREFIX) + 12] for v in value.split(" / "))
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def identity_warnings(identity: Identity | None) -> list[str]:
+    """One warning per difference, workers grouped by value: 'workers ran different versions of
+    bin/app: sha256:ab12cd34ef56 on node1, node2; sha256:9f3e... on node3'."""
+    if identity is None:
+        return []
+    out = []
+    words = dict(STABLE_FIELDS)
+    for d in identity.differences:
+        groups: dict[str, list[str]] = {}
+        for worker, value in d.values.items():
+            groups.setdefault(_shown(d.what, value), []).append(worker)
+        listing = "; ".join(f"{value} on {', '.join(ws)}" for value, ws in groups.items())
+        if d.what.startswith(FILE_PREFIX):
+            out.append(
+                f"workers ran different versions of {d.what[len(FILE_PREFIX):]}: {listing} "
+                "(differences between these workers may come from the software, not the machines)"
+            )
+        else:
+            out.append(f"workers differ in {words.get(d.what, d.what)}: {listing}")
+    if identity.missing:
+        out.append(f"no environment snapshot from worker{'s' if len(identity.missing) > 1 else ''} {', '.join(identity.missing)}: "
+                   "whether it ran the same software cannot be checked")
+    return out
