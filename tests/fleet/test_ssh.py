@@ -224,9 +224,13 @@ def test_kill_9_of_the_controller_leaves_nothing_running_and_resume_finishes(fak
     complete_and_unduplicated(out, 2, 2, 2)
 
 
-def test_the_example_fleet_spec_is_valid() -> None:
+def test_the_example_fleet_spec_is_valid(tmp_path: Path) -> None:
     from benchsage.spec import load_spec
 
-    spec = load_spec(Path(__file__).resolve().parents[2] / "examples" / "fleet" / "experiment.toml")
+    example = Path(__file__).resolve().parents[2] / "examples" / "fleet" / "experiment.toml"
+    (tmp_path / "fleet").mkdir()
+    (tmp_path / "fleet" / "ssh_config").write_text("")  # what fakefleet.py start writes there
+    (tmp_path / "experiment.toml").write_text(example.read_text())
+    spec = load_spec(tmp_path / "experiment.toml")
     assert [w.name for w in spec.workers] == ["node1", "node2", "node3"]
     assert spec.reset is not None and spec.reset.kind == "reboot" and all(w.kind == "ssh" for w in spec.workers)
