@@ -361,13 +361,16 @@ class Fleet:
 
 def start(directory: "os.PathLike[str] | str", hosts: int = 3) -> Fleet:
     """Create a fleet of `hosts` fake hosts node1..nodeN in `directory` (absent or empty),
-    start their sshd on free ports of 127.0.0.1, and return once every one listens."""
+    start their sshd on free ports of 127.0.0.1, and return once every one listens. A folder
+    holding a stopped fleet is started again (same keys and ports if free, new boot ids)."""
     for tool in (SSHD, "ssh", "ssh-keygen"):
         if shutil.which(tool) is None:
             raise FleetError("%s is missing; install Debian's openssh-server and openssh-client" % tool)
     if hosts < 1:
         raise FleetError("a fleet needs at least one host")
     d = Path(directory).resolve()
+    if (d / STATE_FILE).is_file():
+        return _restart(Fleet(d), hosts)
     if d.exists() and any(d.iterdir()):
         raise FleetError("%s is not empty; start a fleet in a new folder" % d)
     d.mkdir(parents=True, exist_ok=True)
@@ -394,6 +397,20 @@ def start(directory: "os.PathLike[str] | str", hosts: int = 3) -> Fleet:
     except BaseException:
         fleet.stop(grace=0)
         raise
+    return fleet
+
+
+def _restart(fleet: Fleet, hosts: int) -> Fleet:
+    """Start a stopped fleet again: same host keys (known_hosts stays valid), new boot ids."""
+    if len(fleet.hosts) != hosts:
+        raise FleetError("%s holds a fleet of %d hosts; start it with --hosts %d, or use a new folder"
+                         % (fleet.dir, len(fleet.hosts), len(fleet.hosts)))
+    with _Locked(fleet.dir):
+        if fleet.processes() or fleet.reboot_processes():
+            raise FleetError("the fleet in %s is running; stop it first" % fleet.dir)
+        for host in fleet.hosts:
+            _new_boot_id(fleet.dir / host)
+        fleet._start_sshds(fleet.hosts, pick_ports=True)
     return fleet
 
 
@@ -493,7 +510,7 @@ def _print_status(fleet: Fleet) -> None:
 def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
-    s = sub.add_parser("start", help="create and start a fleet in DIR (absent or empty)")
+    s = sub.add_parser("start", help="create and start a fleet in DIR (absent or empty), or start a stopped one again")
     s.add_argument("dir")
     s.add_argument("--hosts", type=int, default=3)
     sub.add_parser("stop", help="stop every process of the fleet").add_argument("dir")

@@ -195,4 +195,13 @@ def test_command_line_start_crash_boot_stop(tmp_path: Path, fake_fleet) -> None:
     finally:
         stopped = cli("stop", str(directory))
     assert stopped.returncode == 0, stopped.stderr
-    assert not tagged(fakefleet.Fleet(directory))
+    assert not tagged(fleet)
+    # a stopped fleet starts again: the same host keys, so known_hosts still holds; new boot ids
+    before = fleet.boot_id("node1")
+    again = cli("start", str(directory), "--hosts", "2")
+    try:
+        assert again.returncode == 0, again.stderr
+        assert fleet.ssh("node1", fleet.boot_id_command).stdout.strip() == fleet.boot_id("node1") != before
+    finally:
+        fleet.stop()
+    assert not tagged(fleet)
