@@ -53,15 +53,6 @@ def present_workers(table: TrialTable) -> list[int]:
     return np.flatnonzero(np.bincount(table.worker, minlength=len(table.worker_names))).tolist()
 
 
-def _one_worker_per_comparison(table: TrialTable) -> np.ndarray | None:
-    """The worker of each (test, metric) key when every comparison's rows share one worker, else None."""
-    n_metrics = max(len(table.metric_names), 1)
-    key = table.test.astype(np.int64) * n_metrics + table.metric
-    owner = np.full(max(len(table.test_names), 1) * n_metrics, -1, dtype=np.int64)
-    owner[key] = table.worker
-    return owner if bool(np.all(owner[key] == table.worker)) else None
-
-
 def worker_verdicts(
     table: TrialTable,
     combined: Analysis,
@@ -72,17 +63,17 @@ def worker_verdicts(
     ci_level: float = 0.95,
     ci_case_rule: str = "paper",
     min_values: int = 5,
+    owner: np.ndarray | None = None,
 ) -> tuple[WorkerVerdicts, ...]:
     """Each worker's rows analysed alone, corrected within the worker (in the table's worker order).
 
-    When every comparison's values come from one worker (each worker ran its own tests), a
-    worker's rows are the combined rows of its comparisons: only the correction differs, and it
-    is recomputed instead of the whole analysis.
+    owner: the worker of each comparison (the i-th of combined.tests), from
+    strata.comparison_workers, when every comparison's values come from one worker (each worker
+    ran its own tests). Then a worker's rows are the combined rows of its comparisons: only the
+    correction differs, and it is recomputed instead of the whole analysis.
     """
-    finite = table if np.isfinite(table.value).all() else table.select(np.isfinite(table.value))
-    owner = _one_worker_per_comparison(finite)
     if owner is not None:
-        return _recorrected(finite, combined, owner, alpha=alpha, correction=correction)
+        return _recorrected(table, combined, owner, alpha=alpha, correction=correction)
     out = []
     for w in present_workers(table):
         own = analyze_table(
@@ -114,12 +105,11 @@ def recorrect(verdicts: Sequence[TestVerdict], correction: str, alpha: float) ->
 
 
 def _recorrected(table: TrialTable, combined: Analysis, owner: np.ndarray, *, alpha: float, correction: str) -> tuple[WorkerVerdicts, ...]:
-    tests = {name: i for i, name in enumerate(table.test_names)}
-    metrics = {name: i for i, name in enumerate(table.metric_names)}
-    n_metrics = max(len(table.metric_names), 1)
+    if len(owner) != len(combined.tests):
+        raise ValueError(f"owner names the worker of {len(owner)} comparisons, the analysis has {len(combined.tests)}")
     by_worker: dict[int, list[TestVerdict]] = {}
-    for v in combined.tests:
-        by_worker.setdefault(int(owner[tests[v.test] * n_metrics + metrics[v.metric]]), []).append(v)
+    for v, w in zip(combined.tests, owner.tolist()):
+        by_worker.setdefault(w, []).append(v)
     out = []
     for w in present_workers(table):
         rows, alpha_corrected, matters = recorrect(by_worker.get(w, []), correction, alpha)
@@ -240,8 +230,10 @@ def snapshots_by_run(provenance: Mapping[str, Any]) -> tuple[dict[Any, Any], dic
     return snapshots, workers
 
 
-def identity(table: TrialTable) -> Identity | None:
-    """The identity diagnostic of the table's workers (None without snapshots from two workers)."""
-    snapshots, workers = snapshots_by_run(table.provenance)
-    names = [table.worker_names[w] for w in present_workers(table)]
-    return compare_workers(snapshots, workers, names)
+def identity(table: TrialTable, workers: Sequence[str] | None = None) -> Identity | None:
+    """The identity diagnostic of the table's workers (None without snapshots from two workers).
+
+    workers: the names of the workers that hold rows, when the caller knows them."""
+    snapshots, run_workers = snapshots_by_run(table.provenance)
+    names = list(workers) if workers is not None else [table.worker_names[w] for w in present_workers(table)]
+    return compare_workers(snapshots, run_workers, names)

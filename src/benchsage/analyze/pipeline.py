@@ -14,7 +14,7 @@ import numpy as np
 
 from benchsage.analyze.diagnostics import Parts
 from benchsage.analyze.options import Options
-from benchsage.analyze.order import analyze_table, sort_values
+from benchsage.analyze.order import ValueOrder, analyze_table, sort_values
 from benchsage.analyze.verdict import Analysis, Diagnostics
 from benchsage.store.importers.detect import load_sources
 from benchsage.store.table import TrialTable
@@ -64,7 +64,7 @@ def analyze_loaded(table: TrialTable, options: Options = Options()) -> Analysis:
     if analysis.combined is None:
         warnings.extend(_snapshot_warnings(table))
     else:
-        analysis, diagnostics, more = _fleet(table, analysis, diagnostics, options, alpha=alpha, correction=correction)
+        analysis, diagnostics, more = _fleet(table, analysis, diagnostics, options, alpha=alpha, correction=correction, sorted_values=sorted_values)
         warnings.extend(more)
     if diagnostics is not None and diagnostics.interleaving is not None and diagnostics.interleaving.interleaved is False:
         warnings.append(f"the arms were not interleaved in time ({diagnostics.interleaving.detail}): drift over time can look like an order effect")
@@ -72,22 +72,33 @@ def analyze_loaded(table: TrialTable, options: Options = Options()) -> Analysis:
 
 
 def _fleet(
-    table: TrialTable, analysis: Analysis, diagnostics: Diagnostics | None, options: Options, *, alpha: float, correction: str
+    table: TrialTable,
+    analysis: Analysis,
+    diagnostics: Diagnostics | None,
+    options: Options,
+    *,
+    alpha: float,
+    correction: str,
+    sorted_values: ValueOrder | None,
 ) -> tuple[Analysis, Diagnostics | None, list[str]]:
     """A fleet's additions: each worker's verdict, the identity and fleet diagnostics, and their
     warnings (differences between workers come from the identity diagnostic; the snapshot
     comparison keeps the changes between runs of one worker)."""
     from benchsage.analyze import fleet
     from benchsage.analyze.identity import identity_warnings
+    from benchsage.analyze.strata import comparison_workers
 
+    # Each worker ran its own tests (no comparison spans two workers): the per-worker rows are
+    # the combined ones, corrected per worker, and there is nothing to compare across workers.
+    owner = comparison_workers(table.worker, sorted_values) if sorted_values is not None else None
     workers = fleet.worker_verdicts(
         table, analysis, alpha=alpha, correction=correction, ci_method=options.ci_method, ci_level=options.ci_level,
-        ci_case_rule=options.ci_case_rule,
+        ci_case_rule=options.ci_case_rule, owner=owner,
     )
-    identity = fleet.identity(table)
+    identity = fleet.identity(table, [w.worker for w in workers])
     warnings = _snapshot_warnings(table, between_workers=False) + identity_warnings(identity)
     if options.diagnostics:
-        rows = fleet.fleet_rows(table, alpha=alpha, correction=correction)
+        rows = () if owner is not None else fleet.fleet_rows(table, alpha=alpha, correction=correction)
         warnings.extend(fleet.fleet_warnings(rows))
         base = diagnostics if diagnostics is not None else Diagnostics(interleaving=None)
         diagnostics = dataclasses.replace(base, fleet=rows, identity=identity)

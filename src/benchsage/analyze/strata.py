@@ -54,22 +54,24 @@ def workers_present(table: TrialTable) -> int:
     """How many workers hold rows of the table."""
     if len(table) == 0:
         return 0
+    if len(table.worker_names) <= 1:
+        return 1
     return int(np.count_nonzero(np.bincount(table.worker, minlength=len(table.worker_names))))
 
 
-def _single_worker_each(worker: np.ndarray, sv: "ValueOrder") -> bool:
-    """Whether every comparison's rows share one worker: each row against its comparison's first
-    row in the shared sort (no sort of its own)."""
+def comparison_workers(worker: np.ndarray, sv: "ValueOrder") -> np.ndarray | None:
+    """The worker of each comparison (numbered as sv.group) when every comparison's rows share
+    one worker, else None: each row against its comparison's first row in the shared sort (no
+    sort of its own)."""
     n_groups = len(sv.combos)
     if n_groups == 0:
-        return True
+        return np.zeros(0, dtype=np.int64)
     counts = np.bincount(sv.group, minlength=n_groups)
     starts = np.zeros(n_groups, dtype=np.int64)
     np.cumsum(counts[:-1], out=starts[1:])
-    first = worker[sv.order[starts[counts > 0]]]
-    lookup = np.zeros(n_groups, dtype=worker.dtype)
-    lookup[counts > 0] = first
-    return bool(np.all(worker == lookup[sv.group]))
+    lookup = np.zeros(n_groups, dtype=np.int64)
+    lookup[counts > 0] = worker[sv.order[starts[counts > 0]]]
+    return lookup if bool(np.all(worker == lookup[sv.group])) else None
 
 
 def stratify(table: TrialTable, sv: "ValueOrder") -> Stratified:
@@ -83,7 +85,7 @@ def stratify(table: TrialTable, sv: "ValueOrder") -> Stratified:
     """
     value = np.asarray(table.value, dtype=np.float64)
     n_groups = len(sv.combos)
-    if _single_worker_each(table.worker, sv):
+    if comparison_workers(table.worker, sv) is not None:
         nan = np.full(n_groups, np.nan)
         return Stratified(True, nan, nan, np.ones(n_groups, dtype=np.int64), value)
     n_workers = max(len(table.worker_names), 1)

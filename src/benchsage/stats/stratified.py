@@ -43,13 +43,21 @@ def _codes(label: np.ndarray, shape: tuple[int, ...], what: str) -> np.ndarray:
 def pair_codes(group: np.ndarray, block: np.ndarray, n_blocks: int) -> tuple[np.ndarray, np.ndarray, int]:
     """Dense codes of the (group, block) pairs that occur, ascending by (group, block).
 
-    Returns (code of each row, group of each pair, number of pairs).
+    Returns (code of each row, group of each pair, number of pairs). A dense counter while the
+    pairs' key space is small (no sort), np.unique otherwise.
     """
-    key = group.astype(np.int64) * max(int(n_blocks), 1) + block
+    width = max(int(n_blocks), 1)
+    key = group.astype(np.int64) * width + block
     if len(key) == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), 0
-    keys, code = np.unique(key, return_inverse=True)
-    return code.ravel().astype(np.int64), keys // max(int(n_blocks), 1), len(keys)
+    size = int(key.max()) + 1
+    if size <= max(4 * len(key), 1 << 20):
+        present = np.bincount(key, minlength=size) > 0
+        keys = np.flatnonzero(present)
+        code = (np.cumsum(present) - 1)[key]
+    else:
+        keys, code = np.unique(key, return_inverse=True)
+    return code.ravel().astype(np.int64), keys // width, len(keys)
 
 
 def van_elteren(
