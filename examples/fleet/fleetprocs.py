@@ -33,19 +33,18 @@ class Process:
     def __init__(self, pid: int, ppid: int, comm: bytes, cmdline: bytes, environ: Set[bytes]) -> None:
         self.pid, self.ppid, self.comm, self.cmdline, self.environ = pid, ppid, comm, cmdline, environ
 
-    def fds_under(self, folder: str) -> bool:
-        """Whether the process holds an open file under `folder`."""
-        prefix = folder.rstrip("/") + "/"
+    def open_files(self) -> List[str]:
+        """The paths of the files the process holds open (sockets and pipes are not paths)."""
+        paths = []
         try:
             for fd in os.listdir("/proc/%d/fd" % self.pid):
                 try:
-                    if os.readlink("/proc/%d/fd/%s" % (self.pid, fd)).startswith(prefix):
-                        return True
+                    paths.append(os.readlink("/proc/%d/fd/%s" % (self.pid, fd)))
                 except OSError:
                     pass
         except OSError:
             pass
-        return False
+        return paths
 
 
 def env_entry(var: str, value: str) -> bytes:

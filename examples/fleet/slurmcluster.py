@@ -120,10 +120,11 @@ class Cluster:
         state = self._state()
         marks = [(" %s " % self.conf).encode(), (" -S %s " % state["munge_socket"]).encode()]
         tag = env_entry("SLURM_CONF", self.conf)
+        inside = str(self.dir) + "/"
 
         def match(p: Process) -> bool:
             return (tag in p.environ or any(m in p.cmdline for m in marks)
-                    or p.comm == b"slurmstepd" and p.fds_under(str(self.dir)))
+                    or p.comm == b"slurmstepd" and any(f.startswith(inside) for f in p.open_files()))
         return select(match)
 
     def node_processes(self, node: str) -> Set[int]:
@@ -135,7 +136,7 @@ class Cluster:
 
         def match(p: Process) -> bool:
             return (tags <= p.environ or any(m in p.cmdline for m in marks)
-                    or p.comm == b"slurmstepd" and _holds(p, log))
+                    or p.comm == b"slurmstepd" and log in p.open_files())
         return select(match)
 
     def crash(self, node: str) -> None:
@@ -208,19 +209,6 @@ class Cluster:
             time.sleep(0.05)
         raise FleetError("nodes not idle after %.0f s (sinfo: %s); see the logs in %s"
                          % (timeout, states or "no answer", self.dir / "log"))
-
-
-def _holds(p: Process, path: str) -> bool:
-    try:
-        for fd in os.listdir("/proc/%d/fd" % p.pid):
-            try:
-                if os.readlink("/proc/%d/fd/%s" % (p.pid, fd)) == path:
-                    return True
-            except OSError:
-                pass
-    except OSError:
-        pass
-    return False
 
 
 def _slurm_conf(d: Path, nodes: Dict[str, int], ctld_port: int, munge_socket: str) -> str:

@@ -101,7 +101,8 @@ def test_stop_leaves_nothing_behind(tmp_path_factory: pytest.TempPathFactory, sl
     mark = str(directory).encode()
     left = [p.pid for p in fleetprocs.process_table().values()
             if mark in p.cmdline or any(mark in e for e in p.environ)
-            or p.comm in (b"slurmctld", b"slurmd", b"slurmstepd", b"munged") and p.fds_under(str(directory))]
+            or p.comm in (b"slurmctld", b"slurmd", b"slurmstepd", b"munged")
+            and any(f.startswith(f"{directory}/") for f in p.open_files())]
     assert not left
     assert not Path(state["munge_socket"]).exists()
     for port in [state["slurmctld"]["port"], *(n["port"] for n in state["nodes"].values())]:
