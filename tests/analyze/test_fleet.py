@@ -304,3 +304,17 @@ def test_boot_ids_of_a_journal_without_the_column() -> None:
     conn.execute("ALTER TABLE trials ADD COLUMN boot_id TEXT")
     conn.execute("UPDATE trials SET boot_id = 'b1'")
     assert trial_boot_ids(conn) == {1: "b1"}
+
+
+def test_a_fleets_diagnostics_remove_each_workers_level(tmp_path: Path) -> None:
+    """A slower machine whose runs end later is not a trend over time, nor a position effect."""
+    from benchsage.analyze.diagnostics import diagnose
+
+    write_fleet(tmp_path, {"node1": 1.0, "node2": 1.0, "node3": 1.6}, seed=1)
+    analysis, table = analyze_sources([str(tmp_path)], format="benchsage")
+    pooled = diagnose(table)
+    assert pooled is not None and any(t.significant for t in pooled.trends)
+    d = analysis.diagnostics
+    assert d is not None and not any(t.significant for t in d.trends)
+    assert not any(p.significant for p in d.position_effects) and not any(c.significant for c in d.carryover)
+    assert d.interleaving == pooled.interleaving

@@ -200,3 +200,42 @@ def test_numbers_are_never_cut_and_names_fold_whole(width):
     assert "".join(line.split()[0] for line in body) == "".join(names)
     if width >= 160:
         assert len(body) == 2  # room enough: one line per test
+
+
+# -- fleets ---------------------------------------------------------------------------------------
+
+
+def _fleet_analysis(tmp_path: Path, **snapshots):
+    import sys
+
+    from benchsage.analyze.pipeline import analyze_sources
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "analyze"))
+    from fleet_data import write_fleet
+
+    write_fleet(tmp_path, {"node1": 1.0, "node2": 1.0, "node3": 1.6}, effect=0.15, seed=1, snapshots=snapshots)
+    return analyze_sources([str(tmp_path)], format="benchsage")[0]
+
+
+def test_a_fleet_on_the_terminal(tmp_path: Path) -> None:
+    analysis = _fleet_analysis(tmp_path, node3={"kernel": "6.1.0-21-amd64", "files": {"/srv/exp/bin/app": "9" * 64}})
+    text = _render(analysis, width=120)
+    assert "van Elteren's test stratified by 3 workers, Bonferroni family-wise α = 0.05" in text
+    assert "Workers: 3; the tables above are stratified by worker" in text
+    lines = text.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:3] == ["worker", "order", "matters"])
+    assert [line.split()[0] for line in lines[header + 2 : header + 5]] == ["node1", "node2", "node3"]
+    assert "Identity: the workers differ in 3 respects:" in text  # bin/app, python3 (missing on node3), kernel
+    assert "sha256:111111111111 on node1, node2; sha256:999999999999 on node3" in text
+    assert "6.1.0-18-amd64 on node1, node2; 6.1.0-21-amd64 on node3" in text
+    assert "Results by worker (Kruskal-Wallis across workers, corrected over tests): 3 of 3 tests differ." in text
+    row = next(line for line in lines if line.startswith("b ") and "node3=" in line)
+    assert row.split()[-1] == "node3"
+    assert not ANSI.search(text)
+
+
+def test_an_identical_fleet_and_one_worker_say_so_or_nothing(tmp_path: Path, memcached) -> None:
+    text = _render(_fleet_analysis(tmp_path), width=120)
+    assert "Identity: the 3 workers ran the same software on the same kind of machine" in text
+    single = _render(memcached, width=120)
+    assert "Workers:" not in single and "Fleet" not in single and "Identity" not in single

@@ -44,6 +44,8 @@ start when runs are unknown), per test and metric, as one corrected family: drif
 looks like an order effect whenever the arms were not interleaved.
 
 Only primary metrics are examined (for imported data: every metric), as they decide the verdict.
+A fleet's values are examined with each worker's level removed (see analyze/pipeline.py and
+analyze/strata.py): medians are then in the units of a typical worker.
 """
 
 from __future__ import annotations

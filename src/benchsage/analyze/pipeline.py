@@ -51,7 +51,10 @@ def analyze_loaded(table: TrialTable, options: Options = Options()) -> Analysis:
         )
 
     diagnostics: Diagnostics | None = None
-    parts = Parts(table, alpha=alpha, correction=correction, sorted_values=sorted_values) if options.diagnostics else None
+    parts = None
+    if options.diagnostics:
+        examined, examined_order = _diagnosed(table, sorted_values)
+        parts = Parts(examined, alpha=alpha, correction=correction, sorted_values=examined_order)
     if parts is None or not parts.anything:
         analysis = order_analysis()
     elif len(table) >= PARALLEL_ROWS:
@@ -106,6 +109,27 @@ def _fleet(
 
 
 PARALLEL_ROWS = 200_000  # below this, a thread costs more than it saves
+
+
+def _diagnosed(table: TrialTable, sorted_values: ValueOrder | None) -> tuple[TrialTable, ValueOrder | None]:
+    """The table the diagnostics examine, and its shared sort.
+
+    In a fleet whose workers ran the same tests, position effects, carry-over and trends compare
+    values of different machines: they examine the values with each worker's level removed
+    (analyze/strata.py), as the combined rows do, so that a slower machine is not read as a
+    slower position, predecessor or time.
+    """
+    from benchsage.analyze import strata
+
+    if strata.workers_present(table) <= 1:
+        return table, sorted_values
+    finite = np.isfinite(table.value)
+    examined = table if finite.all() else table.select(finite)
+    order = sorted_values if sorted_values is not None and sorted_values.fits(examined) else sort_values(examined)
+    found = strata.stratify(examined, order)
+    if found.single:
+        return table, sorted_values
+    return dataclasses.replace(examined, value=found.level_free), None
 
 
 def _side_by_side(first: Callable[[], _A], second: Callable[[], _B]) -> tuple[_A, _B]:

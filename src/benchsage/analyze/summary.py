@@ -30,7 +30,8 @@ def _names(verdicts: list[TestVerdict], with_metric: bool) -> str:
 def _method(analysis: Analysis) -> str:
     """How significance was decided: 'Kruskal-Wallis, Bonferroni family-wise α = 0.05, corrected α = 0.0167'."""
     name = {"bonferroni": "Bonferroni", "holm": "Holm"}.get(analysis.correction, analysis.correction)
-    text = f"Kruskal-Wallis, {name} family-wise α = {_fmt(analysis.alpha)}"
+    test = "Kruskal-Wallis" if analysis.combined is None else f"van Elteren's test stratified by {analysis.combined.workers} workers"
+    text = f"{test}, {name} family-wise α = {_fmt(analysis.alpha)}"
     if analysis.alpha_corrected is not None:
         label = "corrected α" if analysis.correction == "bonferroni" else "strictest corrected α"
         text += f", {label} = {_fmt(analysis.alpha_corrected)}"
@@ -73,3 +74,18 @@ def verdict_sentence(analysis: Analysis) -> str:
             f"({_method(analysis)}){untested_note}."
         )
     return f"No order effect detected in {_count(len(tested), unit)} ({_method(analysis)}){untested_note}."
+
+
+def workers_sentence(analysis: Analysis) -> str | None:
+    """For a fleet: the per-worker verdicts in one sentence; None for one worker.
+
+    "Per worker (each corrected on its own): order matters on 1 of 3 workers (node3)."
+    """
+    if analysis.combined is None or not analysis.workers:
+        return None
+    n = len(analysis.workers)
+    matters = [w.worker for w in analysis.workers if w.order_matters]
+    if not matters:
+        return f"Per worker (each corrected on its own): no order effect on any of the {_count(n, 'worker')}."
+    shown = ", ".join(matters[:MAX_NAMES]) + (f" and {len(matters) - MAX_NAMES} more" if len(matters) > MAX_NAMES else "")
+    return f"Per worker (each corrected on its own): order matters on {len(matters)} of {_count(n, 'worker')} ({shown})."

@@ -17,8 +17,8 @@ from rich.console import Console
 from rich.table import Column, Table
 from rich.text import Text
 
-from benchsage.analyze.summary import verdict_sentence
-from benchsage.analyze.verdict import Analysis, Diagnostics, TestVerdict
+from benchsage.analyze.summary import verdict_sentence, workers_sentence
+from benchsage.analyze.verdict import Analysis, Diagnostics, FleetRow, TestVerdict
 
 NULL = "–"  # a value that could not be computed; the warnings say why
 NAME_MIN = 12  # a narrow terminal folds test names, but not below this many characters
@@ -305,16 +305,91 @@ def _diagnostics(d: Diagnostics, console: Console, st: _Styles) -> None:
     console.print()
 
 
+MAX_FLEET_MEDIANS = 6  # a fleet's per-worker medians spelled out up to this many workers
+
+
+def _workers(analysis: Analysis, console: Console, st: _Styles) -> None:
+    """A fleet: how the rows combine the workers, and each worker's own verdict."""
+    if analysis.combined is None:
+        return
+    _line(console, f"Workers: {analysis.combined.workers}; the tables above are stratified by worker (van Elteren's test; "
+                   "medians, CIs and Δ% with each worker's level removed).", st.title)
+    table = _table([("worker", "left"), ("order matters", "center"), ("significant", "left"), ("tested", "right"), ("corrected α", "right")], st)
+    for w in analysis.workers:
+        primary = [v for v in w.tests if v.primary]
+        sig = [v for v in primary if v.significant]
+        several = len({v.test for v in primary}) != len(primary)
+        names = ", ".join(f"{v.test} [{v.metric}]" if several else v.test for v in sig[:3]) + (f" and {len(sig) - 3} more" if len(sig) > 3 else "")
+        table.add_row(
+            Text(w.worker), _yes_no(w.order_matters), Text(names or NULL), f"{sum(v.kw_p is not None for v in primary)}",
+            _p(w.alpha_corrected), style=st.significant if w.order_matters else "",
+        )
+    _print_table(console, table)
+    sentence = workers_sentence(analysis)
+    if sentence:
+        _line(console, sentence)
+    console.print()
+
+
+def _fleet_medians(row: FleetRow) -> str:
+    if len(row.medians) > MAX_FLEET_MEDIANS:
+        known = [m for m in row.medians.values() if m is not None]
+        return f"{_g(min(known), 4)} – {_g(max(known), 4)}" if known else NULL
+    return " ".join(f"{w}={_g(m, 4)}" for w, m in row.medians.items())
+
+
+def _fleet(d: Diagnostics, console: Console, st: _Styles) -> None:
+    """Whether the workers ran the same software, and whether they measure the same thing."""
+    if d.fleet is None:
+        return
+    _line(console, "Fleet: do the workers agree?", st.title)
+    identity = d.identity
+    if identity is None:
+        _line(console, "Identity: no environment snapshots from two workers; whether they ran the same software cannot be checked.")
+    elif identity.identical:
+        _line(console, f"Identity: the {len(identity.workers)} workers ran the same software on the same kind of machine "
+                       "(files, kernel, CPU and its settings, tool versions).")
+    else:
+        _line(console, f"Identity: the workers differ in {len(identity.differences)} respect{'s' if len(identity.differences) != 1 else ''}:", st.warning)
+        table = _table([("what", "left"), ("values", "left")], st)
+        for diff in identity.differences:
+            groups: dict[str, list[str]] = {}
+            for worker, value in diff.values.items():
+                shown = "unknown" if value is None else str(value)
+                if diff.what.startswith("file ") and value is not None:
+                    shown = " / ".join(part[:19] for part in shown.split(" / "))  # sha256: and 12 hex digits
+                groups.setdefault(shown, []).append(worker)
+            table.add_row(Text(diff.what), Text("; ".join(f"{v} on {', '.join(ws)}" for v, ws in groups.items())))
+        _print_table(console, table)
+    if not d.fleet:
+        _line(console, "Results by worker: no test was measured by two workers with enough values to compare.")
+        console.print()
+        return
+    differing = [r for r in d.fleet if r.significant]
+    _line(console, f"Results by worker (Kruskal-Wallis across workers, corrected over tests): {len(differing)} of {len(d.fleet)} tests differ.",
+          st.warning if differing else "")
+    if differing:
+        table = _table([("test", "left"), ("metric", "left"), ("p adj", "right"), ("spread %", "right"), ("medians", "left"), ("outliers", "left")], st)
+        for r in differing:
+            table.add_row(Text(r.test), Text(r.metric), _p(r.p_adjusted), NULL if r.spread_pct is None else f"{r.spread_pct:.1f}",
+                          Text(_fleet_medians(r)), Text(", ".join(r.outliers) or NULL))
+        _print_table(console, table)
+    console.print()
+
+
 def render_analysis(analysis: Analysis, console: Console) -> None:
     """Print the analysis: a table per primary metric (paper Tables 3-5), the other metrics,
-    the verdict sentence, the diagnostics when present, then the warnings."""
+    the verdict sentence, a fleet's per-worker verdicts, the diagnostics when present (a
+    fleet's identity and agreement among them), then the warnings."""
     st = _styles(console)
     _primary_tables(analysis, console, st)
     _secondary_table(analysis, console, st)
     sentence = verdict_sentence(analysis)
     _line(console, sentence, st.verdict_effect if analysis.order_matters else st.verdict_none)
     console.print()
+    _workers(analysis, console, st)
     if analysis.diagnostics is not None:
+        _fleet(analysis.diagnostics, console, st)
         _diagnostics(analysis.diagnostics, console, st)
     if analysis.warnings:
         _line(console, f"Warnings ({len(analysis.warnings)}):", st.warning)
