@@ -23,8 +23,8 @@ import numpy as np
 
 from benchsage import __version__
 from benchsage.analyze.diagnostics import run_starts
-from benchsage.analyze.summary import verdict_sentence
-from benchsage.analyze.verdict import Analysis, Carryover, PositionEffect, TestVerdict, Trend
+from benchsage.analyze.summary import verdict_sentence, workers_sentence
+from benchsage.analyze.verdict import Analysis, Carryover, FleetRow, PositionEffect, TestVerdict, Trend
 from benchsage.errors import UsageError
 from benchsage.report import plots
 from benchsage.store.table import TrialTable
@@ -94,6 +94,7 @@ def render_report(analysis: Analysis, table: TrialTable) -> str:
         _tables_section(analysis, detail_ids),
         _figures_section(analysis, primary),
         _detail_section(table, detail, detail_ids, detail_note, analysis.ci_level),
+        _workers_section(analysis, table),
         _diagnostics_section(analysis, table),
         _provenance_section(analysis, table),
         _warnings_section(analysis, table),
@@ -201,6 +202,7 @@ def _header(name: str, analysis: Analysis, table: TrialTable) -> str:
         ("tables", "Tests"),
         ("figures", "Figures"),
         ("detail", "Per-test detail"),
+        *((("workers", "Workers"),) if analysis.combined is not None else ()),
         ("diagnostics", "Diagnostics"),
         ("provenance", "Provenance"),
         ("warnings", "Warnings"),
@@ -429,6 +431,134 @@ def _detail_section(table: TrialTable, detail: Sequence[TestVerdict], ids: Mappi
             ci_level=ci_level,
         )
         out.append(f"{plot.svg}</article>")
+    out.append("</section>")
+    return "\n".join(out)
+
+
+# -- workers (fleets) -------------------------------------------------------------------------------
+
+MEDIANS_SHOWN = 8  # workers whose median a fleet row spells out
+
+
+def _runs_and_boots(table: TrialTable) -> dict[str, tuple[int, int]]:
+    """Per worker: analysed runs, and distinct boot ids among them (a reboot reset gives each run its own)."""
+    prov = table.provenance
+    run_workers = prov.get("run_workers") or {}
+    boots = prov.get("run_boot_ids") or {}
+    out: dict[str, tuple[int, int]] = {}
+    for worker in sorted({str(w) for w in run_workers.values()}):
+        runs = [r for r, w in run_workers.items() if str(w) == worker]
+        out[worker] = (len(runs), len({boots[r] for r in runs if r in boots}))
+    return out
+
+
+def _worker_rows(analysis: Analysis, table: TrialTable) -> str:
+    counts = _runs_and_boots(table)
+    head = "".join(
+        f'<th scope="col" class="text">{_e(h)}</th>' if h in ("worker", "order matters", "significant tests") else f'<th scope="col">{_e(h)}</th>'
+        for h in ("worker", "order matters", "significant tests", "tested", "corrected alpha", "runs", "boots")
+    )
+    rows = []
+    for w in analysis.workers:
+        primary = [v for v in w.tests if v.primary]
+        several = len({v.test for v in primary}) != len(primary)
+        sig = sorted((v for v in primary if v.significant), key=_sort_key_p)
+        names = ", ".join(f"{v.test} [{v.metric}]" if several else v.test for v in sig[:10]) + (f" and {len(sig) - 10:,} more" if len(sig) > 10 else "")
+        runs, boots = counts.get(w.worker, (None, None))
+        cls = ' class="sig"' if w.order_matters else ""
+        rows.append(
+            f'<tr{cls}><td class="name">{_e(w.worker)}</td><td class="text{" yes" if w.order_matters else ""}">{_yes_no(w.order_matters)}</td>'
+            f'<td class="name">{_e(names or _DASH)}</td>'
+            + _num_td(len(primary), f"{sum(v.kw_p is not None for v in primary):,} of {len(primary):,}")
+            + _num_td(w.alpha_corrected, _fmt(w.alpha_corrected, 3))
+            + _num_td(runs, f"{runs:,}" if runs is not None else _DASH)
+            + _num_td(boots, f"{boots:,}" if boots else _DASH)
+            + "</tr>"
+        )
+    return f'<div class="scroll"><table class="sortable"><thead><tr>{head}</tr></thead><tbody>\n{"".join(rows)}\n</tbody></table></div>'
+
+
+def _identity_html(analysis: Analysis) -> str:
+    diag = analysis.diagnostics
+    identity = diag.identity if diag is not None else None
+    if diag is None:
+        return "<p>Not computed (diagnostics were switched off).</p>"
+    if identity is None:
+        return "<p>The data holds no environment snapshots from two workers: whether they ran the same software cannot be checked.</p>"
+    missing = (f'<p class="note">No snapshot from {_e(", ".join(identity.missing))}.</p>' if identity.missing else "")
+    if identity.identical:
+        return (f"<p>The {len(identity.workers):,} workers ran the same software on the same kind of machine: files, kernel, "
+                f"CPU and its settings, and tool versions agree.</p>{missing}")
+    rows = []
+    for d in identity.differences:
+        groups: dict[str, list[str]] = {}
+        for worker, value in d.values.items():
+            groups.setdefault("unknown or missing" if value is None else str(value), []).append(worker)
+        cells = "".join(f'<li><code>{_e(v)}</code> <span class="meta">on {_e(", ".join(ws))}</span></li>' for v, ws in groups.items())
+        rows.append(f'<tr><td class="name">{_e(d.what)}</td><td class="text"><ul>{cells}</ul></td></tr>')
+    return (
+        f'<p><span class="yes">not identical</span>: {len(identity.differences):,} difference'
+        f'{"s" if len(identity.differences) != 1 else ""} between the workers\' environment snapshots.</p>{missing}'
+        '<div class="scroll"><table><thead><tr><th scope="col" class="text">what</th><th scope="col" class="text">values</th>'
+        f'</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
+    )
+
+
+def _fleet_row(r: FleetRow) -> str:
+    cls = ' class="sig"' if r.significant else ""
+    items = list(r.medians.items())
+    medians = ", ".join(f"{w} {_fmt(m)}" for w, m in items[:MEDIANS_SHOWN]) + (f", … ({len(items) - MEDIANS_SHOWN:,} more)" if len(items) > MEDIANS_SHOWN else "")
+    return (
+        f'<tr{cls}><td class="name">{_e(r.test)}</td><td class="text">{_e(r.metric)}</td>'
+        + _num_td(r.workers, str(r.workers)) + _num_td(r.kw_h, _fmt(r.kw_h)) + _num_td(r.kw_p, _fmt_p(r.kw_p))
+        + _num_td(r.p_adjusted, _fmt_p(r.p_adjusted)) + _sig_td(r.significant)
+        + _num_td(r.spread_pct, _fmt(r.spread_pct, 3)) + f'<td class="text">{_e(medians)}</td>'
+        + f'<td class="name">{_e(", ".join(r.outliers) or _DASH)}</td></tr>'
+    )
+
+
+def _fleet_html(analysis: Analysis) -> str:
+    diag = analysis.diagnostics
+    if diag is None or diag.fleet is None:
+        return "<p>Not computed (diagnostics were switched off).</p>"
+    if not diag.fleet:
+        return "<p>No test was measured by two workers with enough values to compare.</p>"
+    differing = sum(1 for r in diag.fleet if r.significant)
+    rows = sorted(diag.fleet, key=lambda r: (0 if r.significant else 1, -(r.spread_pct or 0.0)))[:DIAGNOSTIC_ROWS]
+    headers = ("test", "metric", "workers", "KW H", "p", "p adjusted", "significant", "spread %", "median per worker", "outliers")
+    text_cols = {"test", "metric", "significant", "median per worker", "outliers"}
+    head = "".join(f'<th scope="col" class="text">{_e(h)}</th>' if h in text_cols else f'<th scope="col">{_e(h)}</th>' for h in headers)
+    shown = f"showing {len(rows):,} of {len(diag.fleet):,} tests, differing first" if len(rows) < len(diag.fleet) else f"{len(diag.fleet):,} tests"
+    return (
+        f"<p>The workers' results differ in {differing:,} of {len(diag.fleet):,} tests.</p>"
+        f'<p class="note">{_e(shown)}. Kruskal-Wallis across workers (both arms), corrected over tests; spread = '
+        "(largest − smallest worker median) / smallest × 100; outliers: workers that differ (Dunn's pairwise test, Holm) "
+        "from more than half of the others.</p>"
+        f'<div class="scroll"><table class="sortable"><thead><tr>{head}</tr></thead><tbody>\n{"".join(_fleet_row(r) for r in rows)}\n</tbody></table></div>'
+    )
+
+
+def _workers_section(analysis: Analysis, table: TrialTable) -> str:
+    """A fleet: how the combined rows treat the workers, each worker's verdict and rows, and
+    whether the workers ran the same software and measure the same thing."""
+    if analysis.combined is None:
+        return ""
+    out = ['<section id="workers"><h2>Workers</h2>',
+           f'<p>{analysis.combined.workers:,} workers. The verdict and the tables above combine them {_e(analysis.combined.method)}.</p>']
+    sentence = workers_sentence(analysis)
+    out.append("<h3>Verdict per worker</h3>")
+    if sentence:
+        out.append(f"<p>{_e(sentence)}</p>")
+    out.append(_worker_rows(analysis, table))
+    for w in analysis.workers:
+        primary = [v for v in w.tests if v.primary]
+        if primary:
+            out.append(f"<details><summary>tests on {_e(w.worker)} ({len(primary):,} primary comparisons)</summary>"
+                       f"{_test_table(primary, {}, analysis.ci_level)}</details>")
+    out.append("<h3>Identity: did every worker run the same software?</h3>")
+    out.append(_identity_html(analysis))
+    out.append("<h3>Fleet: do the workers measure the same thing?</h3>")
+    out.append(_fleet_html(analysis))
     out.append("</section>")
     return "\n".join(out)
 
