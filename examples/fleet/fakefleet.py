@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import functools
 import getpass
 import json
 import os
@@ -41,7 +42,7 @@ from fleetprocs import (  # noqa: E402
 
 SSHD = "/usr/sbin/sshd"
 PRIVSEP_DIR = "/run/sshd"
-HOST_DIR_VAR = "BENCHSAGE_FAKE_HOST_DIR"   # DIR/nodeK, in every process of fake host nodeK
+HOST_DIR_VAR = "BENCHSAGE_FAKE_HOST_DIR"   # DIR/nodeK, in every session process of nodeK
 HOST_NAME_VAR = "BENCHSAGE_FAKE_HOST"      # nodeK, in sessions
 REBOOT_VAR = "BENCHSAGE_FAKE_REBOOT_OF"    # DIR/nodeK, in the process that reboots nodeK
 STATE_FILE = "fleet.json"
@@ -77,6 +78,7 @@ def _keygen(path: Path, comment: str) -> None:
                    check=True, stdin=subprocess.DEVNULL, capture_output=True)
 
 
+@functools.lru_cache(maxsize=None)
 def _sshd_version() -> tuple:
     done = subprocess.run([SSHD, "-V"], capture_output=True, text=True)
     found = re.search(r"OpenSSH_(\d+)\.(\d+)", done.stdout + done.stderr)
@@ -312,11 +314,12 @@ class Fleet:
         elif not os.path.isdir(PRIVSEP_DIR):
             raise FleetError("sshd needs %s; create it as root: mkdir -p %s" % (PRIVSEP_DIR, PRIVSEP_DIR))
         state = self._state()
-        for attempt in range(5):
-            jobs = []
+        for _ in range(5):
+            jobs, logged = [], {}
             for host in hosts:
                 d = self.dir / host
-                (d / "sshd.pid").unlink() if (d / "sshd.pid").exists() else None
+                (d / "sshd.pid").unlink(missing_ok=True)
+                logged[host] = (d / "sshd.log").stat().st_size if (d / "sshd.log").exists() else 0
                 jobs.append({"argv": [SSHD, "-D", "-f", str(d / "sshd_config"), "-E", str(d / "sshd.log")],
                              "env": {"PATH": SAFE_PATH}, "log": str(d / "sshd.log")})
             failed = []
@@ -328,7 +331,9 @@ class Fleet:
             self._save(state)
             if not failed:
                 return
-            log = (self.dir / failed[0] / "sshd.log").read_text(errors="replace")
+            with open(self.dir / failed[0] / "sshd.log", "rb") as f:
+                f.seek(logged[failed[0]])
+                log = f.read().decode(errors="replace")
             if not (pick_ports and "Address already in use" in log):
                 raise FleetError("sshd of %s did not start; the end of %s:\n%s"
                                  % (failed[0], self.dir / failed[0] / "sshd.log", log[-2000:]))
@@ -359,18 +364,19 @@ class Fleet:
         return False
 
 
-def start(directory: "os.PathLike[str] | str", hosts: int = 3) -> Fleet:
-    """Create a fleet of `hosts` fake hosts node1..nodeN in `directory` (absent or empty),
-    start their sshd on free ports of 127.0.0.1, and return once every one listens. A folder
-    holding a stopped fleet is started again (same keys and ports if free, new boot ids)."""
+def start(directory: "os.PathLike[str] | str", hosts: Optional[int] = None) -> Fleet:
+    """Create a fleet of `hosts` (default 3) fake hosts node1..nodeN in `directory` (absent or
+    empty), start their sshd on free ports of 127.0.0.1, and return once every one listens. A
+    folder holding a stopped fleet is started again (same keys, and ports if free; new boot ids)."""
     for tool in (SSHD, "ssh", "ssh-keygen"):
         if shutil.which(tool) is None:
             raise FleetError("%s is missing; install Debian's openssh-server and openssh-client" % tool)
-    if hosts < 1:
-        raise FleetError("a fleet needs at least one host")
     d = Path(directory).resolve()
     if (d / STATE_FILE).is_file():
         return _restart(Fleet(d), hosts)
+    hosts = 3 if hosts is None else hosts
+    if hosts < 1:
+        raise FleetError("a fleet needs at least one host")
     if d.exists() and any(d.iterdir()):
         raise FleetError("%s is not empty; start a fleet in a new folder" % d)
     d.mkdir(parents=True, exist_ok=True)
@@ -400,9 +406,9 @@ def start(directory: "os.PathLike[str] | str", hosts: int = 3) -> Fleet:
     return fleet
 
 
-def _restart(fleet: Fleet, hosts: int) -> Fleet:
+def _restart(fleet: Fleet, hosts: Optional[int]) -> Fleet:
     """Start a stopped fleet again: same host keys (known_hosts stays valid), new boot ids."""
-    if len(fleet.hosts) != hosts:
+    if hosts is not None and len(fleet.hosts) != hosts:
         raise FleetError("%s holds a fleet of %d hosts; start it with --hosts %d, or use a new folder"
                          % (fleet.dir, len(fleet.hosts), len(fleet.hosts)))
     with _Locked(fleet.dir):
@@ -512,7 +518,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("start", help="create and start a fleet in DIR (absent or empty), or start a stopped one again")
     s.add_argument("dir")
-    s.add_argument("--hosts", type=int, default=3)
+    s.add_argument("--hosts", type=int, help="how many hosts (default 3; a stopped fleet: as many as it had)")
     sub.add_parser("stop", help="stop every process of the fleet").add_argument("dir")
     sub.add_parser("status", help="which hosts are up").add_argument("dir")
     c = sub.add_parser("crash", help="power cut: kill a host's sshd and sessions; it stays down")

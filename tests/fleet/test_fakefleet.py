@@ -159,8 +159,8 @@ def test_stop_leaves_nothing_behind_even_mid_reboot(fake_fleet) -> None:
         t0 = time.monotonic()
         fleet.stop()
         assert time.monotonic() - t0 < 5
+        assert [s.wait(timeout=10) for s in sessions] == [255, 255]  # the ssh clients (in `seen`) end too
         assert not any(fleetprocs.alive(pid) for pid in seen)
-        assert [s.wait(timeout=10) for s in sessions] == [255, 255]
         time.sleep(1.2)  # the cancelled reboot never brings node3 back
         assert not tagged(fleet) and not any(fleet.is_up(h) for h in fleet.hosts)
         assert fleet.ssh("node3", "true").returncode == 255
