@@ -4,6 +4,8 @@
     trials = benchsage.load("results/quickstart-...")        # pandas DataFrame, one row per value
     result = benchsage.analyze("results/quickstart-...")     # Result
     result.tests                                              # DataFrame, one row per test and metric
+    result.workers, result.diagnostics.fleet                  # a fleet: per-worker verdicts, workers compared
+    result.diagnostics.identity                               # ... and whether they ran the same software
     result.report("report.html")
 
 Everything here calls the same pipeline as the command line; nothing is computed twice.
@@ -90,6 +92,23 @@ class Diagnostics:
         d = self.analysis.diagnostics
         return dict(vars(d.interleaving)) if d is not None and d.interleaving is not None else None
 
+    @property
+    def fleet(self) -> Any:
+        """A fleet's workers compared, one row per test and metric (medians and n: dicts by worker)."""
+        from benchsage.analyze.verdict import FleetRow
+
+        d = self.analysis.diagnostics
+        rows = [dict(vars(r)) for r in (d.fleet or ())] if d is not None else []
+        for row in rows:
+            row["medians"], row["n"], row["outliers"] = dict(row["medians"]), dict(row["n"]), list(row["outliers"])
+        return _frame(rows, list(FleetRow.__dataclass_fields__))
+
+    @property
+    def identity(self) -> dict[str, Any] | None:
+        """Whether a fleet's workers ran the same software: the JSON's diagnostics.identity."""
+        d = self.analysis.diagnostics
+        return d.identity.to_json() if d is not None and d.identity is not None else None
+
 
 @dataclass(frozen=True)
 class Result:
@@ -115,18 +134,32 @@ class Result:
     @property
     def tests(self) -> Any:
         """One row per test and metric: the columns of the analysis JSON's "tests"."""
-        rows = []
-        for v in self.analysis.tests:
-            row = dict(vars(v))
-            row["ci_fixed_low"], row["ci_fixed_high"] = v.ci_fixed or (None, None)
-            row["ci_random_low"], row["ci_random_high"] = v.ci_random or (None, None)
-            del row["ci_fixed"], row["ci_random"]
-            row["notes"] = "; ".join(v.notes)
-            rows.append(row)
-        columns = [c for c in TestVerdict.__dataclass_fields__ if c not in ("ci_fixed", "ci_random")]
-        columns[columns.index("median_fixed") + 1 : columns.index("median_fixed") + 1] = ["ci_fixed_low", "ci_fixed_high"]
-        columns[columns.index("median_random") + 1 : columns.index("median_random") + 1] = ["ci_random_low", "ci_random_high"]
-        return _frame(rows, columns)
+        return _tests_frame(self.analysis.tests)
+
+    @property
+    def combined(self) -> dict[str, Any] | None:
+        """For a fleet: how the rows of `tests` combine the workers (their number, the method)."""
+        c = self.analysis.combined
+        return {"workers": c.workers, "method": c.method} if c is not None else None
+
+    @property
+    def workers(self) -> Any:
+        """For a fleet, each worker's own verdict: one row per worker, test and metric (the
+        columns of `tests` after `worker` and `worker_order_matters`); empty for one worker."""
+        frames = []
+        for w in self.analysis.workers:
+            frame = _tests_frame(w.tests)
+            frame.insert(0, "worker_order_matters", w.order_matters)
+            frame.insert(0, "worker", w.worker)
+            frames.append(frame)
+        if not frames:
+            empty = _tests_frame(())
+            empty.insert(0, "worker_order_matters", [])
+            empty.insert(0, "worker", [])
+            return empty
+        import pandas as pd
+
+        return pd.concat(frames, ignore_index=True)
 
     @property
     def diagnostics(self) -> Diagnostics:
@@ -157,3 +190,19 @@ class Result:
         import html
 
         return f"<p>{html.escape(self.verdict)}</p>" + self.tests.to_html(index=False)
+
+
+def _tests_frame(verdicts: Any) -> Any:
+    """Rows of TestVerdicts as a DataFrame, CIs split into low and high columns."""
+    rows = []
+    for v in verdicts:
+        row = dict(vars(v))
+        row["ci_fixed_low"], row["ci_fixed_high"] = v.ci_fixed or (None, None)
+        row["ci_random_low"], row["ci_random_high"] = v.ci_random or (None, None)
+        del row["ci_fixed"], row["ci_random"]
+        row["notes"] = "; ".join(v.notes)
+        rows.append(row)
+    columns = [c for c in TestVerdict.__dataclass_fields__ if c not in ("ci_fixed", "ci_random")]
+    columns[columns.index("median_fixed") + 1 : columns.index("median_fixed") + 1] = ["ci_fixed_low", "ci_fixed_high"]
+    columns[columns.index("median_random") + 1 : columns.index("median_random") + 1] = ["ci_random_low", "ci_random_high"]
+    return _frame(rows, columns)
