@@ -68,8 +68,8 @@ def _world_reachable(folder: Path) -> bool:
 class Cluster:
     """A Slurm cluster in a folder that start() prepared. Files in the folder: slurm.conf,
     cluster.json (state: ports and pids), munge/munge.key (folder 0700), the munge socket
-    (munge/socket/munge.socket, or a /tmp/benchsage-munge-* folder when a folder above DIR is
-    not world-executable), state/ (slurmctld), spool/NODE/, log/ (slurmctld.log,
+    (munge-socket/munge.socket, or in a /tmp/benchsage-munge-* folder when a folder above DIR
+    is not world-executable), state/ (slurmctld), spool/NODE/, log/ (slurmctld.log,
     slurmd.NODE.log, munged.log), run/ (pid files)."""
 
     def __init__(self, directory: "os.PathLike[str] | str") -> None:
