@@ -190,6 +190,8 @@ class AgentWorker:
         snap["worker"] = self.name
         snap["worker_kind"] = self.kind
         snap["transport"] = self.transport.describe()
+        # The spec's folder on this host: the analysis compares file hashes relative to it.
+        snap["dir"] = self.host_path(self.folder or cwd)
         snap["boot_id"] = self.boot_id()
         return snap
 
