@@ -103,11 +103,7 @@ class AgentConnection:
         proc = self.proc
         if proc is None:
             return
-        try:
-            if proc.stdout is not None:
-                proc.stdout.close()
-        except OSError:
-            pass
+        _close(proc.stdout)
         self.hang_up(grace)
         proc.wait()
         self.proc = None
@@ -121,11 +117,7 @@ class AgentConnection:
         proc = self.proc
         if proc is None:
             return
-        try:
-            if proc.stdin is not None:
-                proc.stdin.close()
-        except OSError:
-            pass
+        _close(proc.stdin)
         try:
             proc.wait(timeout=grace)
         except subprocess.TimeoutExpired:
@@ -236,6 +228,14 @@ class AgentConnection:
             return os.pread(fd, end - start, start).decode(errors="replace")
         except OSError:
             return ""
+
+
+def _close(stream: IO[bytes] | None) -> None:
+    try:
+        if stream is not None:
+            stream.close()
+    except OSError:
+        pass
 
 
 def decode_result(data: Mapping[str, Any]) -> dict[str, Any]:

@@ -54,9 +54,7 @@ def connect_all(workers: list[AgentWorker]) -> None:
     def connect(worker: AgentWorker) -> None:
         try:
             worker.connect()
-        except WorkerError as exc:
-            errors[worker.name] = exc
-        except WorkerSetupError as exc:
+        except (WorkerError, WorkerSetupError) as exc:
             errors[worker.name] = exc
 
     threads = [threading.Thread(target=connect, args=(w,), daemon=True) for w in workers]

@@ -78,10 +78,7 @@ def _metrics_meta(test: TestSpec) -> list[dict[str, Any]]:
 
 def create_experiment(spec: Spec, directory: str, *, seed: int | None = None, runs: int | None = None) -> tuple[Journal, Plan]:
     """Write the plan into a new journal in `directory` before anything executes."""
-    runs_per_arm = runs if runs is not None else spec.runs
-    if runs_per_arm < 1:
-        raise SpecError(f"--runs must be at least 1, got {runs_per_arm}")
-    seed = seed if seed is not None else spec.seed if spec.seed is not None else draw_seed()
+    runs_per_arm, seed = resolve_runs_and_seed(spec, runs, seed)
     digest = experiment_digest(spec, runs_per_arm, seed)
     check_directory_for(directory, digest)
     names = [t.name for t in spec.tests]
@@ -113,6 +110,15 @@ def create_experiment(spec: Spec, directory: str, *, seed: int | None = None, ru
     ]
     journal = Journal.create(directory, meta, tests, runs)
     return journal, plan
+
+
+def resolve_runs_and_seed(spec: Spec, runs: int | None, seed: int | None) -> tuple[int, int]:
+    """Runs per arm and seed: the command line's, else the spec's; a seed is drawn if neither
+    names one (and recorded in the journal)."""
+    runs_per_arm = runs if runs is not None else spec.runs
+    if runs_per_arm < 1:
+        raise SpecError(f"--runs must be at least 1, got {runs_per_arm}")
+    return runs_per_arm, seed if seed is not None else spec.seed if spec.seed is not None else draw_seed()
 
 
 def worker_seed(seed: int, worker: str, workers: int) -> int:

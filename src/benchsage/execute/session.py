@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import os
 
-from benchsage.design.plan import draw_seed
-from benchsage.errors import SpecError
 from benchsage.execute.fleet import close_all, connect_all, make_workers
 from benchsage.execute.progress import make_progress
-from benchsage.execute.runner import Runner, create_experiment, experiment_digest, spec_from_journal
+from benchsage.execute.runner import Runner, create_experiment, experiment_digest, resolve_runs_and_seed, spec_from_journal
 from benchsage.spec import load_spec
 from benchsage.store.journal import Journal, check_directory_for
 
@@ -20,10 +18,7 @@ from benchsage.store.journal import Journal, check_directory_for
 def start(spec_path: str, directory: str, *, runs: int | None = None, seed: int | None = None, quiet: bool = False) -> None:
     """Plan the experiment into a new journal, then execute it on every worker."""
     spec = load_spec(spec_path)
-    runs_per_arm = runs if runs is not None else spec.runs
-    if runs_per_arm < 1:
-        raise SpecError(f"--runs must be at least 1, got {runs_per_arm}")
-    seed = seed if seed is not None else spec.seed if spec.seed is not None else draw_seed()
+    runs_per_arm, seed = resolve_runs_and_seed(spec, runs, seed)
     check_directory_for(directory, experiment_digest(spec, runs_per_arm, seed))
     workers = make_workers(spec, directory)
     try:

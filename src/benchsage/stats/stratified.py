@@ -149,13 +149,7 @@ def kruskal_k(values: np.ndarray, group: np.ndarray, sample: np.ndarray, n_group
     >= H). The centred form keeps full precision. NaN where k < 2 or all values are equal.
     Agrees with scipy.stats.kruskal(*samples) to 1e-9 relative.
     """
-    v, g = check_grouped(values, group, n_groups)
-    smp = _codes(sample, v.shape, "sample")
-    if len(smp) and (int(smp.min()) < 0 or int(smp.max()) >= n_samples):
-        raise ValueError(f"sample codes must lie in 0..{n_samples - 1}, got {int(smp.min())}..{int(smp.max())}")
-    gr = grouped_ranks(v, g, n_groups)
-    n = gr.counts.astype(np.float64)
-    pair, pair_group, n_pairs = pair_codes(g, smp, n_samples)
+    v, g, smp, gr, n, pair, pair_group, n_pairs = _ranked_samples(values, group, sample, n_groups, n_samples)
     ranks = gr.ranks()
     centred = ranks - (n[g] + 1.0) / 2.0 if len(v) else ranks
     n_pair = np.bincount(pair, minlength=n_pairs).astype(np.float64)
@@ -171,6 +165,19 @@ def kruskal_k(values: np.ndarray, group: np.ndarray, sample: np.ndarray, n_group
     p = np.full(n_groups, np.nan)
     p[defined] = special.chdtrc(df[defined].astype(np.float64), h[defined])
     return KruskalKResult(statistic=h, df=df, pvalue=p)
+
+
+def _ranked_samples(values: np.ndarray, group: np.ndarray, sample: np.ndarray, n_groups: int, n_samples: int) -> tuple:
+    """Checked codes, the ranks within each comparison, its size N, and (comparison, sample)
+    pair codes: what the k-sample Kruskal-Wallis test and Dunn's test both start from."""
+    v, g = check_grouped(values, group, n_groups)
+    smp = _codes(sample, v.shape, "sample")
+    if len(smp) and (int(smp.min()) < 0 or int(smp.max()) >= n_samples):
+        raise ValueError(f"sample codes must lie in 0..{n_samples - 1}, got {int(smp.min())}..{int(smp.max())}")
+    gr = grouped_ranks(v, g, n_groups)
+    n = gr.counts.astype(np.float64)
+    pair, pair_group, n_pairs = pair_codes(g, smp, n_samples)
+    return v, g, smp, gr, n, pair, pair_group, n_pairs
 
 
 @dataclass(frozen=True, eq=False)
@@ -197,13 +204,7 @@ def dunn(values: np.ndarray, group: np.ndarray, sample: np.ndarray, n_groups: in
     and the two-sided p = 2 (1 - Phi(|z_ij|)), uncorrected. With two samples z**2 is the
     Kruskal-Wallis H. Pairs of a comparison whose values are all equal get NaN.
     """
-    v, g = check_grouped(values, group, n_groups)
-    smp = _codes(sample, v.shape, "sample")
-    if len(smp) and (int(smp.min()) < 0 or int(smp.max()) >= n_samples):
-        raise ValueError(f"sample codes must lie in 0..{n_samples - 1}, got {int(smp.min())}..{int(smp.max())}")
-    gr = grouped_ranks(v, g, n_groups)
-    n = gr.counts.astype(np.float64)
-    pair, pair_group, n_pairs = pair_codes(g, smp, n_samples)
+    v, g, smp, gr, n, pair, pair_group, n_pairs = _ranked_samples(values, group, sample, n_groups, n_samples)
     pair_sample = np.zeros(n_pairs, dtype=np.int64)
     pair_sample[pair] = smp
     n_pair = np.bincount(pair, minlength=n_pairs).astype(np.float64)
