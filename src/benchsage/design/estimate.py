@@ -12,7 +12,7 @@ import os
 import statistics
 from typing import Any
 
-from benchsage.design.plan import draw_seed, make_plan
+from benchsage.design.plan import draw_seed, make_plan, worker_seed
 from benchsage.spec import Spec, load_spec
 
 RESULTS_ROOT = "results"
@@ -22,22 +22,36 @@ def describe_plan(spec_path: str, *, runs: int | None = None, seed: int | None =
     spec = load_spec(spec_path)
     runs_per_arm = runs if runs is not None else spec.runs
     seed_given = seed if seed is not None else spec.seed
-    plan = make_plan([t.name for t in spec.tests], runs_per_arm, seed_given if seed_given is not None else draw_seed())
-    n_runs = len(plan.runs)
-    n_trials = n_runs * len(spec.tests)
-    estimate = _estimate(spec, n_runs)
+    seed_used = seed_given if seed_given is not None else draw_seed()
+    names = [t.name for t in spec.tests]
+    workers = []
+    for w in spec.workers:
+        plan = make_plan(names, runs_per_arm, worker_seed(seed_used, w.name, len(spec.workers)))
+        workers.append({
+            "name": w.name,
+            "kind": w.kind,
+            "target": w.target,
+            "seed": plan.seed,
+            "runs": [{"run": r.index + 1, "arm": r.arm, "order": plan.describe_order(r)} for r in plan.runs],
+        })
+    n_runs = len(workers[0]["runs"])
+    n_trials = n_runs * len(spec.tests) * len(workers)
+    reset = None
+    if spec.reset:
+        reset = spec.reset.command if spec.reset.kind == "command" else f"reboot ({spec.reset.command}), verified by a new boot id"
     return {
         "name": spec.name,
         "spec": spec.path,
-        "seed": plan.seed,
+        "seed": seed_used,
         "seed_recorded": seed_given is not None,
         "runs_per_arm": runs_per_arm,
         "tests": [{"name": t.name, "command": t.command, "timeout": t.timeout} for t in spec.tests],
-        "reset": spec.reset.command if spec.reset else None,
-        "total_runs": n_runs,
+        "reset": reset,
+        "total_runs": n_runs * len(workers),
         "total_trials": n_trials,
-        "runs": [{"run": r.index + 1, "arm": r.arm, "order": plan.describe_order(r)} for r in plan.runs],
-        "estimate": estimate,
+        "runs": workers[0]["runs"],
+        "workers": workers,
+        "estimate": _estimate(spec, n_runs),
     }
 
 

@@ -8,6 +8,7 @@ cannot masquerade as an order effect. A reset precedes every run.
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from dataclasses import dataclass
 
@@ -58,3 +59,12 @@ def make_plan(test_names: tuple[str, ...] | list[str], runs_per_arm: int, seed: 
             order = identity if arm == FIXED else tuple(int(i) for i in rng.permutation(len(names)))
             runs.append(PlannedRun(index=len(runs), arm=arm, arm_index=pair, order=order))
     return Plan(seed=seed, runs_per_arm=runs_per_arm, test_names=names, runs=tuple(runs))
+
+
+def worker_seed(seed: int, worker: str, workers: int) -> int:
+    """The seed of a worker's plan: the experiment's own with one worker; with several, drawn
+    from the experiment seed and the worker's name, so each worker has its own random orders."""
+    if workers <= 1:
+        return seed
+    digest = hashlib.sha256(f"{seed}\0{worker}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 import benchsage
-from benchsage.design.plan import Plan, draw_seed, make_plan
+from benchsage.design.plan import Plan, draw_seed, make_plan, worker_seed
 from benchsage.errors import ExperimentError, SpecError, WorkerError, WorkerLost, WorkerSetupError
 from benchsage.execute.metrics import MetricError, extract
 from benchsage.execute.progress import Progress
@@ -119,15 +119,6 @@ def resolve_runs_and_seed(spec: Spec, runs: int | None, seed: int | None) -> tup
     if runs_per_arm < 1:
         raise SpecError(f"--runs must be at least 1, got {runs_per_arm}")
     return runs_per_arm, seed if seed is not None else spec.seed if spec.seed is not None else draw_seed()
-
-
-def worker_seed(seed: int, worker: str, workers: int) -> int:
-    """The seed of a worker's plan: the experiment's own with one worker; with several, drawn
-    from the experiment seed and the worker's name, so each worker has its own random orders."""
-    if workers <= 1:
-        return seed
-    digest = hashlib.sha256(f"{seed}\0{worker}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") >> 1
 
 
 def experiment_digest(spec: Spec, runs_per_arm: int, seed: int) -> str:

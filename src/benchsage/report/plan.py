@@ -9,19 +9,24 @@ from rich.table import Table
 
 from benchsage.execute.progress import format_duration
 
+SHOWN_WORKERS = 3  # with more workers, the terminal lists the first one's runs only
+
 
 def render_plan(doc: dict[str, Any], console: Console) -> None:
     seed_note = "" if doc["seed_recorded"] else " (drawn now; the spec names none, so `run` will draw another and record it)"
     console.print(f"Experiment {doc['name']!r}: {len(doc['tests'])} tests, {doc['runs_per_arm']} runs per arm, "
                   f"{doc['total_runs']} runs, {doc['total_trials']} trials; seed {doc['seed']}{seed_note}", markup=False, highlight=False)
     console.print(f"Reset before every run: {doc['reset'] or '(none: runs will not start from a clean state)'}", markup=False, highlight=False)
-    table = Table(show_edge=False, header_style="bold" if console.is_terminal else "")
-    table.add_column("run", justify="right")
-    table.add_column("arm")
-    table.add_column("order")
-    for r in doc["runs"]:
-        table.add_row(str(r["run"]), r["arm"], " → ".join(r["order"]))
-    console.print(table)
+    workers = doc.get("workers") or []
+    if len(workers) > 1:
+        _render_workers(workers, console)
+    for w in workers[:1] if len(workers) > SHOWN_WORKERS else workers:
+        if len(workers) > 1:
+            console.print(f"Runs of worker {w['name']} (seed {w['seed']}):", markup=False, highlight=False)
+        _render_runs(w["runs"], console)
+    if len(workers) > SHOWN_WORKERS:
+        console.print(f"The other {len(workers) - 1} workers run the same fixed order and their own random orders "
+                      "(`benchsage plan --json` lists every worker's runs).", markup=False, highlight=False)
     est = doc["estimate"]
     parts = []
     if "expected_seconds" in est:
@@ -30,4 +35,27 @@ def render_plan(doc: dict[str, Any], console: Console) -> None:
         parts.append(f"at most {format_duration(est['upper_bound_seconds'])} (every trial and reset at its timeout)")
     if not parts:
         parts.append("unknown: no earlier experiment of this spec in results/, and not every test has a timeout to bound it")
-    console.print("Duration: " + "; ".join(parts), markup=False, highlight=False)
+    per_worker = " per worker, all workers in parallel" if len(workers) > 1 else ""
+    console.print("Duration: " + "; ".join(parts) + per_worker, markup=False, highlight=False)
+
+
+def _render_workers(workers: list[dict[str, Any]], console: Console) -> None:
+    console.print(f"{len(workers)} workers, each carrying out the whole plan in parallel:", markup=False, highlight=False)
+    table = Table(show_edge=False, header_style="bold" if console.is_terminal else "")
+    table.add_column("worker")
+    table.add_column("kind")
+    table.add_column("where")
+    table.add_column("seed of its random orders", justify="right")
+    for w in workers:
+        table.add_row(w["name"], w["kind"], w["target"], str(w["seed"]))
+    console.print(table)
+
+
+def _render_runs(runs: list[dict[str, Any]], console: Console) -> None:
+    table = Table(show_edge=False, header_style="bold" if console.is_terminal else "")
+    table.add_column("run", justify="right")
+    table.add_column("arm")
+    table.add_column("order")
+    for r in runs:
+        table.add_row(str(r["run"]), r["arm"], " → ".join(r["order"]))
+    console.print(table)

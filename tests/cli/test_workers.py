@@ -1,0 +1,90 @@
+"""Several workers on this machine through the `command` transport (any argv that runs a
+command with stdin and stdout connected): the plan shows every worker, and what `run` records
+is exactly that plan."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+PYTHON = shutil.which("python3") or sys.executable
+
+SPEC = f"""
+[experiment]
+name = "workers"
+runs = 3
+seed = 11
+
+[[worker]]
+name = "via-env"
+kind = "command"
+transport = ["env", "BENCHSAGE_VIA=env"]
+python = "{PYTHON}"
+
+[[worker]]
+name = "via-sh"
+kind = "command"
+transport = ["sh", "-c", "BENCHSAGE_VIA=sh exec \\"$@\\"", "transport"]
+python = "{PYTHON}"
+
+[[test]]
+name = "where"
+command = "echo \\"via: $BENCHSAGE_VIA\\" > via-$BENCHSAGE_VIA"
+
+[[test]]
+name = "quick"
+command = "true"
+
+[[test]]
+name = "third"
+command = "sleep 0.001"
+"""
+
+
+def bench(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "benchsage", *args], cwd=cwd, capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
+
+
+def test_plan_shows_every_worker_and_run_carries_it_out(tmp_path: Path) -> None:
+    spec = tmp_path / "experiment.toml"
+    spec.write_text(SPEC)
+    planned = bench("plan", str(spec), "--json", cwd=tmp_path)
+    assert planned.returncode == 0, planned.stderr
+    doc = json.loads(planned.stdout)
+    assert [(w["name"], w["kind"]) for w in doc["workers"]] == [("via-env", "command"), ("via-sh", "command")]
+    assert doc["total_runs"] == 12 and doc["total_trials"] == 36
+    text = bench("plan", str(spec), cwd=tmp_path).stdout
+    assert "2 workers" in text and "via-env" in text and "sh -c" in text and "in parallel" in text
+
+    done = bench("run", str(spec), "-o", "out", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    # Each transport really carried the agent: the test saw the variable its transport set.
+    assert (tmp_path / "via-env").read_text() == "via: env\n" and (tmp_path / "via-sh").read_text() == "via: sh\n"
+    conn = sqlite3.connect(tmp_path / "out" / "journal.sqlite")
+    try:
+        recorded = conn.execute("SELECT worker, arm, test_order FROM runs ORDER BY worker, id").fetchall()
+        names = [t for (t,) in conn.execute("SELECT name FROM tests ORDER BY id")]
+        spawns = {s for (s,) in conn.execute("SELECT DISTINCT spawn FROM trials")}
+    finally:
+        conn.close()
+    for w in doc["workers"]:
+        runs = [(arm, [names[i] for i in json.loads(order)]) for worker, arm, order in recorded if worker == w["name"]]
+        assert runs == [(r["arm"], r["order"]) for r in w["runs"]]
+    # The two workers drew different random orders from the one experiment seed.
+    assert [r["order"] for r in doc["workers"][0]["runs"]] != [r["order"] for r in doc["workers"][1]["runs"]]
+    assert spawns == {"shell", "exec"}
+
+
+def test_a_transport_that_cannot_start_is_one_line_exit_2(tmp_path: Path) -> None:
+    spec = tmp_path / "experiment.toml"
+    spec.write_text(SPEC.replace('transport = ["env", "BENCHSAGE_VIA=env"]', 'transport = ["no-such-transport-program"]'))
+    done = bench("run", str(spec), "-o", "out", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "worker via-env" in lines[0] and "no-such-transport-program" in lines[0]
+    assert not (tmp_path / "out" / "journal.sqlite").exists()  # nothing ran, nothing half-written
