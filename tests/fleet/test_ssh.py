@@ -81,7 +81,7 @@ def test_unreachable_host_and_missing_python(fake_fleet) -> None:
 
 
 def write_spec(tmp_path: Path, fleet, hosts: list[str], *, runs: int = 2, reset: str | None = None, reset_timeout: float = 30,
-               reconnect: float = 20, test_command: str = "sleep 0.01") -> Path:
+               reconnect: float = 20, test_command: str = "sleep 0.01", reset_kind: str = "reboot") -> Path:
     workers = "".join(
         f'[[worker]]\nkind = "ssh"\nhost = "{h}"\nssh_config = "{fleet.ssh_config}"\n'
         f"boot_id = '{fleet.boot_id_command}'\nreconnect_timeout = {reconnect}\n"
@@ -89,7 +89,7 @@ def write_spec(tmp_path: Path, fleet, hosts: list[str], *, runs: int = 2, reset:
     )
     reset_part = ""
     if reset is not None:
-        reset_part = f'[reset]\nkind = "reboot"\ncommand = "{reset}"\ntimeout = {reset_timeout}\n'
+        reset_part = f'[reset]\nkind = "{reset_kind}"\ncommand = "{reset}"\ntimeout = {reset_timeout}\n'
     text = (
         f'[experiment]\nname = "fleet"\nruns = {runs}\nseed = 5\n{reset_part}{workers}'
         f'[[test]]\nname = "a"\ncommand = "{test_command}"\n[[test]]\nname = "b"\ncommand = "true"\n'
@@ -200,6 +200,61 @@ def test_connection_cut_mid_trial_redoes_the_run(fake_fleet, tmp_path: Path) -> 
     assert "reconnecting" in stderr
     complete_and_unduplicated(out, 1, 2, 2)
     assert rows(out, "SELECT COUNT(*) FROM attempts WHERE status = 'failed' AND detail LIKE 'connection lost%'") == [(1,)]
+
+
+def test_connection_cut_mid_reset_redoes_the_run_from_its_reset(fake_fleet, tmp_path: Path) -> None:
+    fleet = fake_fleet(1)
+    spec = write_spec(tmp_path, fleet, ["node1"], runs=2, reset="sleep 0.8", reset_kind="command", test_command="sleep 0.001")
+    proc = subprocess.Popen([sys.executable, "-m", "benchsage", "run", str(spec), "-o", "out", "--quiet"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    out = tmp_path / "out"
+    deadline = time.monotonic() + 60
+
+    def resetting() -> bool:  # the second run's attempt has started and its reset not yet ended
+        try:
+            return rows(out, "SELECT COUNT(*) FROM attempts WHERE reset_status IS NULL AND status = 'running'")[0][0] == 1 and \
+                rows(out, "SELECT COUNT(*) FROM attempts")[0][0] == 2
+        except sqlite3.Error:
+            return False
+
+    while not resetting():
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()[1]
+        time.sleep(0.02)
+    time.sleep(0.2)  # inside `sleep 0.8`
+    fleet.crash("node1")
+    time.sleep(0.5)
+    fleet.boot("node1")
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    complete_and_unduplicated(out, 1, 2, 2)
+    cut = rows(out, "SELECT status, detail, reset_status FROM attempts WHERE status != 'done'")
+    assert len(cut) == 1 and cut[0][0] == "failed" and cut[0][1].startswith("connection lost") and cut[0][2] is None
+    assert rows(out, "SELECT COUNT(*) FROM attempts WHERE status = 'done' AND reset_status = 'ok'") == [(4,)]
+
+
+def test_a_remote_test_printing_gigabytes_keeps_only_its_tail(fake_fleet, tmp_path: Path) -> None:
+    fleet = fake_fleet(1)
+    gigabytes = 3 * 10**9
+    spec = write_spec(tmp_path, fleet, ["node1"], runs=1, test_command=f"head -c {gigabytes} /dev/zero; echo end")
+    proc = subprocess.Popen([sys.executable, "-m", "benchsage", "run", str(spec), "-o", "out", "--quiet"], cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    peak = 0
+    while proc.poll() is None:  # the controller's memory stays flat while gigabytes pass on the host
+        try:
+            status = Path(f"/proc/{proc.pid}/status").read_text()
+            peak = max(peak, int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmRSS:"))))
+        except (OSError, StopIteration):
+            pass
+        time.sleep(0.05)
+    assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
+    out = tmp_path / "out"
+    got = rows(out, "SELECT exit_status, length(stdout_tail), stdout_bytes_dropped, substr(stdout_tail, -4) FROM trials t "
+                    "JOIN tests s ON s.id = t.test_id WHERE s.name = 'a'")
+    assert len(got) == 2
+    for status, kept, dropped, end in got:
+        assert status == 0 and end == b"end\n" and kept + dropped == gigabytes + 4 and kept < 10**6
+    assert peak < 200 * 1024, f"controller RSS peaked at {peak} KiB"
+    assert (out / "journal.sqlite").stat().st_size < 20 * 10**6
 
 
 def test_kill_9_of_the_controller_leaves_nothing_running_and_resume_finishes(fake_fleet, tmp_path: Path) -> None:

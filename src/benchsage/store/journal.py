@@ -321,7 +321,9 @@ class Journal:
                 (
                     t.run_id, t.attempt_id, t.worker, t.test_id, t.position, t.predecessor_id, t.started, t.ended,
                     t.duration, t.exit_status, t.status, t.reason, t.wall_time, t.user_time, t.sys_time, t.max_rss,
-                    t.stdout_tail[-TAIL_BYTES:], t.stderr_tail[-TAIL_BYTES:], t.stdout_dropped, t.stderr_dropped,
+                    t.stdout_tail[-TAIL_BYTES:], t.stderr_tail[-TAIL_BYTES:],
+                    # bytes of output the journal does not hold: the worker's and its own trimming
+                    t.stdout_dropped + max(0, len(t.stdout_tail) - TAIL_BYTES), t.stderr_dropped + max(0, len(t.stderr_tail) - TAIL_BYTES),
                     t.boot_id, t.spawn,
                 ),
             )
