@@ -268,6 +268,32 @@ def test_journal_rows_and_boot_ids_in_the_tidy_export(tmp_path: Path) -> None:
     assert set(np.array(table.worker_names)[table.worker]) == {"node1", "node2"}
 
 
+def test_the_tidy_export_reads_back_with_workers_and_boot_ids(tmp_path: Path) -> None:
+    """A fleet exported to tidy CSV and analysed from the file: each run keeps its worker and its
+    boot id, as read from the journal (the report's runs-and-boots per worker need both)."""
+    from benchsage.store.exporters.tidy import tidy_table
+    from benchsage.store.importers.tidy import read_tidy
+
+    write_fleet(tmp_path / "exp", {"node1": 1.0, "node2": 1.0, "node3": 1.2}, runs_per_arm=3)
+    csv_path = tmp_path / "fleet.csv"
+    import pyarrow.csv as pacsv
+
+    pacsv.write_csv(tidy_table(tmp_path / "exp"), csv_path)
+    journal = read_experiment(tmp_path / "exp")
+    tidy = read_tidy(csv_path)
+
+    def by_label(table: TrialTable) -> dict:
+        workers, boots = table.provenance["run_workers"], table.provenance["run_boot_ids"]
+        assert set(workers) == set(boots)
+        return {(str(workers[r]), boots[r]) for r in workers}
+
+    assert by_label(tidy) == by_label(journal) and len(by_label(tidy)) == 3 * 6
+    # Without a boot_id column the workers are still known; boots are not invented.
+    plain = tmp_path / "plain.csv"
+    pacsv.write_csv(tidy_table(tmp_path / "exp").drop(["boot_id"]), plain)
+    assert "run_boot_ids" not in read_tidy(plain).provenance and len(read_tidy(plain).provenance["run_workers"]) == 18
+
+
 def test_old_journal_without_boot_ids(tmp_path: Path) -> None:
     """A journal written before trials recorded a boot id (the column dropped; opening it adds
     the column back, empty, where the file is writable) reads and exports."""

@@ -480,6 +480,10 @@ def test_a_fleets_workers_section(tmp_path: Path) -> None:
     assert sum(1 for r in rows if ">16</td><td data-v=\"16.0\">16</td></tr>" in r) == 3
     assert section.count("<details><summary>tests on ") == 3
     assert [a["href"] for a in page.tags("a") if a.get("href") == "#workers"] == ["#workers"]
+    # The combined rows carry van Elteren's statistic; each worker's own rows Kruskal-Wallis H.
+    tables = text[text.index('<section id="tables">'): text.index('<section id="workers">')]
+    assert "van Elteren χ²" in tables and "KW H" not in tables
+    assert section.count(">KW H</th>") == 4  # each worker's table and the test across workers
     fleet_rows = section[section.index("median per worker"):]
     assert fleet_rows.count(f"{report_html._e(HOSTILE_WORKER)}</td></tr>") == 3  # the outlier of every test
 

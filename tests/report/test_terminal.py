@@ -222,6 +222,7 @@ def test_a_fleet_on_the_terminal(tmp_path: Path) -> None:
     text = _render(analysis, width=120)
     assert "van Elteren's test stratified by 3 workers, Bonferroni family-wise α = 0.05" in text
     assert "Workers: 3; the tables above are stratified by worker" in text
+    assert "vE p" in text and "KW p" not in text
     lines = text.splitlines()
     header = next(i for i, line in enumerate(lines) if line.split()[:3] == ["worker", "order", "matters"])
     assert [line.split()[0] for line in lines[header + 2 : header + 5]] == ["node1", "node2", "node3"]

@@ -288,9 +288,15 @@ def _test_row(v: TestVerdict, anchor: str | None, notes: bool) -> str:
     return f"<tr{cls}>{''.join(cells)}</tr>"
 
 
-def _test_table(verdicts: Sequence[TestVerdict], detail_ids: Mapping[tuple[str, str], str], ci_level: float) -> str:
+def _test_table(verdicts: Sequence[TestVerdict], detail_ids: Mapping[tuple[str, str], str], ci_level: float,
+                stratified: bool = False) -> str:
+    """stratified: the rows combine workers with van Elteren's test, whose statistic is a
+    chi-square with one degree of freedom, not Kruskal-Wallis H."""
     notes = any(v.notes for v in verdicts)
-    columns = tuple((t.format(ci=f"{ci_level:.0%}"), c) for t, c in _TEST_COLUMNS) + ((("notes", "text"),) if notes else ())
+    titles = [t.format(ci=f"{ci_level:.0%}") for t, _ in _TEST_COLUMNS]
+    if stratified:
+        titles[titles.index("KW H")] = "van Elteren χ²"
+    columns = tuple(zip(titles, (c for _, c in _TEST_COLUMNS))) + ((("notes", "text"),) if notes else ())
     head = "".join(f'<th class="{c}" scope="col">{_e(t)}</th>' if c else f'<th scope="col">{_e(t)}</th>' for t, c in columns)
     rows = "\n".join(_test_row(v, detail_ids.get((v.test, v.metric)), notes) for v in sorted(verdicts, key=_sort_key_p))
     tall = " tall" if len(verdicts) > TALL_ROWS else ""
@@ -312,7 +318,7 @@ def _tables_section(analysis: Analysis, detail_ids: Mapping[tuple[str, str], str
         label = plots.axis_label(metric, unit, better)
         family = "not in the correction family" if secondary else "primary"
         out.append(f"<h3>metric {_e(metric)} <span class=\"meta\">({_e(label)}; {family}; {len(vs):,} tests)</span></h3>")
-        out.append(_test_table(vs, detail_ids, analysis.ci_level))
+        out.append(_test_table(vs, detail_ids, analysis.ci_level, stratified=analysis.combined is not None))
     out.append("</section>")
     return "\n".join(out)
 

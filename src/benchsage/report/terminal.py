@@ -185,7 +185,7 @@ def _primary_tables(analysis: Analysis, console: Console, st: _Styles) -> None:
                 ("n F/R", "right"),
                 ("median F", "right"),
                 ("median R", "right"),
-                ("KW p", "right"),
+                ("vE p" if analysis.combined is not None else "KW p", "right"),
                 ("p adj", "right"),
                 ("sig", "center"),
                 ("eta²", "right"),

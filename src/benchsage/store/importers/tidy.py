@@ -1,14 +1,14 @@
 """Read the tidy CSV format (one row per trial and metric) into a TrialTable.
 
 Required columns: test, order (fixed|random), value. Optional: metric, run, position, worker,
-time, status. Only rows whose status is "ok" are analysed; the others are counted as excluded,
+time, status, boot_id (the host's boot identity, as benchsage's own export writes it). Only rows whose status is "ok" are analysed; the others are counted as excluded,
 but they still occupy their place in the run, so predecessors are derived from every row.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -17,8 +17,8 @@ from benchsage.store.importers.base import Importer, check_arms, exclusion_summa
 from benchsage.store.table import NO_PREDECESSOR_INFO, UNKNOWN, TrialTable, derive_predecessors
 
 REQUIRED = ("test", "order", "value")
-OPTIONAL = ("metric", "run", "position", "worker", "time", "status")
-_TEXT_COLUMNS = ("test", "order", "metric", "run", "worker", "status")
+OPTIONAL = ("metric", "run", "position", "worker", "time", "status", "boot_id")
+_TEXT_COLUMNS = ("test", "order", "metric", "run", "worker", "status", "boot_id")
 
 
 def sniff(columns: Sequence[str]) -> bool:
@@ -55,6 +55,7 @@ def read_tidy(path: str | Path, *, require_both_arms: bool = True) -> TrialTable
     status_names, status = cols.labels.get("status", ("ok",)), codes.pop("status", zeros)
     metric_names, metric = cols.labels.get("metric", ("value",)), codes.pop("metric", zeros)
     worker_names, worker = cols.labels.get("worker", ("local",)), codes.pop("worker", zeros)
+    boot_names, boot = cols.labels.get("boot_id", ()), codes.pop("boot_id", None)
 
     if "run" in has:
         run_codes, blank = codes.pop("run"), cols.blank["run"]
@@ -87,6 +88,10 @@ def read_tidy(path: str | Path, *, require_both_arms: bool = True) -> TrialTable
     time = analysable(numbers.pop("time")) if "time" in numbers else np.full(len(value), np.nan)
     test, metric, arm, worker = analysable(test), analysable(metric), analysable(arm), analysable(worker)
     run, position, predecessor = analysable(run), analysable(position), analysable(predecessor)
+    provenance: dict[str, Any] = {"format": "tidy"}
+    if "run" in has and len(worker_names) > 1:
+        provenance.update(_fleet_provenance(run, worker, worker_names, None if boot is None else analysable(boot), boot_names))
+    del boot
     table = TrialTable(
         test_names=test_names,
         metric_names=metric_names,
@@ -104,16 +109,32 @@ def read_tidy(path: str | Path, *, require_both_arms: bool = True) -> TrialTable
         excluded=excluded,
         sources=(str(path),),
         warnings=warnings,
-        provenance={"format": "tidy"},
+        provenance=provenance,
     )
     if require_both_arms:
         check_arms(table, str(path))
     return table
 
 
+def _fleet_provenance(run: np.ndarray, worker: np.ndarray, worker_names: Sequence[str], boot: np.ndarray | None,
+                      boot_names: Sequence[str]) -> dict[str, Any]:
+    """What a fleet's reports say per run, as the journal importer provides it: the worker of
+    each analysed run, and the boot id it ran under (its first row's), where the file has one."""
+    known = np.flatnonzero(run != UNKNOWN)
+    ids, first = np.unique(run[known], return_index=True)
+    rows = known[first]
+    out: dict[str, Any] = {"run_workers": {int(r): worker_names[worker[i]] for r, i in zip(ids.tolist(), rows.tolist())}}
+    if boot is not None:
+        boots = {int(r): boot_names[boot[i]] for r, i in zip(ids.tolist(), rows.tolist())}
+        boots = {r: b for r, b in boots.items() if b.strip()}
+        if boots:
+            out["run_boot_ids"] = boots
+    return out
+
+
 IMPORTER = Importer(
     name="tidy",
-    description="tidy CSV: test, order, value [, metric, run, position, worker, time, status]",
+    description="tidy CSV: test, order, value [, metric, run, position, worker, time, status, boot_id]",
     columns=REQUIRED,
     required=REQUIRED,
     sniff=sniff,
