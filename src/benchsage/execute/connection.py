@@ -121,10 +121,13 @@ class AgentConnection:
         try:
             proc.wait(timeout=grace)
         except subprocess.TimeoutExpired:
+            # SIGTERM first: srun withdraws a job still waiting in the queue (for a node that is
+            # down), which SIGKILL would leave there to take the node when it comes back.
+            _signal_group(proc.pid, signal.SIGTERM)
             try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+                proc.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:
+                _signal_group(proc.pid, signal.SIGKILL)
 
     @property
     def alive(self) -> bool:
@@ -210,7 +213,7 @@ class AgentConnection:
         if self._log is None:
             if self.log_path is not None:
                 os.makedirs(os.path.dirname(self.log_path) or ".", exist_ok=True)
-                self._log = open(self.log_path, "ab")
+                self._log = open(self.log_path, "a+b")  # readable too: log_tail explains failures
             else:
                 self._log = tempfile.TemporaryFile()
         self._log.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} connecting: {self.transport.describe()}\n".encode())
@@ -228,6 +231,13 @@ class AgentConnection:
             return os.pread(fd, end - start, start).decode(errors="replace")
         except OSError:
             return ""
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def _close(stream: IO[bytes] | None) -> None:
