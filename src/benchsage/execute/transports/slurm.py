@@ -31,4 +31,8 @@ class SlurmTransport:
             return Failure(f"Slurm has no node {self.node!r} ({last_line(stderr)}); check `sinfo -N`", setup=True)
         if re.search(r"Invalid partition|invalid account|Invalid qos|Unable to allocate resources", stderr):
             return Failure(f"srun refused the job: {last_line(stderr)}", setup=True)
+        # srun's last words after a node failure are about the aborted step; the failure is the news.
+        failed = re.search(r"^.*Node failure on .*$", stderr, re.M)
+        if failed:
+            return Failure(f"Slurm reports a failure of node {self.node} ({failed.group(0).strip()})")
         return python_failure(self.python, exit_status, stderr)
