@@ -18,8 +18,9 @@ from typing import Callable, Iterator, List
 import pytest
 
 FLEET = Path(__file__).resolve().parents[2] / "examples" / "fleet"
-if str(FLEET) not in sys.path:
-    sys.path.insert(0, str(FLEET))
+for folder in (FLEET, Path(__file__).resolve().parent):  # the fleet scripts; journalcheck
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
 
 import fakefleet  # noqa: E402
 import slurmcluster  # noqa: E402

@@ -6,7 +6,6 @@ mid-experiment is a lost worker that `benchsage resume` completes."""
 from __future__ import annotations
 
 import json
-import sqlite3
 import subprocess
 import sys
 import time
@@ -16,6 +15,7 @@ from typing import Callable
 
 import pytest
 import slurmcluster
+from journalcheck import complete_and_unduplicated, count, rows
 
 from benchsage.design.plan import make_plan, worker_seed
 from benchsage.execute.agentworker import AgentWorker
@@ -51,29 +51,7 @@ def cli(cluster: slurmcluster.Cluster, *args: str, cwd: Path, timeout: float = 1
                           timeout=timeout, stdin=subprocess.DEVNULL)
 
 
-def rows(directory: Path, sql: str) -> list[tuple]:
-    conn = sqlite3.connect(f"file:{directory / 'journal.sqlite'}?mode=ro", uri=True)
-    try:
-        return conn.execute(sql).fetchall()
-    finally:
-        conn.close()
 
-
-def count(directory: Path, sql: str) -> int:
-    """A COUNT(*) from the journal; 0 while the journal is still being created."""
-    try:
-        return rows(directory, sql)[0][0]
-    except sqlite3.Error:
-        return 0
-
-
-def complete_and_unduplicated(out: Path, workers: int, runs: int) -> None:
-    assert rows(out, "SELECT COUNT(*) FROM runs WHERE status != 'done'") == [(0,)]
-    done = rows(out, "SELECT t.worker, t.run_id, t.position FROM trials t JOIN attempts a ON a.id = t.attempt_id "
-                     "WHERE a.status = 'done'")
-    assert len(done) == len(set(done)) == workers * runs * 2 * len(TESTS)
-    per_run = Counter(r[0] for r in rows(out, "SELECT run_id FROM attempts WHERE status = 'done'"))
-    assert set(per_run.values()) == {1}
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout: float = 30) -> None:
@@ -132,7 +110,7 @@ def test_fleet_experiment_on_two_nodes(slurm_cluster: slurmcluster.Cluster, tmp_
     done = cli(slurm_cluster, "run", str(spec), "-o", "out", "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     out = tmp_path / "out"
-    complete_and_unduplicated(out, 2, 2)
+    complete_and_unduplicated(out, 2, 2, len(TESTS))
     # Each worker carried out the whole plan: the same fixed order, its own random orders
     # (from the experiment seed and its name).
     runs = rows(out, "SELECT worker, arm, test_order FROM runs ORDER BY id")
@@ -212,7 +190,7 @@ def test_node_crash_loses_that_worker_alone_and_resume_finishes(slurm_cluster: s
             slurm_cluster.boot("c2")
     again = cli(slurm_cluster, "resume", "out", cwd=tmp_path)
     assert again.returncode == 0, again.stderr
-    complete_and_unduplicated(out, 2, 2)
+    complete_and_unduplicated(out, 2, 2, len(TESTS))
     # Exactly the missing runs were carried out: nothing on c1; what was measured is untouched.
     assert rows(out, "SELECT COUNT(*) FROM attempts WHERE worker = 'c1'") == [(4,)]
     assert count(out, "SELECT COUNT(*) FROM attempts WHERE worker = 'c2' AND status = 'done'") == 4

@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from journalcheck import complete_and_unduplicated, rows, trials_so_far
 
 from benchsage.errors import WorkerError, WorkerSetupError
 from benchsage.execute.agentworker import AgentWorker
@@ -104,28 +105,7 @@ def cli(*args: str, cwd: Path, timeout: float = 180) -> subprocess.CompletedProc
                           stdin=subprocess.DEVNULL)
 
 
-def rows(directory: Path, sql: str) -> list[tuple]:
-    conn = sqlite3.connect(f"file:{directory / 'journal.sqlite'}?mode=ro", uri=True)
-    try:
-        return conn.execute(sql).fetchall()
-    finally:
-        conn.close()
 
-
-def trials_so_far(out: Path) -> int:
-    """Trials journaled so far; 0 while the journal is still being created."""
-    try:
-        return rows(out, "SELECT COUNT(*) FROM trials")[0][0]
-    except sqlite3.Error:
-        return 0
-
-
-def complete_and_unduplicated(out: Path, workers: int, runs: int, tests: int) -> None:
-    assert rows(out, "SELECT COUNT(*) FROM runs WHERE status != 'done'") == [(0,)]
-    done = rows(out, "SELECT t.worker, t.run_id, t.position FROM trials t JOIN attempts a ON a.id = t.attempt_id WHERE a.status = 'done'")
-    assert len(done) == len(set(done)) == workers * runs * 2 * tests
-    per_run = Counter(r[0] for r in rows(out, "SELECT run_id FROM attempts WHERE status = 'done'"))
-    assert set(per_run.values()) == {1}
 
 
 def test_fleet_experiment_with_verified_reboots(fake_fleet, tmp_path: Path) -> None:
