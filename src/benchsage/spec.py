@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 from benchsage.errors import SpecError
 from benchsage.execute.worker import DEFAULT_OUTPUT_LIMIT
-from benchsage.store.table import HARNESS_METRICS
+from benchsage.store.table import HARNESS_METRIC_INFO
 
 DEFAULT_RUNS = 10
 DEFAULT_ALPHA = 0.05
@@ -59,6 +59,7 @@ class TestSpec:
     env: Mapping[str, str]
     cwd: str  # absolute
     metrics: tuple[MetricSpec, ...] = ()
+    cpus: tuple[int, ...] | None = None  # pin the test's trials to these CPUs (taskset list syntax in the spec)
 
     @property
     def primary_metrics(self) -> tuple[str, ...]:
@@ -138,8 +139,8 @@ class Spec:
 # --------------------------------------------------------------------------------------------
 # Loading and validation
 
-_EXPERIMENT_KEYS = {"name", "runs", "seed", "alpha", "correction", "timeout", "env", "cwd", "output_limit"}
-_TEST_KEYS = {"name", "command", "timeout", "env", "cwd", "metric"}
+_EXPERIMENT_KEYS = {"name", "runs", "seed", "alpha", "correction", "timeout", "env", "cwd", "output_limit", "cpus"}
+_TEST_KEYS = {"name", "command", "timeout", "env", "cwd", "metric", "cpus"}
 _METRIC_KEYS = {"name", "regex", "json", "file", "line", "unit", "better"}
 _RESET_KEYS = {"command", "timeout", "env", "cwd", "kind"}
 _GENERATOR_KEYS = {"command", "timeout"}
@@ -248,7 +249,7 @@ def _metrics(w: _Where, where: str, items: Any) -> tuple[MetricSpec, ...]:
         name = _string(w, here, item, "name", required=True)
         assert name is not None
         here = f"{here} ('{name}')"
-        if name in HARNESS_METRICS:
+        if name in HARNESS_METRIC_INFO:
             raise w.error(here, f"'{name}' is recorded by the harness itself; choose another name")
         if name in seen:
             raise w.error(here, f"duplicate metric name '{name}'")
@@ -352,6 +353,7 @@ def load_spec(
     global_env = _env(w, "[experiment]", exp, {})
     global_cwd = _cwd(w, "[experiment]", exp, folder)
     global_metrics = _metrics(w, "", doc.get("metric"))
+    global_cpus = _cpus(w, "[experiment]", exp, None)
 
     tests: list[TestSpec] = []
     items = doc.get("test", [])
@@ -375,6 +377,7 @@ def load_spec(
                 env=_env(w, here, item, global_env),
                 cwd=_cwd(w, here, item, global_cwd),
                 metrics=own if "metric" in item else global_metrics,  # `metric = []` opts out of the global ones
+                cpus=_cpus(w, here, item, global_cpus),
             )
         )
 
@@ -387,7 +390,7 @@ def load_spec(
         if generated is None and run_generator:
             generated = _generate_tests(w, generator, global_cwd, global_env)
         for command in generated or ():
-            tests.append(TestSpec(command, command, default_timeout, dict(global_env), global_cwd, global_metrics))
+            tests.append(TestSpec(command, command, default_timeout, dict(global_env), global_cwd, global_metrics, global_cpus))
 
     if not tests and (generator is None or run_generator):
         raise w.error("", "no tests: add at least one [[test]] with a command, or a [generator]")
@@ -470,6 +473,22 @@ def _string_list(w: _Where, where: str, table: Mapping[str, Any], key: str, *, r
     if required and not value:
         raise w.error(where, f"key '{key}' must not be empty")
     return tuple(value)
+
+
+def _cpus(w: _Where, where: str, table: dict[str, Any], default: tuple[int, ...] | None) -> tuple[int, ...] | None:
+    """`cpus`: a CPU list in taskset syntax ("0-3,6", "1-7:2"); whether the worker's host has
+    them is checked when it connects."""
+    from benchsage.execute.cpus import parse_cpu_list
+
+    if "cpus" not in table:
+        return default
+    value = table["cpus"]
+    text = str(value) if isinstance(value, int) and not isinstance(value, bool) else _string(w, where, table, "cpus")
+    assert text is not None
+    try:
+        return tuple(parse_cpu_list(text))
+    except ValueError as exc:
+        raise w.error(where, f"key 'cpus': {exc}") from None
 
 
 def _workers(w: _Where, items: Any, folder: str) -> tuple[WorkerSpec, ...]:

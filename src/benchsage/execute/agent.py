@@ -123,14 +123,25 @@ def _reset_peak_rss() -> None:
         pass
 
 
-def _child(path: str, argv: List[str], env: Mapping[str, str], cwd: str, fds: Tuple[int, int, int], report: int) -> None:
-    """In the forked child: own process group, cwd, stdio, default signals, then exec.
+def _child(path: str, argv: List[str], env: Mapping[str, str], cwd: str, fds: Tuple[int, int, int], report: int,
+           cpus: Optional[List[int]] = None, join: Any = None) -> None:
+    """In the forked child: own process group, cgroup, CPUs, cwd, stdio, default signals, then exec.
 
     The child reports the monotonic time just before execve (the trial's clock starts at its
-    exec, so the cost of forking the agent is not measured), or why it could not start."""
+    exec, so the cost of forking the agent is not measured), or why it could not start. A
+    cgroup it could not join is reported with a leading "!" and the trial runs without it."""
     stage = "chdir"
     try:
         os.setpgid(0, 0)
+        if join is not None:
+            try:
+                join()
+            except OSError:
+                os.write(report, b"!")
+        if cpus:
+            stage = "cpus"
+            os.sched_setaffinity(0, cpus)
+            stage = "chdir"
         os.chdir(cwd)
         stage = "exec"
         for target, fd in enumerate(fds):
@@ -217,12 +228,17 @@ def run_process(
     output_limit: int = DEFAULT_OUTPUT_LIMIT,
     collect: Tuple[str, ...] = (),
     channel: Optional[_Stdin] = None,
+    cpus: Optional[List[int]] = None,
+    trial: bool = False,
 ) -> Dict[str, Any]:
     """Run `command` in its own process group and measure it; never raises for the command.
 
     Blocks in poll() on the trial's two pipes and its pidfd (no threads, no periodic wakeups).
     With `channel`, the agent's stdin is watched too: if it closes, the trial is killed and
-    ControllerGone raised. Returns a dict (the protocol's result, with bytes not yet encoded).
+    ControllerGone raised. `cpus`: pin the command to these CPUs. `trial`: a trial (not a reset):
+    measured in a cgroup of its own and by the package energy counters where the host allows,
+    and whatever it leaves running is killed (and counted) when it ends. Returns a dict (the
+    protocol's result, with bytes not yet encoded).
     """
     full_env = dict(os.environ)
     if env:
@@ -232,18 +248,24 @@ def run_process(
     bad = [k for k, v in full_env.items() if "\0" in k or "\0" in v or "=" in k]
     if bad:
         return _failed("cannot start %r: environment variable %r is not valid (NUL byte or '=' in its name)" % (command, bad[0]), started, how)
+    control = _measurement() if trial else None
+    cgroup = control.trial_cgroup() if control is not None else None
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     rep_r, rep_w = os.pipe()
+    if control is not None:
+        control.before()
     t0 = time.perf_counter()
     try:
         pid = os.fork()
     except OSError as exc:
         for fd in (out_r, out_w, err_r, err_w, rep_r, rep_w):
             os.close(fd)
+        if cgroup is not None:
+            control.finish(cgroup, 0)
         return _failed("cannot start %r: fork failed: %s" % (command, exc.strerror), started, how)
     if pid == 0:  # pragma: no cover - the child execs or exits
-        _child(path, argv, full_env, cwd, (_stdin_fd(), out_w, err_w), rep_w)
+        _child(path, argv, full_env, cwd, (_stdin_fd(), out_w, err_w), rep_w, cpus, cgroup.join if cgroup is not None else None)
     try:
         os.setpgid(pid, pid)  # also done in the child: whichever runs first
     except OSError:
@@ -251,22 +273,30 @@ def run_process(
     for fd in (out_w, err_w, rep_w):
         os.close(fd)
     pidfd = -1
+    finished = False
     try:
         report = _read_all(rep_r)  # the exec time, then EOF at exec (close-on-exec), or why it failed
+        if report.startswith(b"!"):  # the child could not join its cgroup
+            report = report[1:]
+            if control is not None and cgroup is not None:
+                control.give_up_cgroups("the trial could not join its cgroup %s" % cgroup.dirs[0])
+                cgroup = None
         pidfd = _exit_waiter(pid)
         stamp, bar, failure = report.partition(b"|")
         if not bar:  # failed before the exec time was written
             stamp, failure = b"", report
         if failure or not stamp:
             _, status, _usage = os.wait4(pid, 0)
+            finished = True
             stage, _, code = failure.decode().partition(":")
             reason = os.strerror(int(code or 0))
-            where = ("working directory %r" % cwd) if stage == "chdir" else repr(path)
+            where = ("working directory %r" % cwd) if stage == "chdir" else ("CPUs %s" % cpus) if stage == "cpus" else repr(path)
             return _failed("cannot start %r: %s: %s" % (command, where, reason), started, how)
         t0 = float(stamp)
         os.set_blocking(out_r, False)
         os.set_blocking(err_r, False)
         status, usage, t_end, timed_out, tails = _wait(pid, pidfd, out_r, err_r, t0, timeout, output_limit, channel)
+        finished = True
     except BaseException:
         _kill_group(pid)
         try:
@@ -278,9 +308,11 @@ def run_process(
         for fd in (pidfd, out_r, err_r, rep_r):
             if fd >= 0:
                 os.close(fd)
+        if control is not None and not finished:
+            control.finish(cgroup, pid)
     stdout, out_dropped = tails[0].result()
     stderr, err_dropped = tails[1].result()
-    return {
+    result = {
         "exit_status": _exit_code(status),
         "timed_out": timed_out,
         "wall_time": t_end - t0,
@@ -293,10 +325,15 @@ def run_process(
         "stderr": stderr,
         "stdout_dropped": out_dropped,
         "stderr_dropped": err_dropped,
-        "files": _collect(collect, cwd) if collect else {},
+        "files": {},
         "error": None,
         "spawn": how,
     }
+    if control is not None:
+        result.update(control.finish(cgroup, pid))
+    if collect:
+        result["files"] = _collect(collect, cwd)
+    return result
 
 
 def _exit_code(status: int) -> int:
@@ -453,6 +490,252 @@ def _collect(files: Tuple[str, ...], cwd: str) -> Dict[str, Optional[bytes]]:
 
 
 # --------------------------------------------------------------------------------------------
+# Measurement control: the trial's cgroup, its leftovers, package energy, CPUs
+
+PR_SET_CHILD_SUBREAPER = 36
+POWERCAP_ENV = "BENCHSAGE_POWERCAP"  # another folder shaped like /sys/class/powercap (tests)
+CGROUPS_ENV = "BENCHSAGE_CGROUPS"  # "off": measure without cgroups (to compare, or where they misbehave)
+
+
+class _Measurement:
+    """What this host lets the agent measure beyond wait4, set up once (at hello).
+
+    cgroups: a cgroup per trial (peak memory and CPU time of the whole tree; its processes
+    killed when the trial ends), or None with the reason. Leftovers without cgroups: the agent
+    is the child subreaper of everything it spawns, so a process a trial leaves running (a
+    daemon, a setsid child) becomes the agent's child when its parent exits and is found there.
+    Energy: the package RAPL counters read around each trial.
+    """
+
+    def __init__(self) -> None:
+        cg = _load("benchsage.execute.cgroups")
+        self.cgroup_error = cg.CgroupError
+        if os.environ.get(CGROUPS_ENV) == "off":
+            support = cg.Support(None, "cgroups turned off (%s=off in the agent's environment)" % CGROUPS_ENV, ())
+        else:
+            support = cg.probe()
+        self.cgroups = cg.Cgroups(support) if support.method else None
+        self.cgroup_method = support.method
+        self.cgroup_reason = support.reason
+        self.note = None  # type: Optional[str]  # said once in the next result: cgroups given up
+        # The cgroup finds leftovers by itself; only without one does the agent adopt orphans
+        # (ctypes, for prctl, costs ~0.7 MiB of the agent's memory: every trial's max_rss floor).
+        self.subreaper = False if self.cgroups is not None else _become_subreaper()
+        rapl = _load("benchsage.execute.energy").Rapl(os.environ.get(POWERCAP_ENV) or "/sys/class/powercap")
+        energy = rapl.probe()
+        self.rapl = rapl if energy.available else None
+        self.energy_reason = energy.reason
+        self._energy0 = None  # type: Optional[Tuple[int, ...]]
+        self._known = set()  # type: set
+
+    def describe(self) -> Dict[str, Any]:
+        cpus = _load("benchsage.execute.cpus")
+        host, iso = cpus.host_cpus(), cpus.isolated()
+        return {
+            "cgroup": self.cgroup_method if self.cgroups is not None else None,
+            "cgroup_reason": self.cgroup_reason,
+            "leftovers": "cgroup" if self.cgroups is not None else "subreaper" if self.subreaper else "process group",
+            "energy": self.rapl is not None,
+            "energy_reason": self.energy_reason,
+            "cpus_online": host.online,
+            "cpus_allowed": host.allowed,
+            "cpus_isolated": iso.isolated,
+            "cpus_nohz_full": iso.nohz_full,
+        }
+
+    def give_up_cgroups(self, why: str) -> None:
+        if self.cgroups is not None:
+            try:
+                self.cgroups.close()
+            except Exception:
+                pass
+        self.cgroups = None
+        self.subreaper = self.subreaper or _become_subreaper()
+        self.cgroup_reason = "cgroups given up mid-experiment: %s" % why
+        self.note = "%s; trials are measured without them from now on (no peak_memory or cpu_time)" % self.cgroup_reason
+
+    def trial_cgroup(self) -> Any:
+        if self.cgroups is None:
+            return None
+        try:
+            return self.cgroups.trial()
+        except self.cgroup_error as exc:
+            self.give_up_cgroups(str(exc))
+            return None
+
+    def before(self) -> None:
+        """Just before the fork: which children the agent already has (a reset's daemons are
+        not the trial's leftovers), and the energy counters."""
+        self._known = set(_children()) if self.subreaper else set()
+        self._energy0 = None
+        if self.rapl is not None:
+            try:
+                self._energy0 = self.rapl.read()
+            except Exception:
+                self._energy0 = None
+
+    def finish(self, cgroup: Any, pid: int) -> Dict[str, Any]:
+        """After the trial's process exited and was waited for: the energy it used, what it left
+        running (killed, counted), its cgroup's totals; the cgroup removed."""
+        out = {}  # type: Dict[str, Any]
+        if self._energy0 is not None and self.rapl is not None:
+            try:
+                out["energy"] = self.rapl.joules(self._energy0, self.rapl.read())
+            except Exception:
+                pass
+        if cgroup is not None:
+            try:
+                out["leftovers"] = cgroup.kill_all()
+                usage = cgroup.read()
+                if usage.peak_memory is not None:
+                    out["peak_memory"] = usage.peak_memory
+                out["cpu_time"] = usage.cpu_time
+                out["oom_kills"] = _oom_kills(cgroup)
+                cgroup.remove()
+            except self.cgroup_error as exc:
+                self.give_up_cgroups(str(exc))
+        if self.subreaper:
+            # Without a cgroup every living descendant is adopted by the agent or descends from
+            # one that is; with one they are dead already and only reaped here.
+            adopted = _kill_adopted(self._known)
+            out.setdefault("leftovers", len(adopted))
+        elif pid:
+            _kill_group(pid)
+        if self.note is not None:
+            out["note"], self.note = self.note, None
+        return out
+
+    def close(self) -> None:
+        if self.cgroups is not None:
+            try:
+                self.cgroups.close()
+            except Exception:
+                pass
+
+
+_control = None  # type: Optional[_Measurement]
+
+
+def _measurement() -> _Measurement:
+    global _control
+    if _control is None:
+        _control = _Measurement()
+    return _control
+
+
+def _become_subreaper() -> bool:
+    """prctl(PR_SET_CHILD_SUBREAPER): orphans of the agent's descendants become its children."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except Exception:
+        return False
+
+
+def _children() -> List[int]:
+    """The agent's children (Linux: /proc/self/task/TID/children of every thread; one here)."""
+    try:
+        with open("/proc/self/task/%d/children" % os.getpid()) as f:
+            return [int(p) for p in f.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
+def _kill_adopted(known: Any) -> set:
+    """Kill the processes the trial left running that the agent adopted as subreaper (and their
+    children, adopted in turn as each dies); reap the ones that had already exited. Returns
+    the pids of those that were still alive."""
+    killed = set()  # type: set
+    for _ in range(1000):
+        kids = [k for k in _children() if k not in known]
+        if not kids:
+            break
+        for kid in kids:
+            alive = _state(kid) not in ("Z", "X", None)
+            try:
+                if alive:
+                    os.kill(kid, signal.SIGKILL)
+                os.waitpid(kid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+            if alive:
+                killed.add(kid)
+    return killed
+
+
+def _state(pid: int) -> Optional[str]:
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            data = f.read()
+        return data[data.rindex(b")") + 2 : data.rindex(b")") + 3].decode()
+    except (OSError, ValueError):
+        return None
+
+
+def _oom_kills(cgroup: Any) -> int:
+    """Processes of the trial's cgroup the kernel's OOM killer killed (v1 memory.oom_control,
+    v2 memory.events)."""
+    for folder in cgroup.dirs:
+        for name in ("memory.events", "memory.oom_control"):
+            try:
+                with open(os.path.join(folder, name)) as f:
+                    for line in f:
+                        key, _, value = line.partition(" ")
+                        if key == "oom_kill":
+                            return int(value)
+            except (OSError, ValueError):
+                continue
+    return 0
+
+
+def _load(name: str) -> Any:
+    """Import a module of benchsage the agent itself uses, compiled in a forked child (the
+    compiler's memory would stay resident in the agent, and every trial forked from it would
+    start with it)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    source = SOURCES.get(name)
+    if source is None:
+        return __import__(name, fromlist=["_"])
+    import marshal
+
+    filename = "<benchsage agent: " + name + ">"
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through the pipe
+        try:
+            os.close(r)
+            data = marshal.dumps(compile(source, filename, "exec"))
+            view = memoryview(data)
+            while view:
+                view = view[os.write(w, view) :]
+        finally:
+            os._exit(0)
+    os.close(w)
+    try:
+        code = marshal.loads(_read_all(r))
+    finally:
+        os.close(r)
+        os.waitpid(pid, 0)
+    return _install(name, filename, code)
+
+
+def _install(name: str, filename: str, code: Any) -> Any:
+    import types
+
+    module = types.ModuleType(name)
+    module.__file__ = filename
+    sys.modules[name] = module
+    parent, _, leaf = name.rpartition(".")
+    if parent in sys.modules:
+        setattr(sys.modules[parent], leaf, module)
+    exec(code, module.__dict__)
+    return module
+
+
+# --------------------------------------------------------------------------------------------
 # The host: boot identity and snapshot
 
 
@@ -485,22 +768,15 @@ SOURCES = {}  # type: Dict[str, str]
 
 
 def _import(name: str) -> Any:
-    """Import a module of benchsage, from SOURCES when it was sent, else the usual way."""
+    """Import a module of benchsage, from SOURCES when it was sent, else the usual way (in the
+    short-lived snapshot process, where memory does not matter)."""
     if name in sys.modules:
         return sys.modules[name]
     source = SOURCES.get(name)
     if source is None:
         return __import__(name, fromlist=["_"])
-    import types
-
-    module = types.ModuleType(name)
-    module.__file__ = "<benchsage agent: " + name + ">"
-    sys.modules[name] = module
-    parent, _, leaf = name.rpartition(".")
-    if parent in sys.modules:
-        setattr(sys.modules[parent], leaf, module)
-    exec(compile(source, module.__file__, "exec"), module.__dict__)
-    return module
+    filename = "<benchsage agent: " + name + ">"
+    return _install(name, filename, compile(source, filename, "exec"))
 
 
 def _take_snapshot(commands: List[Tuple[str, str]], files: List[str], cwd: str) -> Dict[str, Any]:
@@ -549,6 +825,7 @@ def snapshot(commands: List[Tuple[str, str]], files: List[str], cwd: str) -> Dic
     data["max_rss_floor_kib"] = spawn_floor()
     data["agent_pid"] = os.getpid()
     data["agent_rss_kib"] = _own_rss()
+    data["measurement"] = _measurement().describe()
     return data
 
 
@@ -598,6 +875,7 @@ class Agent:
                 "host": os.uname().nodename,
                 "slurm_node": os.environ.get("SLURMD_NODENAME"),
                 "boot_id": boot_id(),
+                "measurement": _measurement().describe(),
             }
         }
 
@@ -613,6 +891,8 @@ class Agent:
                 int(request.get("output_limit", DEFAULT_OUTPUT_LIMIT)),
                 tuple(request.get("collect") or ()),
                 channel=self.channel,
+                cpus=request.get("cpus"),
+                trial=bool(request.get("trial")),
             )
             return {"result": _encode(result)}, True
         if op == "boot_id":
@@ -654,7 +934,11 @@ def main() -> None:
     os.dup2(2, 1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the controller decides when to stop
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    Agent(_Stdin(0), out_fd).serve()
+    try:
+        Agent(_Stdin(0), out_fd).serve()
+    finally:
+        if _control is not None:
+            _control.close()
 
 
 # The program the transport runs (python -S -u -c BOOTSTRAP): it checks the interpreter, reads

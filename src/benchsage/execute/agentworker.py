@@ -152,6 +152,8 @@ class AgentWorker:
                 "timeout": request.timeout,
                 "output_limit": request.output_limit,
                 "collect": list(request.collect),
+                "cpus": list(request.cpus) if request.cpus else None,
+                "trial": request.trial,
             },
             timeout=reply_timeout,
         )
@@ -172,6 +174,12 @@ class AgentWorker:
             files=r["files"],
             error=r["error"],
             spawn=str(r.get("spawn") or ""),
+            peak_memory=_optional(r.get("peak_memory"), int),
+            cpu_time=_optional(r.get("cpu_time"), float),
+            energy=_optional(r.get("energy"), float),
+            leftovers=_optional(r.get("leftovers"), int),
+            oom_kills=int(r.get("oom_kills") or 0),
+            note=r.get("note"),
         )
 
     def snapshot(self, files: Sequence[str], cwd: str, commands: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
@@ -198,3 +206,7 @@ class AgentWorker:
     def boot_id(self) -> str | None:
         """The host's boot identity now (the worker's `boot_id` command, else the kernel's)."""
         return self._request({"op": "boot_id", "command": self.boot_id_command}, timeout=HELLO_TIMEOUT).get("boot_id")
+
+
+def _optional(value: Any, kind: Any) -> Any:
+    return None if value is None else kind(value)

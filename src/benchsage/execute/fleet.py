@@ -73,6 +73,26 @@ def connect_all(workers: list[AgentWorker]) -> None:
     raise WorkerError(message)
 
 
+def check_cpus(spec: Spec, workers: list[AgentWorker]) -> None:
+    """Every `cpus` of the spec exists on every worker's host and its agent may use it; else
+    WorkerSetupError (exit 2) naming the worker, the test and the CPUs, before anything runs."""
+    from benchsage.execute.cpus import HostCpus, check
+
+    problems = []
+    for worker in workers:
+        measurement = worker.hello.get("measurement") or {}
+        if "cpus_online" not in measurement:
+            continue
+        host = HostCpus(measurement["cpus_online"], measurement["cpus_allowed"])
+        for test in spec.tests:
+            why = check(test.cpus, host) if test.cpus else None
+            if why:
+                problems.append(f"worker {worker.name}: test '{test.name}' is pinned to {why}")
+                break
+    if problems:
+        raise WorkerSetupError("; ".join(problems) + "; nothing ran")
+
+
 def close_all(workers: list[AgentWorker]) -> None:
     for worker in workers:
         try:

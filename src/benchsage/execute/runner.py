@@ -51,14 +51,19 @@ def classify(test: TestSpec, result: ProcessResult) -> TrialOutcome:
         return TrialOutcome("timeout", f"exceeded its timeout of {test.timeout:g} s and was killed", {})
     if result.exit_status != 0:
         status = result.exit_status
+        oom = (f": out of memory (the kernel's OOM killer killed {result.oom_kills} of its processes)"
+               if result.oom_kills else "")
         if status is not None and status < 0:
             try:
                 name = signal.Signals(-status).name
             except ValueError:
                 name = f"signal {-status}"
-            return TrialOutcome("failed", f"killed by {name}", {})
-        return TrialOutcome("failed", f"exit status {status}", {})
-    values: dict[str, float] = {}
+            return TrialOutcome("failed", f"killed by {name}{oom}", {})
+        return TrialOutcome("failed", f"exit status {status}{oom}", {})
+    values: dict[str, float] = {
+        name: float(value) for name, value in (("peak_memory", result.peak_memory), ("cpu_time", result.cpu_time),
+                                               ("energy", result.energy)) if value is not None
+    }
     for metric in test.metrics:
         try:
             values[metric.name] = extract(metric, result)
@@ -166,6 +171,8 @@ class Runner:
                 timeout=t.timeout,
                 output_limit=spec.output_limit,
                 collect=tuple(m.file for m in t.metrics if m.file is not None),
+                cpus=t.cpus,
+                trial=True,
             )
             for t in spec.tests
         ]
@@ -316,6 +323,8 @@ class Runner:
                     raise _Stopped()
                 test = spec.tests[test_id]
                 result = worker.run(self._requests[test_id])
+                if result.note:
+                    self.progress.message(f"{self._prefix(worker)}{result.note}")
                 outcome = classify(test, result)
                 journal.add_trial(_record(run["id"], attempt_id, worker.name, test_id, position, previous, result, outcome, boot))
                 self.progress.trial_done(test.name, outcome.status, _shown(test, result, outcome), outcome.reason, worker=worker.name)
@@ -489,6 +498,7 @@ def _record(
         values=outcome.values,
         boot_id=boot_id,
         spawn=result.spawn or None,
+        leftovers=result.leftovers,
     )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from benchsage.execute.fleet import close_all, connect_all, make_workers
+from benchsage.execute.fleet import check_cpus, close_all, connect_all, make_workers
 from benchsage.execute.progress import make_progress
 from benchsage.execute.runner import Runner, create_experiment, experiment_digest, resolve_runs_and_seed, spec_from_journal
 from benchsage.spec import load_spec
@@ -23,6 +23,7 @@ def start(spec_path: str, directory: str, *, runs: int | None = None, seed: int 
     workers = make_workers(spec, directory)
     try:
         connect_all(workers)
+        check_cpus(spec, workers)
         journal, _plan = create_experiment(spec, directory, seed=seed, runs=runs)
         try:
             Runner(spec, journal, workers, make_progress(quiet)).execute()
@@ -45,6 +46,7 @@ def resume(directory: str, *, quiet: bool = False) -> None:
         workers = make_workers(spec, directory)
         try:
             connect_all(workers)
+            check_cpus(spec, workers)
             Runner(spec, journal, workers, progress).execute()
         finally:
             close_all(workers)

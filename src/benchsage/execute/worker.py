@@ -23,6 +23,8 @@ class ProcessRequest:
     timeout: float | None = None  # seconds; the whole process group is killed past it
     output_limit: int = DEFAULT_OUTPUT_LIMIT  # bytes of each stream's tail to keep
     collect: tuple[str, ...] = ()  # files to read back after the process ends (results files)
+    cpus: tuple[int, ...] | None = None  # pin the command to these CPUs (sched_setaffinity before exec)
+    trial: bool = False  # a trial, not a reset: its own cgroup and energy where the host allows; leftovers killed
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,12 @@ class ProcessResult:
     files: Mapping[str, bytes | None] = field(default_factory=dict)  # collected files; None if missing
     error: str | None = None  # the process could not be started at all
     spawn: str = ""  # "exec" (run directly, no shell in the measurement) or "shell" (/bin/sh -c)
+    peak_memory: int | None = None  # KiB: the whole process tree's peak (its cgroup); None without one
+    cpu_time: float | None = None  # s: user + system CPU of the whole tree, waited for or not (its cgroup)
+    energy: float | None = None  # J: the CPU packages' energy during the trial (RAPL), where readable
+    leftovers: int | None = None  # processes the trial left running, killed when it ended; None: not known
+    oom_kills: int = 0  # processes of the trial the kernel's OOM killer killed (known with a cgroup)
+    note: str | None = None  # the agent changed how it measures (said once), e.g. cgroups given up
 
     @property
     def ok(self) -> bool:

@@ -33,11 +33,18 @@ class MetricInfo:
     better: str = "lower"  # "lower", "higher", or "" when unknown
 
 
+# Harness metrics recorded only where the worker's host allows them (a cgroup per trial; RAPL).
+OPTIONAL_HARNESS_METRICS: tuple[str, ...] = ("peak_memory", "cpu_time", "energy")
+
 HARNESS_METRIC_INFO: dict[str, MetricInfo] = {
     "wall_time": MetricInfo("wall_time", "s", "lower"),
     "user_time": MetricInfo("user_time", "s", "lower"),
     "sys_time": MetricInfo("sys_time", "s", "lower"),
     "max_rss": MetricInfo("max_rss", "KiB", "lower"),
+    # Where the worker's host allows (a cgroup per trial; RAPL): journaled as values, absent otherwise.
+    "peak_memory": MetricInfo("peak_memory", "KiB", "lower"),
+    "cpu_time": MetricInfo("cpu_time", "s", "lower"),
+    "energy": MetricInfo("energy", "J", "lower"),
 }
 
 

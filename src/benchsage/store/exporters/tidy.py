@@ -8,6 +8,7 @@ import pyarrow as pa
 
 from benchsage.store.importers.benchsage import trial_boot_ids
 from benchsage.store.journal import Journal
+from benchsage.store.table import OPTIONAL_HARNESS_METRICS
 
 COLUMNS = ("test", "order", "metric", "value", "unit", "run", "position", "predecessor", "worker", "boot_id", "time", "status", "reason")
 
@@ -29,6 +30,8 @@ def tidy_table(directory: str | os.PathLike[str]) -> pa.Table:
             own = values.get(tid, {})
             harness = {"wall_time": wall, "user_time": user, "sys_time": sys_, "max_rss": rss}
             for metric, unit in metrics[test_id]:
+                if metric in OPTIONAL_HARNESS_METRICS and metric not in own:
+                    continue  # not measured on that host
                 cols["test"].append(names[test_id])
                 cols["order"].append(arm)
                 cols["metric"].append(metric)
