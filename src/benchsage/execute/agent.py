@@ -527,6 +527,7 @@ class _Measurement:
         self.energy_reason = energy.reason
         self._energy0 = None  # type: Optional[Tuple[int, ...]]
         self._known = set()  # type: set
+        self._oom0 = 0
 
     def describe(self) -> Dict[str, Any]:
         cpus = _load("benchsage.execute.cpus")
@@ -558,10 +559,12 @@ class _Measurement:
         if self.cgroups is None:
             return None
         try:
-            return self.cgroups.trial()
+            cgroup = self.cgroups.trial()
         except self.cgroup_error as exc:
             self.give_up_cgroups(str(exc))
             return None
+        self._oom0 = _oom_kills(cgroup)  # a recycled cgroup's counter goes on from earlier trials
+        return cgroup
 
     def before(self) -> None:
         """Just before the fork: which children the agent already has (a reset's daemons are
@@ -590,7 +593,7 @@ class _Measurement:
                 if usage.peak_memory is not None:
                     out["peak_memory"] = usage.peak_memory
                 out["cpu_time"] = usage.cpu_time
-                out["oom_kills"] = _oom_kills(cgroup)
+                out["oom_kills"] = _oom_kills(cgroup) - self._oom0
                 cgroup.remove()
             except self.cgroup_error as exc:
                 self.give_up_cgroups(str(exc))
