@@ -205,17 +205,21 @@ def export(directory: str, fmt: str, out: str) -> None:
 @cli.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the readings as JSON.")
 def env(as_json: bool) -> None:
-    """Report this machine's sources of noise (governor, turbo, SMT, ASLR, load ...) with advice."""
+    """Report this machine's sources of noise (governor, turbo, SMT, ASLR, load ...) with advice,
+    and how trials are measured on it (cgroups, leftovers, energy, CPUs to pin to)."""
     from benchsage.execute.noise import collect_noise
     from benchsage.report.environment import env_json, render_env
+    from benchsage.report.measurement import local_measurement, measurement_readings
 
     readings = collect_noise()
+    agent, error = local_measurement()
+    measurement = measurement_readings(agent, error)
     if as_json:
-        click.echo(json.dumps(env_json(readings), indent=2))
+        click.echo(json.dumps(env_json(readings, measurement, agent), indent=2))
         return
     from benchsage.report.terminal import make_console
 
-    render_env(readings, make_console())
+    render_env(readings, make_console(), measurement)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -187,3 +190,91 @@ def test_analyze_warns_when_runs_saw_different_settings(experiment, tmp_path: Pa
     done = bench("analyze", str(copy), "--json", cwd=root)
     warnings = json.loads(done.stdout)["warnings"]
     assert any("governor differs between runs" in w and "powersave" in w for w in warnings), warnings
+
+
+LEFTOVER_SPEC = """
+[experiment]
+name = "leftovers"
+runs = 6
+seed = 1
+
+[[test]]
+name = "daemon"
+command = "sh -c 'setsid sleep 30 & echo started'"
+
+[[test]]
+name = "quiet"
+command = "true"
+"""
+
+
+def _processes_in(folder: Path) -> list[int]:
+    """Processes whose working directory is `folder` or below it (the trials ran there)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cwd = os.readlink(f"/proc/{pid}/cwd")
+        except OSError:
+            continue
+        if cwd == str(folder) or cwd.startswith(f"{folder}/"):
+            found.append(int(pid))
+    return found
+
+
+def test_a_test_that_leaves_a_process_running_is_named_and_nothing_survives(tmp_path: Path) -> None:
+    (tmp_path / "leftovers.toml").write_text(LEFTOVER_SPEC)
+    out = tmp_path / "out"
+    done = bench("run", "leftovers.toml", "-o", str(out), "--json", "--quiet", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    time.sleep(0.5)
+    assert _processes_in(tmp_path) == []  # every setsid sleep was killed before the next trial
+    doc = json.loads(done.stdout)
+    named = "daemon: 12 of 12 trials left processes running (12 in all), killed before the next trial: a leftover would perturb"
+    assert [w for w in doc["warnings"] if "left processes running" in w and w.startswith(named)] == [
+        w for w in doc["warnings"] if "left processes running" in w]
+    assert any(w.startswith(named) for w in doc["warnings"])
+    # Both tests hold less memory than the agent's floor: said once for each.
+    floor = [w for w in doc["warnings"] if "is at the floor of what wait4 can show" in w]
+    assert sorted(w.split(" ")[0] for w in floor) == ["daemon", "quiet"]
+    by = {(t["test"], t["metric"]): t for t in doc["tests"]}
+    assert by[("quiet", "max_rss")]["notes"] == [floor[1].removeprefix("quiet (max_rss): ")] and not by[("quiet", "wall_time")]["notes"]
+    text = bench("analyze", str(out), "--no-diagnostics", cwd=tmp_path).stdout
+    assert named in text and "quiet (max_rss): median" in text
+    if probe().method:  # root here: the agent has cgroups, so peak_memory and cpu_time are there, with units
+        assert by[("daemon", "peak_memory")]["unit"] == "KiB" and by[("daemon", "cpu_time")]["unit"] == "s"
+        assert all(w.endswith("read peak_memory for the trial's own memory") for w in floor)
+        assert re.search(r"^daemon +peak_memory +KiB +6/6 ", text, re.M) and re.search(r"^quiet +cpu_time +s +6/6 ", text, re.M)
+    else:
+        assert ("daemon", "peak_memory") not in by and "peak_memory" not in text.split("Warnings")[0]
+    html = tmp_path / "report.html"
+    assert bench("report", str(out), "-o", str(html), cwd=tmp_path).returncode == 0
+    assert named in html.read_text(encoding="utf-8")
+
+
+def test_env_says_how_trials_are_measured_here(tmp_path: Path) -> None:
+    from benchsage.execute.local import LocalWorker
+
+    worker = LocalWorker()
+    try:
+        agent = worker.connect()["measurement"]
+    finally:
+        worker.close()
+    done = bench("env", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    measurement = json.loads(done.stdout)["measurement"]
+    assert measurement["agent"] == agent  # exactly what the agent of an experiment sees
+    aspects = {a["name"]: a for a in measurement["aspects"]}
+    assert list(aspects) == ["cgroups", "leftovers", "energy", "cpus"]
+    assert aspects["cgroups"]["value"] == (agent["cgroup"] or "none")
+    assert aspects["cpus"]["data"]["allowed"] == agent["cpus_allowed"]
+    text = bench("env", cwd=tmp_path).stdout
+    assert "How trials are measured here (as the local agent sees it)" in text
+    assert "Trial cgroups (peak_memory, cpu_time)" in text and "Each trial here records wall_time" in text
+    if agent["cpus_isolated"] == [] and len(agent["cpus_allowed"]) > 1:
+        assert f'cpus = "{agent["cpus_allowed"][-1]}"' in text and "no CPU is isolated" in text
+    # Cgroups turned off for the agent: env says so and how leftovers are found instead.
+    off = subprocess.run([sys.executable, "-m", "benchsage", "env", "--json"], cwd=tmp_path, capture_output=True, text=True,
+                         env={**os.environ, "BENCHSAGE_CGROUPS": "off"}, timeout=300)
+    aspects = {a["name"]: a for a in json.loads(off.stdout)["measurement"]["aspects"]}
+    assert aspects["cgroups"]["state"] == "off" and "BENCHSAGE_CGROUPS=off" in aspects["cgroups"]["advice"]
+    assert aspects["leftovers"]["data"]["method"] == "subreaper"

@@ -493,3 +493,71 @@ def test_an_identical_fleet_and_a_single_worker_report(tmp_path: Path, small_rep
     assert "The 2 workers ran the same software on the same kind of machine" in Page(text).all_text
     single = small_report.read_text(encoding="utf-8")
     assert '<section id="workers">' not in single and 'href="#workers"' not in single
+
+
+# -- harness metrics of measurement control --------------------------------------------------------
+
+
+def _measured_report(tmp_path: Path, **kw) -> tuple[Path, Analysis]:
+    import sys
+
+    from benchsage.analyze.pipeline import analyze_sources
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "analyze"))
+    from measured_data import write_measured
+
+    analysis, table = analyze_sources([str(write_measured(tmp_path / "exp", **kw))], format="benchsage")
+    path = tmp_path / "report.html"
+    write_report(analysis, table, path)
+    return path, analysis
+
+
+MEASURED_HEADINGS = {
+    "peak_memory": "metric peak_memory (peak_memory (KiB), lower is better; not in the correction family; 3 tests)",
+    "cpu_time": "metric cpu_time (cpu_time (s), lower is better; not in the correction family; 3 tests)",
+    "energy": "metric energy (energy (J), lower is better; not in the correction family; 3 tests)",
+}
+
+
+def _section(text: str, name: str) -> str:
+    start = text.index(f'<section id="{name}">')
+    return text[start: text.index("</section>", start)]
+
+
+def test_the_new_harness_metrics_leftovers_and_the_max_rss_floor(tmp_path: Path) -> None:
+    path, analysis = _measured_report(tmp_path)
+    text = path.read_text(encoding="utf-8")
+    tables = Page(_section(text, "tables")).all_text
+    for heading in MEASURED_HEADINGS.values():
+        assert heading in tables, heading
+    # The max_rss table has a notes column; the floor is noted on the two tests at it.
+    rss = _section(text, "tables")
+    rss = rss[rss.index("metric max_rss"):]
+    rss = rss[: rss.index("</table>")]
+    assert '<th class="text" scope="col">notes</th>' in rss
+    assert Page(rss).all_text.count("is at the floor of what wait4 can show") == 2
+    warnings = Page(_section(text, "warnings")).all_text
+    assert "server: 6 of 12 trials left processes running (12 in all), killed before the next trial" in warnings
+    assert "tiny (max_rss): median" in warnings and "read peak_memory for the trial's own memory" in warnings
+
+
+def test_a_report_without_the_new_metrics(tmp_path: Path) -> None:
+    path, _ = _measured_report(tmp_path, measured=(), leftovers={"server": None, "tiny": None, "big": None})
+    text = path.read_text(encoding="utf-8")
+    tables = Page(_section(text, "tables")).all_text
+    assert not any(f"metric {m} " in tables for m in MEASURED_HEADINGS)
+    assert "metric max_rss (max_rss (KiB), lower is better" in tables
+    assert "left processes running" not in text
+
+
+@pytest.mark.browser
+@needs_chromium
+def test_browser_shows_the_new_metrics_and_warnings(tmp_path: Path) -> None:
+    path, _ = _measured_report(tmp_path)
+    page = Page(browser.dump_dom(path))
+    shown = page.all_text
+    for heading in MEASURED_HEADINGS.values():
+        assert heading in shown, heading
+    assert "server: 6 of 12 trials left processes running (12 in all)" in shown
+    assert shown.count("is at the floor of what wait4 can show") == 4  # two notes in the table, two warnings
+    assert_nothing_injected(page)

@@ -164,7 +164,7 @@ def test_other_metrics_table_and_nulls():
     out = _render(analyze_table(table))
     assert "Other metrics (corrected within their own family; they do not decide the verdict)" in out
     other = next(line for line in out.splitlines() if "max_rss" in line).split()
-    assert other[:3] == ["a", "max_rss", "20/20"]
+    assert other[:4] == ["a", "max_rss", "KiB", "20/20"]  # the unit beside the metric
     b_row = next(line for line in out.splitlines() if line.startswith("b ")).split()
     assert b_row == ["b", "2/2", "2", "3", "–", "–", "–", "–", "-50.00", "–"]
     assert "; 1 more could not be tested (see the warnings)" in out
@@ -240,3 +240,53 @@ def test_an_identical_fleet_and_one_worker_say_so_or_nothing(tmp_path: Path, mem
     assert "Identity: the 3 workers ran the same software on the same kind of machine" in text
     single = _render(memcached, width=120)
     assert "Workers:" not in single and "Fleet" not in single and "Identity" not in single
+
+
+# -- harness metrics of measurement control --------------------------------------------------------
+
+
+def _measured(tmp_path: Path, **kw):
+    import sys
+
+    from benchsage.analyze.pipeline import analyze_sources
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "analyze"))
+    from measured_data import write_measured
+
+    return analyze_sources([str(write_measured(tmp_path, **kw))], format="benchsage")[0]
+
+
+def _other_lines(out: str) -> list[str]:
+    """The lines of the table of other metrics: heading, rule, rows."""
+    lines = out.splitlines()
+    start = lines.index(next(line for line in lines if line.startswith("Other metrics"))) + 1
+    return lines[start : lines.index("", start)]
+
+
+def _other_rows(out: str) -> dict[tuple[str, str], list[str]]:
+    return {(cells[0], cells[1]): cells[2:] for cells in (line.split() for line in _other_lines(out)[2:])}
+
+
+@pytest.mark.parametrize("width", [80, 160])
+def test_peak_memory_cpu_time_and_energy_rows_with_their_units(tmp_path: Path, width: int) -> None:
+    out = _render(_measured(tmp_path), width=width)
+    rows = _other_rows(out)
+    for test in ("server", "tiny", "big"):
+        assert rows[(test, "peak_memory")][:2] == ["KiB", "6/6"]
+        assert rows[(test, "cpu_time")][:2] == ["s", "6/6"]
+        assert rows[(test, "energy")][:2] == ["J", "6/6"]
+        assert rows[(test, "max_rss")][0] == "KiB"
+    assert _other_lines(out)[0].split()[:4] == ["test", "metric", "unit", "n"]
+    assert max(len(line) for line in _other_lines(out)) <= width
+    # The leftovers and the max_rss floor are in the warnings, once per test.
+    warnings = out[out.index("Warnings ("):]
+    assert warnings.count("server: 6 of 12 trials left processes running (12 in all)") == 1
+    assert warnings.count("(max_rss): median") == 2 and "tiny (max_rss): median" in warnings and "big (max_rss)" not in warnings
+
+
+def test_the_secondary_table_without_the_optional_metrics(tmp_path: Path) -> None:
+    """A host without cgroups or RAPL (or a journal written before them): four harness rows per test."""
+    out = _render(_measured(tmp_path, measured=()), width=120)
+    rows = _other_rows(out)
+    assert {metric for _, metric in rows} == {"user_time", "sys_time", "max_rss"}
+    assert "peak_memory would show it (a cgroup per trial: see `benchsage env`)" in out

@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence, TypeVar
 import numpy as np
 
 from benchsage.analyze.diagnostics import Parts
+from benchsage.analyze.measurement import rss_floor_notes
 from benchsage.analyze.options import Options
 from benchsage.analyze.order import ValueOrder, analyze_table, sort_values
 from benchsage.analyze.verdict import Analysis, Diagnostics
@@ -63,7 +64,9 @@ def analyze_loaded(table: TrialTable, options: Options = Options()) -> Analysis:
     else:
         analysis = order_analysis()
         diagnostics = parts.combine(parts.effects(), parts.design())
-    warnings = list(analysis.warnings)
+    tests, floor_warnings = rss_floor_notes(table, analysis.tests)
+    analysis = dataclasses.replace(analysis, tests=tests)
+    warnings = list(analysis.warnings) + floor_warnings
     if analysis.combined is None:
         warnings.extend(_snapshot_warnings(table))
     else:

@@ -143,8 +143,9 @@ def _print_table(console: Console, table: Table) -> None:
 
     Rich, left alone, squeezes the one wrappable column (the test name) to nothing on an
     80-column terminal. Here the columns first close up (two spaces between them, then one);
-    if the names still do not fit, each name column gets an equal share of what is left,
-    at least NAME_MIN characters, and folds its text into that.
+    if the names still do not fit, each name column gets an equal share of what is left (a
+    column narrower than its share keeps its width and leaves the rest to the others), at
+    least NAME_MIN characters, and folds its text into that.
     """
     columns = table.columns
     numbers = sum(_natural_width(c) for c in columns if c.no_wrap)
@@ -158,10 +159,13 @@ def _print_table(console: Console, table: Table) -> None:
             console.print(table)
             return
     table.padding = (0, 0)  # the loop ended on the closest spacing: keep it
-    if names:
-        share = max(room, 0) // len(names)
-        for c in names:
-            c.width = min(_natural_width(c), max(share, NAME_MIN))
+    # Narrow name columns (a unit) keep their width; the wider ones share what they leave.
+    left = max(room, 0)
+    pending = sorted(names, key=_natural_width)
+    while pending:
+        c = pending.pop(0)
+        c.width = min(_natural_width(c), max(left // (len(pending) + 1), NAME_MIN))
+        left -= c.width
     console.print(table)
 
 
@@ -222,6 +226,7 @@ def _secondary_table(analysis: Analysis, console: Console, st: _Styles) -> None:
         [
             ("test", "left"),
             ("metric", "left"),
+            ("unit", "left"),
             ("n F/R", "right"),
             ("median F", "right"),
             ("median R", "right"),
@@ -236,6 +241,7 @@ def _secondary_table(analysis: Analysis, console: Console, st: _Styles) -> None:
         table.add_row(
             Text(v.test),
             Text(v.metric),
+            Text(v.unit),
             _counts(v),
             _g(v.median_fixed, 4),
             _g(v.median_random, 4),

@@ -124,6 +124,7 @@ def _read(journal: Journal, directory: str) -> TrialTable:
             f"{directory}: the experiment is unfinished ({len(runs) - len(unfinished)} of {len(runs)} runs done); "
             f"finish it with `benchsage resume {directory}`"
         )
+    warnings.extend(leftover_warnings(journal.conn, test_names))
     done_attempts = {a["run_id"]: a for a in attempts if a["status"] == "done"}
     # A fleet's reports say how many boots each worker's runs saw (reboot resets at work).
     boot_ids = _run_boot_ids(journal) if len(worker_names) > 1 else {}
@@ -177,6 +178,28 @@ def trial_boot_ids(conn: sqlite3.Connection) -> dict[int, str | None]:
     if "boot_id" not in columns:
         return {}
     return {int(i): b for i, b in conn.execute("SELECT id, boot_id FROM trials")}
+
+
+def leftover_warnings(conn: sqlite3.Connection, test_names: tuple[str, ...]) -> list[str]:
+    """One warning per test whose analysed trials left processes running when they ended (the
+    harness killed them before the next trial); [] for a journal written before trials
+    recorded leftovers (no leftovers column: a read-only journal of an older benchsage)."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(trials)")}
+    if "leftovers" not in columns:
+        return []
+    rows = conn.execute(
+        """SELECT t.test_id, COUNT(*), SUM(t.leftovers > 0), SUM(t.leftovers) FROM trials t
+           JOIN attempts a ON t.attempt_id = a.id WHERE a.status = 'done' GROUP BY t.test_id ORDER BY t.test_id"""
+    ).fetchall()
+    out = []
+    for test_id, trials, leaving, processes in rows:
+        if leaving:
+            out.append(
+                f"{test_names[test_id]}: {leaving} of {trials} trials left processes running ({processes} in all), killed before "
+                "the next trial: a leftover would perturb whatever runs next (an order effect made by the test); "
+                "stop them in the test itself (a [reset] runs between runs, not between trials)"
+            )
+    return out
 
 
 def _run_boot_ids(journal: Journal) -> dict[int, str | None]:
