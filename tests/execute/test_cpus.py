@@ -83,8 +83,25 @@ def fake_cpu_dir(root: Path, **files: str) -> Path:
 def test_host_cpus_of_this_machine() -> None:
     host = host_cpus()
     assert host.online and set(host.allowed) <= set(host.online)
-    assert host.allowed == sorted(os.sched_getaffinity(0))
+    assert set(os.sched_getaffinity(0)) <= set(host.allowed)  # the cpuset, or the affinity itself
     assert check(host.allowed, host) is None
+
+
+def test_pinning_may_reach_the_whole_cpuset_beyond_the_agents_affinity(tmp_path: Path) -> None:
+    """With isolcpus=2-3 every process starts on 0-1, yet may be pinned to 2-3: its cpuset has them."""
+    (tmp_path / "proc/self").mkdir(parents=True)
+    (tmp_path / "proc/self/cgroup").write_text("4:memory:/a\n3:cpuset:/bench\n0::/x\n")
+    (tmp_path / "sys/fs/cgroup/cpuset/bench").mkdir(parents=True)
+    (tmp_path / "sys/fs/cgroup/cpuset/bench/cpuset.effective_cpus").write_text("0-3\n")
+    (tmp_path / "sys/devices/system/cpu").mkdir(parents=True)
+    (tmp_path / "sys/devices/system/cpu/online").write_text("0-3\n")
+    host = host_cpus(str(tmp_path))
+    assert host.allowed == [0, 1, 2, 3] and check([2, 3], host) is None
+    (tmp_path / "proc/self/cgroup").write_text("0::/svc\n")  # cgroup v2
+    (tmp_path / "sys/fs/cgroup/svc").mkdir(parents=True)
+    (tmp_path / "sys/fs/cgroup/svc/cpuset.cpus.effective").write_text("1-2\n")
+    host = host_cpus(str(tmp_path))
+    assert host.allowed == [1, 2] and "not allowed" in (check([3], host) or "")
 
 
 def test_host_cpus_from_a_fake_sysfs(tmp_path: Path) -> None:

@@ -88,9 +88,9 @@ def test_leftovers_found_by_process_group_only_warn() -> None:
         # Isolated CPUs the agent may use: those, and whether the tick stops on them.
         ([0, 1, 2, 3], [0, 1, 2, 3], [2, 3], [2, 3], "2-3", OK, ['cpus = "2-3"', "nohz_full also stops the scheduler tick on 2-3"]),
         ([0, 1, 2, 3], [0, 1, 2, 3], [3], [], "3", OK, ['cpus = "3"', "nohz_full is not set for them"]),
-        # Isolated, but outside the agent's affinity (isolcpus keeps them out of it by default).
-        ([0, 1, 2, 3], [0, 1], [2, 3], [2, 3], None, WARN, ["CPUs 2-3 are isolated, but the agent may not run on them",
-                                                          "taskset -c 0-3 benchsage run", 'pin trials with cpus = "2-3"']),
+        # Isolated, but outside the agent's cpuset.
+        ([0, 1, 2, 3], [0, 1], [2, 3], [2, 3], None, WARN, ["CPUs 2-3 are isolated, but the agent's cpuset leaves them out",
+                                                          "in a cpuset that includes them", 'pin trials with cpus = "2-3"']),
         # None isolated: a CPU other than 0, said for what it is.
         ([0, 1], [0, 1], [], [], "1", WARN, ["no CPU is isolated", 'cpus = "1"', "not the rest of the system's work",
                                              "isolcpus=1 nohz_full=1 rcu_nocbs=1"]),

@@ -18,8 +18,10 @@ _CPU_DIR = "sys/devices/system/cpu"
 
 
 class HostCpus(namedtuple("HostCpus", "online allowed")):
-    """The host's online CPUs (sorted) and those the agent may run on (its affinity, which a
-    cpuset or a taskset around the agent narrows), both lists of CPU numbers."""
+    """The host's online CPUs (sorted) and those a trial may be pinned to, both lists of CPU
+    numbers: the agent's cpuset where it can be read (a process may widen its own affinity to
+    any CPU of its cpuset: with isolcpus= every process starts off the isolated CPUs, yet may
+    be pinned to them), else the agent's own affinity."""
 
     __slots__ = ()
 
@@ -103,11 +105,40 @@ def host_cpus(root: str = "/") -> HostCpus:
             pass
     if online is None:
         online = list(range(os.cpu_count() or 1))
-    try:
-        allowed = sorted(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not Linux
-        allowed = list(online)
+    allowed = _cpuset(root)
+    if allowed is None:
+        try:
+            allowed = sorted(os.sched_getaffinity(0))
+        except (AttributeError, OSError):  # not Linux
+            allowed = list(online)
     return HostCpus(online, allowed)
+
+
+def _cpuset(root: str) -> Optional[List[int]]:
+    """The effective CPUs of this process's cpuset (cgroup v1 cpuset or v2), None if unknown."""
+    text = _text(os.path.join(root, "proc/self/cgroup"))
+    if not text:
+        return None
+    for line in text.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        controllers, path = parts[1].split(","), parts[2].lstrip("/")
+        if "cpuset" in controllers:
+            candidates = [os.path.join(root, "sys/fs/cgroup/cpuset", path, "cpuset.effective_cpus")]
+        elif parts[0] == "0" and parts[1] == "":
+            candidates = [os.path.join(root, "sys/fs/cgroup", path, "cpuset.cpus.effective"),
+                          os.path.join(root, "sys/fs/cgroup/unified", path, "cpuset.cpus.effective")]
+        else:
+            continue
+        for candidate in candidates:
+            found = _text(candidate)
+            if found:
+                try:
+                    return parse_cpu_list(found)
+                except ValueError:
+                    return None
+    return None
 
 
 def isolated(root: str = "/") -> Isolation:

@@ -138,9 +138,8 @@ def suggest_cpus(online: Sequence[int], allowed: Sequence[int], isolated: Sequen
     if isolated:
         iso = format_cpu_list(sorted(isolated))
         return None, WARN, (
-            f"CPUs {iso} are isolated, but the agent may not run on them (it may use {format_cpu_list(allowed)} only: "
-            f"isolcpus leaves isolated CPUs out of every process's default affinity), so benchsage refuses cpus = \"{iso}\"; "
-            f"start benchsage with them allowed (taskset -c {format_cpu_list(sorted(set(allowed) | set(isolated)))} benchsage run ...) "
+            f"CPUs {iso} are isolated, but the agent's cpuset leaves them out (it may use {format_cpu_list(allowed)} only), "
+            f"so benchsage refuses cpus = \"{iso}\"; run benchsage in a cpuset that includes them "
             f'and pin trials with cpus = "{iso}"'
         )
     others = [c for c in allowed if c != 0]
