@@ -14,6 +14,7 @@ import select
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from typing import IO, Any, Mapping
 
@@ -60,12 +61,10 @@ class AgentConnection:
             raise WorkerSetupError(f"worker {self.worker}: cannot start {argv[0]!r}: {exc.strerror}") from None
         except OSError as exc:
             raise WorkerError(f"worker {self.worker}: cannot start {argv[0]!r}: {exc.strerror}") from None
-        try:
-            assert self.proc.stdin is not None
-            self.proc.stdin.write(bundle_bytes())
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            pass  # the transport died at once: its exit status and stderr say why
+        # The bundle (~120 KB) is larger than a pipe holds, and a transport may read nothing
+        # until it has a place to run (srun queued for a node that is down): written from a
+        # thread, so that the wait for the hello below keeps its deadline.
+        threading.Thread(target=_send, args=(self.proc.stdin, bundle_bytes()), daemon=True).start()
         deadline = time.monotonic() + timeout
         line = self._readline(deadline)
         if not line:
@@ -238,6 +237,16 @@ def _signal_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def _send(stream: IO[bytes] | None, data: bytes) -> None:
+    try:
+        assert stream is not None
+        view = memoryview(data)
+        while view:
+            view = view[stream.write(view) or 0 :]
+    except (OSError, ValueError):
+        pass  # the transport died, or the connection was ended: its exit status and stderr say why
 
 
 def _close(stream: IO[bytes] | None) -> None:
