@@ -697,32 +697,31 @@ def _load(name: str) -> Any:
     """Import a module of benchsage the agent itself uses, compiled in a forked child (the
     compiler's memory would stay resident in the agent, and every trial forked from it would
     start with it)."""
-    if name in sys.modules:
-        return sys.modules[name]
-    source = SOURCES.get(name)
-    if source is None:
-        return __import__(name, fromlist=["_"])
-    import marshal
+    return _import(name, apart=True)
 
-    filename = "<benchsage agent: " + name + ">"
+
+def _in_child(produce: Any) -> bytes:
+    """What `produce()` returns (bytes), computed in a forked child so that whatever it imports
+    or allocates never grows the agent; b"" if the child died first."""
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child reports through the pipe
+        code = 0
         try:
             os.close(r)
-            data = marshal.dumps(compile(source, filename, "exec"))
-            view = memoryview(data)
+            view = memoryview(produce())
             while view:
                 view = view[os.write(w, view) :]
+        except BaseException:
+            code = 1
         finally:
-            os._exit(0)
+            os._exit(code)
     os.close(w)
     try:
-        code = marshal.loads(_read_all(r))
+        return _read_all(r)
     finally:
         os.close(r)
         os.waitpid(pid, 0)
-    return _install(name, filename, code)
 
 
 def _install(name: str, filename: str, code: Any) -> Any:
@@ -770,16 +769,21 @@ def spawn_floor() -> Optional[int]:
 SOURCES = {}  # type: Dict[str, str]
 
 
-def _import(name: str) -> Any:
-    """Import a module of benchsage, from SOURCES when it was sent, else the usual way (in the
-    short-lived snapshot process, where memory does not matter)."""
+def _import(name: str, apart: bool = False) -> Any:
+    """Import a module of benchsage, from SOURCES when it was sent, else the usual way.
+    apart: compile it in a forked child (for the agent itself; the short-lived snapshot
+    process compiles in place, where memory does not matter)."""
     if name in sys.modules:
         return sys.modules[name]
     source = SOURCES.get(name)
     if source is None:
         return __import__(name, fromlist=["_"])
     filename = "<benchsage agent: " + name + ">"
-    return _install(name, filename, compile(source, filename, "exec"))
+    if not apart:
+        return _install(name, filename, compile(source, filename, "exec"))
+    import marshal
+
+    return _install(name, filename, marshal.loads(_in_child(lambda: marshal.dumps(compile(source, filename, "exec")))))
 
 
 def _take_snapshot(commands: List[Tuple[str, str]], files: List[str], cwd: str) -> Dict[str, Any]:
@@ -798,29 +802,13 @@ def snapshot(commands: List[Tuple[str, str]], files: List[str], cwd: str) -> Dic
 
     Taken in a forked child so that what it imports and reads never grows the agent itself.
     """
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child reports through the pipe
-        code = 0
+    def produce() -> bytes:
         try:
-            os.close(r)
-            try:
-                data = json.dumps({"snapshot": _take_snapshot(commands, files, cwd)}, default=str)
-            except Exception as exc:
-                data = json.dumps({"error": "%s: %s" % (type(exc).__name__, exc)})
-            view = memoryview(data.encode())
-            while view:
-                view = view[os.write(w, view) :]
-        except BaseException:
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(w)
-    try:
-        raw = _read_all(r)
-    finally:
-        os.close(r)
-        os.waitpid(pid, 0)
+            return json.dumps({"snapshot": _take_snapshot(commands, files, cwd)}, default=str).encode()
+        except Exception as exc:
+            return json.dumps({"error": "%s: %s" % (type(exc).__name__, exc)}).encode()
+
+    raw = _in_child(produce)
     reply = json.loads(raw.decode() or '{"error": "the snapshot process died"}')
     if "error" in reply:
         raise RuntimeError(reply["error"])
