@@ -22,26 +22,15 @@ from benchsage.execute.agent import plan_spawn, run_process
 from benchsage.execute.local import LocalWorker
 from benchsage.execute.worker import ProcessRequest, ProcessResult
 
+sys.path.insert(0, str(Path(__file__).parent))
+from proctools import gone  # noqa: E402
+
 
 def run(command: str, cwd: Path, **kw: object) -> ProcessResult:
     """The agent's own capture function, in this process (the agent runs the same code)."""
     result = run_process(command, str(cwd), **kw)  # type: ignore[arg-type]
     return ProcessResult(**result)
 
-
-def gone(pid: int, within: float = 5.0) -> bool:
-    """True once pid no longer runs (absent, or a zombie waiting for init to reap it)."""
-    end = time.monotonic() + within
-    while True:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError):
-            return True
-        if state in ("Z", "X"):
-            return True
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.02)
 
 
 def test_exit_status_and_streams(tmp_path: Path) -> None:

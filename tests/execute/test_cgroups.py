@@ -26,6 +26,9 @@ import pytest
 from benchsage.execute import cgroups
 from benchsage.execute.cgroups import CgroupError, Cgroups, Support, TrialCgroup
 
+sys.path.insert(0, str(Path(__file__).parent))
+from proctools import as_user, gone  # noqa: E402
+
 MIB = 1024  # one MiB in KiB, the unit of peak_memory
 SOURCE = Path(cgroups.__file__).parent
 PY38 = sorted(Path("/root/.pyenv/versions").glob("3.8.*/bin/python3")) if Path("/root/.pyenv/versions").is_dir() else []
@@ -74,20 +77,6 @@ def start(trial: TrialCgroup, argv: List[str], cwd: Path | None = None) -> int:
 def sh(trial: TrialCgroup, script: str, cwd: Path | None = None) -> int:
     return start(trial, ["/bin/sh", "-c", script], cwd)
 
-
-def gone(pid: int, within: float = 5.0) -> bool:
-    """True once pid no longer runs (absent, or a zombie waiting for its parent)."""
-    end = time.monotonic() + within
-    while True:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError):
-            return True
-        if state in ("Z", "X"):
-            return True
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.01)
 
 
 def wait_for(path: Path, within: float = 10.0) -> str:
@@ -266,26 +255,7 @@ def _probe_as(uid: int, root: str, proc_cgroup: str = cgroups.PROC_SELF_CGROUP) 
     """probe() in a child running as `uid` (this process's own when not root)."""
     if os.geteuid() != 0:
         return cgroups.probe(root, proc_cgroup)
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - reports through the pipe
-        try:
-            os.setgroups([])
-            os.setgid(uid)
-            os.setuid(uid)
-            found = cgroups.probe(root, proc_cgroup)
-            os.write(w, json.dumps(list(found)).encode())
-        finally:
-            os._exit(0)
-    os.close(w)
-    data = b""
-    while True:
-        chunk = os.read(r, 65536)
-        if not chunk:
-            break
-        data += chunk
-    os.close(r)
-    os.waitpid(pid, 0)
+    data = as_user(uid, uid, lambda: json.dumps(list(cgroups.probe(root, proc_cgroup))).encode())
     method, reason, parents = json.loads(data)
     return Support(method, reason, tuple(tuple(pair) for pair in parents))
 

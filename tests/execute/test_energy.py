@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import textwrap
 from pathlib import Path
@@ -14,6 +15,9 @@ import pytest
 
 from benchsage.execute import energy
 from benchsage.execute.energy import EnergyError, Rapl
+
+sys.path.insert(0, str(Path(__file__).parent))
+from proctools import as_user  # noqa: E402
 
 RANGE = 262143328850  # max_energy_range_uj of a typical package
 
@@ -142,26 +146,7 @@ def test_a_counter_readable_by_root_only_says_what_enables_it() -> None:
 
 
 def _probe_as_nobody(root: Path) -> str:
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - reports through the pipe
-        try:
-            os.setgroups([])
-            os.setgid(65534)
-            os.setuid(65534)
-            os.write(w, Rapl(str(root)).probe().reason.encode())
-        finally:
-            os._exit(0)
-    os.close(w)
-    data = b""
-    while True:
-        chunk = os.read(r, 65536)
-        if not chunk:
-            break
-        data += chunk
-    os.close(r)
-    os.waitpid(pid, 0)
-    return data.decode()
+    return as_user(65534, 65534, lambda: Rapl(str(root)).probe().reason.encode()).decode()
 
 
 def test_a_counter_that_cannot_be_read_later_raises(two_packages: Path) -> None:

@@ -1,0 +1,48 @@
+"""Process helpers for the tests of the agent and its measurement modules."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Callable
+
+
+def gone(pid: int, within: float = 5.0) -> bool:
+    """True once pid no longer runs (absent, or a zombie waiting for its parent or init)."""
+    end = time.monotonic() + within
+    while True:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        if state in ("Z", "X"):
+            return True
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.01)
+
+
+def as_user(uid: int, gid: int, produce: Callable[[], bytes]) -> bytes:
+    """What `produce()` returns, computed in a forked child that runs as uid/gid (needs root)."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - reports through the pipe
+        try:
+            os.close(r)
+            os.setgroups([])
+            os.setgid(gid)
+            os.setuid(uid)
+            os.write(w, produce())
+        finally:
+            os._exit(0)
+    os.close(w)
+    data = b""
+    while True:
+        chunk = os.read(r, 65536)
+        if not chunk:
+            break
+        data += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    return data
