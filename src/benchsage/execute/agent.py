@@ -787,7 +787,7 @@ def _import(name: str, apart: bool = False) -> Any:
 
 
 def _take_snapshot(commands: List[Tuple[str, str]], files: List[str], cwd: str) -> Dict[str, Any]:
-    for name in ("benchsage.execute.noise", "benchsage.execute.snapshot"):
+    for name in ("benchsage.execute.cpus", "benchsage.execute.noise", "benchsage.execute.snapshot"):
         _import(name)
     snap = sys.modules["benchsage.execute.snapshot"]
     wanted = list(files)

@@ -18,7 +18,7 @@ from benchsage.execute.agent import BOOTSTRAP
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 # In dependency order: each module's imports are installed before it runs.
-_MODULES = ("noise", "snapshot", "cgroups", "energy", "cpus", "agent")
+_MODULES = ("cpus", "noise", "snapshot", "cgroups", "energy", "agent")
 
 
 def agent_argv(python: list[str]) -> list[str]:

@@ -14,6 +14,8 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
+from benchsage.execute.cpus import format_cpu_list
+
 OK = "ok"
 WARN = "warn"
 UNKNOWN = "unknown"
@@ -46,17 +48,6 @@ def parse_cpu_list(text: str) -> list[int]:
         else:
             cpus.add(int(part))
     return sorted(cpus)
-
-
-def format_cpu_list(cpus: list[int]) -> str:
-    """The inverse of parse_cpu_list: [0, 1, 2, 5] -> "0-2,5"."""
-    ranges: list[list[int]] = []
-    for cpu in sorted(set(cpus)):
-        if ranges and cpu == ranges[-1][1] + 1:
-            ranges[-1][1] = cpu
-        else:
-            ranges.append([cpu, cpu])
-    return ",".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in ranges)
 
 
 class NoiseSource:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from typing import Any, ClassVar, Mapping, Sequence
 
 from benchsage.errors import BenchsageError
-from benchsage.execute.noise import OK, UNKNOWN, WARN, Reading, format_cpu_list
+from benchsage.execute.cpus import format_cpu_list
+from benchsage.execute.noise import OK, UNKNOWN, WARN, Reading
 
 OFF = "off"  # a measurement this host does not allow: the metric is absent, nothing is wrong
 
