@@ -15,13 +15,15 @@ removing the cgroup, the reply, the controller's journal commit and the next req
 trials of the same attempt are paired, so resets and start-up never enter, but the first
 trial after a reset does. The verdict is on the mean spacing with cgroups minus the mean
 without (the time the cgroups add to an experiment, divided by its trials); the medians are
-printed too, as the cost of a typical trial. They differ because the cost is not even: moving
-a process into a cgroup (the child's write to cgroup.procs) takes the kernel's
-cgroup_threadgroup_rwsem for writing, and when no process has moved between cgroups on the
-host for a while (tens of ms: after a reset, or between trials longer than that) the kernel
-first waits for an RCU grace period, 5-20 ms here (rcu_sync_enter -> synchronize_rcu; the
-cgroup mount option `favordynmods` exists to avoid it, at some cost to every fork and exit). That wait is outside the trial's wall_time
-(the child joins before the exec that starts the clock) but not outside the experiment.
+printed too, as the cost of a typical trial. They would differ if the cost were uneven: moving
+a process into a cgroup through cgroup.procs takes the kernel's cgroup_threadgroup_rwsem for
+writing, and when no process has moved between cgroups on the host for a while (tens of ms:
+after a reset, or between trials longer than that) the kernel first waits for an RCU grace
+period, 5-20 ms here (rcu_sync_enter -> synchronize_rcu). On cgroup v1 the agent's child joins
+through `tasks` instead (it moves one thread, all a forked child has, without that lock), and the
+first trial of each run, printed on its own, shows whether that holds. That wait would be
+outside the trial's wall_time (the child joins before the exec that starts the clock) but not
+outside the experiment.
 `--command 'sleep 0.05{i:02d}'` shows the case of longer trials.
 
 Cross-checks, printed with the verdict: the difference split into `started` to `ended`

@@ -411,7 +411,11 @@ class TrialCgroup:
         self._v2 = v2
         self._owner = owner
         by = dict(dirs)
-        self._procs = [os.path.join(path, "cgroup.procs").encode() for path in self.dirs]
+        # The child joins by writing "0" (itself) to v1's `tasks`, which moves one thread — all of
+        # a child just forked — without cgroup.procs' global lock: taking that lock first waits for
+        # an RCU grace period (5-20 ms) whenever no process has changed cgroup for a while, i.e.
+        # on the first trial after every reset. v2 has no such file for domain cgroups.
+        self._procs = [os.path.join(path, "cgroup.procs" if v2 else "tasks").encode() for path in self.dirs]
         if v2:
             path = by["unified"]
             peak = os.path.join(path, "memory.peak")
@@ -453,7 +457,8 @@ class TrialCgroup:
         """Move the calling process into this cgroup: call it in the forked child before exec.
 
         A few open/write/close system calls on paths prepared by the parent: no allocation to
-        speak of, no locks, nothing a forked child of a single-threaded parent cannot do.
+        speak of, no locks, nothing a forked child cannot do. The child must have one thread (a
+        child of fork() does, whatever its parent had): on v1 only the calling thread moves.
         Raises OSError (the kernel's) if the kernel refuses; a child should then report it and
         exit, and the parent fall back.
         """
