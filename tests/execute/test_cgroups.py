@@ -127,7 +127,9 @@ def test_cpu_time_counts_a_grandchild_that_was_never_waited_for(groups: Cgroups,
     assert trial.kill_all() == 0
     measured = trial.read()
     trial.remove()
-    assert measured.cpu_time >= 0.8 * cpu_ref > 0.05, (measured, cpu_ref)
+    # The same loop's CPU time varies with what else runs here (shared caches, frequency), by
+    # tens of percent on a busy machine; missing the grandchild would read ~0.
+    assert measured.cpu_time >= 0.5 * cpu_ref > 0.05, (measured, cpu_ref)
 
 
 def _sigign(pid: int) -> int:

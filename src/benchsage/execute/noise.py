@@ -175,7 +175,7 @@ class CPUFrequency(NoiseSource):
                 value,
                 "CPUs have different frequency limits, so a trial's speed depends on where it "
                 "lands: set the same limits everywhere (cpupower frequency-set -d/-u) or pin "
-                "trials with taskset.",
+                "trials (cpus = \"LIST\" in the spec).",
                 **data,
             )
         low, high = limits[cpus[0]]
@@ -278,7 +278,7 @@ class IsolatedCPUs(NoiseSource):
             "none",
             "Trials share every CPU with the rest of the system: isolate some "
             f"(isolcpus={last} nohz_full={last} rcu_nocbs={last} on the kernel command line) and "
-            f"pin trials to them (taskset -c {last}).",
+            f"pin trials to them (cpus = \"{last}\" in the spec's [experiment]).",
             **data,
         )
 
