@@ -94,12 +94,21 @@ def error_of(tmp_path: Path, text: str) -> str:
         ('[experiment]\nname = "x"\n[[worker]]\nkind = "ssh"\nhost = "a"\nssh_config = "nope"\n[[test]]\ncommand = "true"\n', "is not a file"),
         ('[experiment]\nname = "x"\n[[worker]]\nkind = "slurm"\nnode = "c1"\ndir = "rel"\n[[test]]\ncommand = "true"\n', "must be an absolute path"),
         ('[experiment]\nname = "x"\n[reset]\nkind = "powercycle"\n[[test]]\ncommand = "true"\n', "\"command\" or \"reboot\""),
+        ('[experiment]\nname = "x"\nrandom_orders = "latin"\n[[test]]\ncommand = "true"\n', "[experiment]: key 'random_orders' must be \"shuffle\" or \"williams\", got 'latin'"),
+        ('[experiment]\nname = "x"\nrandom_orders = "williams"\n[[test]]\ncommand = "true"\n', "[experiment]: key 'random_orders' = \"williams\" needs at least 2 tests"),
+        ('[experiment]\nname = "x"\nrandom_orders = 2\n[[test]]\ncommand = "true"\n', "key 'random_orders' must be a string"),
         ('[experiment\nname = "x"\n', "invalid TOML"),
         ('[experiment]\nname = "x"\nbogus = 1\n', "unknown key 'bogus'"),
     ],
 )
 def test_bad_specs_name_file_and_key(tmp_path: Path, text: str, expected: str) -> None:
     assert expected in error_of(tmp_path, text)
+
+
+def test_random_orders_default_to_shuffle(tmp_path: Path) -> None:
+    assert load_spec(write(tmp_path, GOOD)).random_orders == "shuffle"
+    williams = GOOD.replace("seed = 7", 'seed = 7\nrandom_orders = "williams"')
+    assert load_spec(write(tmp_path, williams)).random_orders == "williams"
 
 
 def test_missing_and_binary_spec_files(tmp_path: Path) -> None:

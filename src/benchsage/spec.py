@@ -15,6 +15,7 @@ import tomllib
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from benchsage.design.plan import RANDOM_ORDERS, SHUFFLE, WILLIAMS
 from benchsage.errors import SpecError
 from benchsage.execute.worker import DEFAULT_OUTPUT_LIMIT
 from benchsage.store.table import HARNESS_METRIC_INFO
@@ -122,6 +123,7 @@ class Spec:
     text: str = ""  # the spec file as written
     generator: str | None = None
     generated: tuple[str, ...] = ()  # the commands the generator printed
+    random_orders: str = SHUFFLE  # the random arm's orders: "shuffle" or "williams" (design/plan.py)
 
     @property
     def folder(self) -> str:
@@ -139,7 +141,7 @@ class Spec:
 # --------------------------------------------------------------------------------------------
 # Loading and validation
 
-_EXPERIMENT_KEYS = {"name", "runs", "seed", "alpha", "correction", "timeout", "env", "cwd", "output_limit", "cpus"}
+_EXPERIMENT_KEYS = {"name", "runs", "seed", "alpha", "correction", "timeout", "env", "cwd", "output_limit", "cpus", "random_orders"}
 _TEST_KEYS = {"name", "command", "timeout", "env", "cwd", "metric", "cpus"}
 _METRIC_KEYS = {"name", "regex", "json", "file", "line", "unit", "better"}
 _RESET_KEYS = {"command", "timeout", "env", "cwd", "kind"}
@@ -348,6 +350,9 @@ def load_spec(
     correction = _string(w, "[experiment]", exp, "correction", default="bonferroni")
     if correction not in _CORRECTIONS:
         raise w.error("[experiment]", f"key 'correction' must be \"bonferroni\" or \"holm\", got {correction!r}")
+    random_orders = _string(w, "[experiment]", exp, "random_orders", default=SHUFFLE)
+    if random_orders not in RANDOM_ORDERS:
+        raise w.error("[experiment]", f"key 'random_orders' must be \"shuffle\" or \"williams\", got {random_orders!r}")
     default_timeout = _number(w, "[experiment]", exp, "timeout", None)
     output_limit = _integer(w, "[experiment]", exp, "output_limit", DEFAULT_OUTPUT_LIMIT, minimum=1024)
     global_env = _env(w, "[experiment]", exp, {})
@@ -403,6 +408,9 @@ def load_spec(
         if t.command in commands:
             raise w.error(f"[[test]] #{i} ('{t.name}')", f"duplicate command (same as test #{commands[t.command]}); test commands must be unique")
         commands[t.command] = i
+    if random_orders == WILLIAMS and len(tests) == 1:
+        raise w.error("[experiment]", "key 'random_orders' = \"williams\" needs at least 2 tests (there is nothing to balance "
+                      "with 1); remove it or add tests")
 
     reset = None
     reset_doc = doc.get("reset")
@@ -443,6 +451,7 @@ def load_spec(
         text=text,
         generator=generator_command,
         generated=tuple(generated or ()),
+        random_orders=random_orders or SHUFFLE,
     )
 
 

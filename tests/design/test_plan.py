@@ -7,7 +7,7 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchsage.design.plan import FIXED, RANDOM, make_plan
+from benchsage.design.plan import FIXED, RANDOM, SHUFFLE, WILLIAMS, make_plan, worker_seed
 
 NAMES = tuple(f"t{i}" for i in range(6))
 
@@ -43,3 +43,23 @@ def test_random_orders_vary_and_arm_order_is_random() -> None:
     # Each test occupies every position in the random arm.
     positions = Counter((r.order[p], p) for r in plan.runs if r.arm == RANDOM for p in range(len(NAMES)))
     assert len(positions) == len(NAMES) ** 2
+
+
+def test_shuffled_orders_are_what_they_always_were() -> None:
+    # Plans of existing specs and seeds must not change: `random_orders` defaults to "shuffle",
+    # which draws from the seed exactly as before Williams orders existed.
+    plan = make_plan(tuple("abcd"), 4, 5)
+    assert plan == make_plan(tuple("abcd"), 4, 5, SHUFFLE) and plan.random_orders == SHUFFLE and plan.squares is None
+    assert [(r.arm, r.order) for r in plan.runs] == [
+        (RANDOM, (2, 0, 3, 1)), (FIXED, (0, 1, 2, 3)), (FIXED, (0, 1, 2, 3)), (RANDOM, (2, 0, 1, 3)),
+        (FIXED, (0, 1, 2, 3)), (RANDOM, (1, 3, 2, 0)), (FIXED, (0, 1, 2, 3)), (RANDOM, (2, 3, 0, 1)),
+    ]
+
+
+def test_williams_plan_is_deterministic_from_the_seed() -> None:
+    assert make_plan(NAMES, 12, 5, WILLIAMS) == make_plan(NAMES, 12, 5, WILLIAMS)
+    assert make_plan(NAMES, 12, 5, WILLIAMS).runs != make_plan(NAMES, 12, 6, WILLIAMS).runs
+    assert make_plan(NAMES, 12, 5, WILLIAMS).runs != make_plan(NAMES, 12, 5).runs
+    # Each worker of a fleet has its own seed, hence its own squares.
+    a, b = (make_plan(NAMES, 12, worker_seed(5, w, 2), WILLIAMS) for w in ("a", "b"))
+    assert [r.order for r in a.runs if r.arm == RANDOM] != [r.order for r in b.runs if r.arm == RANDOM]

@@ -13,6 +13,7 @@ import statistics
 from typing import Any
 
 from benchsage.design.plan import draw_seed, make_plan, worker_seed
+from benchsage.design.williams import Squares
 from benchsage.spec import Spec, load_spec
 
 RESULTS_ROOT = "results"
@@ -26,7 +27,7 @@ def describe_plan(spec_path: str, *, runs: int | None = None, seed: int | None =
     names = [t.name for t in spec.tests]
     workers = []
     for w in spec.workers:
-        plan = make_plan(names, runs_per_arm, worker_seed(seed_used, w.name, len(spec.workers)))
+        plan = make_plan(names, runs_per_arm, worker_seed(seed_used, w.name, len(spec.workers)), spec.random_orders)
         workers.append({
             "name": w.name,
             "kind": w.kind,
@@ -45,6 +46,8 @@ def describe_plan(spec_path: str, *, runs: int | None = None, seed: int | None =
         "seed": seed_used,
         "seed_recorded": seed_given is not None,
         "runs_per_arm": runs_per_arm,
+        "random_orders": spec.random_orders,
+        "squares": _squares(plan.squares),
         "tests": [{"name": t.name, "command": t.command, "timeout": t.timeout} for t in spec.tests],
         "reset": reset,
         "total_runs": n_runs * len(workers),
@@ -53,6 +56,13 @@ def describe_plan(spec_path: str, *, runs: int | None = None, seed: int | None =
         "workers": workers,
         "estimate": _estimate(spec, n_runs),
     }
+
+
+def _squares(squares: Squares | None) -> dict[str, int] | None:
+    """Williams orders: rows per square, complete squares and extra rows of each worker's random runs."""
+    if squares is None:
+        return None
+    return {"rows": squares.rows, "complete": squares.complete, "extra_runs": squares.extra}
 
 
 def _estimate(spec: Spec, n_runs: int) -> dict[str, Any]:

@@ -3,7 +3,9 @@
 Algorithm 1 of Duplyakin et al. (ATC 2023): N runs per arm; the fixed arm runs the tests in
 the spec's order, the random arm in a fresh permutation per run; the two arms are interleaved
 in time by drawing, for each pair of runs, which arm goes first, so that drift over time
-cannot masquerade as an order effect. A reset precedes every run.
+cannot masquerade as an order effect. A reset precedes every run. The random arm's orders are
+shuffled (a fresh permutation per run) or Williams orders (design/williams.py: carry-over
+balanced over every complete square).
 """
 
 from __future__ import annotations
@@ -11,11 +13,17 @@ from __future__ import annotations
 import hashlib
 import secrets
 from dataclasses import dataclass
+from typing import Iterator
 
 import numpy as np
 
+from benchsage.design.williams import Squares, square_rows, williams_orders
+
 FIXED = "fixed"
 RANDOM = "random"
+SHUFFLE = "shuffle"
+WILLIAMS = "williams"
+RANDOM_ORDERS = (SHUFFLE, WILLIAMS)  # the values of `random_orders` under [experiment]
 
 
 @dataclass(frozen=True)
@@ -34,6 +42,12 @@ class Plan:
     runs_per_arm: int
     test_names: tuple[str, ...]
     runs: tuple[PlannedRun, ...]
+    random_orders: str = SHUFFLE
+
+    @property
+    def squares(self) -> Squares | None:
+        """With Williams orders, how the random runs fill their squares; None for shuffled ones."""
+        return Squares.of(self.runs_per_arm, len(self.test_names)) if self.random_orders == WILLIAMS else None
 
     def describe_order(self, run: PlannedRun) -> list[str]:
         return [self.test_names[i] for i in run.order]
@@ -44,21 +58,34 @@ def draw_seed() -> int:
     return secrets.randbits(63)
 
 
-def make_plan(test_names: tuple[str, ...] | list[str], runs_per_arm: int, seed: int) -> Plan:
+def make_plan(test_names: tuple[str, ...] | list[str], runs_per_arm: int, seed: int, random_orders: str = SHUFFLE) -> Plan:
     """Algorithm 1: for each of runs_per_arm pairs, a coin decides whether the fixed or the
-    random run of the pair comes first; every random run gets its own permutation."""
+    random run of the pair comes first; every random run gets its own order: a permutation
+    (shuffle) or the next row of a randomized Williams square (williams)."""
     if runs_per_arm < 1:
         raise ValueError("runs_per_arm must be at least 1")
+    if random_orders not in RANDOM_ORDERS:
+        raise ValueError(f"random_orders must be one of {', '.join(RANDOM_ORDERS)}, got {random_orders!r}")
     names = tuple(test_names)
     rng = np.random.Generator(np.random.PCG64(seed))
     identity = tuple(range(len(names)))
+    # Both kinds draw from the one generator as they go, so shuffled plans stay what they were.
+    williams: Iterator[tuple[int, ...]] | None = None
+    if random_orders == WILLIAMS:
+        square_rows(len(names))  # at least 2 tests
+        williams = williams_orders(len(names), rng)
     runs: list[PlannedRun] = []
     for pair in range(runs_per_arm):
         arms = (FIXED, RANDOM) if rng.random() < 0.5 else (RANDOM, FIXED)
         for arm in arms:
-            order = identity if arm == FIXED else tuple(int(i) for i in rng.permutation(len(names)))
+            if arm == FIXED:
+                order = identity
+            elif williams is not None:
+                order = next(williams)
+            else:
+                order = tuple(int(i) for i in rng.permutation(len(names)))
             runs.append(PlannedRun(index=len(runs), arm=arm, arm_index=pair, order=order))
-    return Plan(seed=seed, runs_per_arm=runs_per_arm, test_names=names, runs=tuple(runs))
+    return Plan(seed=seed, runs_per_arm=runs_per_arm, test_names=names, runs=tuple(runs), random_orders=random_orders)
 
 
 def worker_seed(seed: int, worker: str, workers: int) -> int:

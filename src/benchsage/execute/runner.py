@@ -87,7 +87,7 @@ def create_experiment(spec: Spec, directory: str, *, seed: int | None = None, ru
     digest = experiment_digest(spec, runs_per_arm, seed)
     check_directory_for(directory, digest)
     names = [t.name for t in spec.tests]
-    plans = [(w, make_plan(names, runs_per_arm, worker_seed(seed, w.name, len(spec.workers)))) for w in spec.workers]
+    plans = [(w, make_plan(names, runs_per_arm, worker_seed(seed, w.name, len(spec.workers)), spec.random_orders)) for w in spec.workers]
     plan = plans[0][1]
     meta = {
         "name": spec.name,
@@ -98,6 +98,7 @@ def create_experiment(spec: Spec, directory: str, *, seed: int | None = None, ru
         "generated": list(spec.generated),
         "seed": seed,
         "runs_per_arm": runs_per_arm,
+        "random_orders": spec.random_orders,
         "alpha": spec.alpha,
         "correction": spec.correction,
         "reset": spec.reset.command if spec.reset else None,

@@ -7,6 +7,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from benchsage.design.williams import Squares
 from benchsage.execute.progress import format_duration
 
 SHOWN_WORKERS = 3  # with more workers, the terminal lists the first one's runs only
@@ -17,6 +18,7 @@ def render_plan(doc: dict[str, Any], console: Console) -> None:
     console.print(f"Experiment {doc['name']!r}: {len(doc['tests'])} tests, {doc['runs_per_arm']} runs per arm, "
                   f"{doc['total_runs']} runs, {doc['total_trials']} trials; seed {doc['seed']}{seed_note}", markup=False, highlight=False)
     console.print(f"Reset before every run: {doc['reset'] or '(none: runs will not start from a clean state)'}", markup=False, highlight=False)
+    console.print(_random_orders(doc), markup=False, highlight=False)
     workers = doc.get("workers") or []
     if len(workers) > 1:
         _render_workers(workers, console)
@@ -37,6 +39,15 @@ def render_plan(doc: dict[str, Any], console: Console) -> None:
         parts.append("unknown: no earlier experiment of this spec in results/, and not every test has a timeout to bound it")
     per_worker = " per worker, all workers in parallel" if len(workers) > 1 else ""
     console.print("Duration: " + "; ".join(parts) + per_worker, markup=False, highlight=False)
+
+
+def _random_orders(doc: dict[str, Any]) -> str:
+    squares = doc.get("squares")
+    if doc.get("random_orders") != "williams" or squares is None:
+        return "Random orders: shuffled, a fresh permutation per run"
+    described = Squares(squares["rows"], squares["complete"], squares["extra_runs"]).describe(doc["runs_per_arm"])
+    each = " (each worker, its own squares)" if len(doc.get("workers") or []) > 1 else ""
+    return f"Random orders: randomized Williams squares{each}; {described}"
 
 
 def _render_workers(workers: list[dict[str, Any]], console: Console) -> None:
