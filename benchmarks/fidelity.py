@@ -3,7 +3,9 @@
 Wall time of `/bin/true` (and of `sleep 0.02`) as benchsage's agent measures it, next to the
 median of `hyperfine -N` for the same command, alternating in rounds so that drift of this
 machine hits both alike; and the max_rss a trial of `/bin/true` reports (its floor: what
-Linux charges a child for the process it was forked from).
+Linux charges a child for the process it was forked from). The requests are trials, as in a
+run: the agent's cgroup per trial and leftover search are in what is measured (the agent's
+cgroup method is printed).
 
 Budgets (DESIGN.md): wall time within 0.25 ms of hyperfine -N; max_rss of /bin/true under
 8 MiB.
@@ -38,7 +40,7 @@ def hyperfine_median(command: str, runs: int) -> float:
 
 
 def benchsage_median(worker: LocalWorker, command: str, runs: int) -> tuple[float, int, str]:
-    request = ProcessRequest(command, "/")
+    request = ProcessRequest(command, "/", trial=True)  # as a run's trials: pinning, cgroup, leftovers
     for _ in range(20):
         worker.run(request)
     results = [worker.run(request) for _ in range(runs)]
@@ -57,6 +59,8 @@ def main() -> int:
         return 2
     worker = LocalWorker(python=[args.python] if args.python else None)
     worker.connect()
+    measurement = worker.hello.get("measurement") or {}
+    print(f"agent: cgroups {measurement.get('cgroup') or 'none (' + str(measurement.get('cgroup_reason')) + ')'}")
     ok = True
     try:
         for command in ("/bin/true", "sleep 0.02"):
