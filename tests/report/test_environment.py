@@ -11,7 +11,8 @@ from rich.console import Console
 
 from benchsage.execute.noise import OK, SOURCES, UNKNOWN, WARN, Reading, collect_noise
 from benchsage.execute.snapshot import collect
-from benchsage.report.environment import compare_snapshots, env_json, render_env
+from benchsage.analyze.snapshots import compare_snapshots
+from benchsage.report.environment import env_json, render_env
 
 READINGS = [
     Reading("governor", "powersave", WARN, "Use the 'performance' governor: now.", {"per_cpu": {0: "powersave"}}),

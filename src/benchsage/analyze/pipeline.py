@@ -161,7 +161,7 @@ def _snapshot_warnings(table: TrialTable, *, between_workers: bool = True) -> li
     snapshots = table.provenance.get("snapshots")
     if not snapshots:
         return []
-    from benchsage.report.environment import compare_snapshots
+    from benchsage.analyze.snapshots import compare_snapshots
 
     workers = table.provenance.get("run_workers") or {}
     labelled = {f"{workers.get(run, 'local')}:run {int(run) + 1}": snap for run, snap in snapshots.items()}

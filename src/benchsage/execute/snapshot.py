@@ -2,7 +2,7 @@
 
 Taken before every run (so it must be cheap): host, kernel, CPU and its settings, load, tool
 versions, the noise readings, and content hashes of the files the tests execute, so that runs
-on different workers can be checked for identical software (report.environment compares them).
+on different workers can be checked for identical software (analyze.snapshots compares them).
 """
 
 from __future__ import annotations
