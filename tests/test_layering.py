@@ -14,6 +14,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "src" / "benchsage"
 # What each room may import from benchsage (besides itself and the package root's __version__).
 ALLOWED = {
     "stats": set(),
+    "design": {"spec", "errors", "store", "stats"},  # planning reads earlier experiments (durations, pilots)
+    "execute": {"spec", "design", "store", "stats", "errors"},
     "store": {"stats", "errors", "spec", "design"},
     "analyze": {"stats", "store", "errors", "design"},
     "report": {"analyze", "stats", "store", "errors", "execute", "spec", "design"},
