@@ -68,7 +68,8 @@ def error_of(tmp_path: Path, text: str) -> str:
         ('[experiment]\nname = "x"\n[[test]]\ncommand = "true"\ncomand = "x"\n', "unknown key 'comand'"),
         ('[experiment]\nname = "x"\nrunz = 3\n[[test]]\ncommand = "true"\n', "[experiment]: unknown key 'runz'"),
         ('[experiment]\nname = "x"\n[[test]]\nname = "a"\ncommand = "true"\n[[test]]\nname = "a"\ncommand = "false"\n', "duplicate test name 'a'"),
-        ('[experiment]\nname = "x"\n[[test]]\ncommand = "true"\n[[test]]\ncommand = "true"\nname = "b"\n', "duplicate command"),
+        ('[experiment]\nname = "x"\n[[test]]\ncommand = "true"\n[[test]]\ncommand = "true"\n',
+         "duplicate test name 'true' (also test #1); two tests with the same command need a `name` each"),
         ('[experiment]\nname = "x"\n', "no tests"),
         ('[experiment]\nname = "x"\n[[test]]\nname = "a"\n', "[[test]] #1: missing required key 'command'"),
         ('[experiment]\nname = "x"\nruns = "ten"\n[[test]]\ncommand = "true"\n', "key 'runs' must be an integer, got a string"),
@@ -165,3 +166,26 @@ def test_global_metrics_apply_to_tests_without_their_own(tmp_path: Path) -> None
     )
     assert [m.name for m in spec.tests[0].metrics] == ["ops"]
     assert [m.name for m in spec.tests[1].metrics] == ["lat"]
+
+
+def test_a_test_is_its_name_and_tests_may_share_a_command(tmp_path: Path) -> None:
+    """Same command with another env or cwd: two tests, nothing said. The same command, env and
+    cwd under two names: an A/A test, allowed with a warning naming both."""
+    (tmp_path / "sub").mkdir()
+    path = tmp_path / "experiment.toml"
+    path.write_text(
+        '[experiment]\nname = "x"\nenv = {MODE = "base"}\n'
+        '[[test]]\nname = "fast"\ncommand = "./bench"\nenv = {MODE = "fast"}\n'
+        '[[test]]\nname = "slow"\ncommand = "./bench"\nenv = {MODE = "slow"}\n'
+        '[[test]]\nname = "elsewhere"\ncommand = "./bench"\ncwd = "sub"\n'
+        '[[test]]\nname = "base"\ncommand = "./bench"\n'
+    )
+    spec = load_spec(str(path))
+    assert [t.name for t in spec.tests] == ["fast", "slow", "elsewhere", "base"]
+    assert [t.env["MODE"] for t in spec.tests] == ["fast", "slow", "base", "base"]
+    assert spec.warnings == ()
+    path.write_text(path.read_text() + '[[test]]\nname = "base again"\ncommand = "./bench"\nenv = {MODE = "base"}\n')
+    spec = load_spec(str(path))
+    assert len(spec.tests) == 5
+    assert spec.warnings == ("tests 'base' and 'base again' run the same command with the same env and cwd: an A/A test "
+                             "(any difference the analysis finds between them is noise or order)",)

@@ -124,6 +124,7 @@ class Spec:
     generator: str | None = None
     generated: tuple[str, ...] = ()  # the commands the generator printed
     random_orders: str = SHUFFLE  # the random arm's orders: "shuffle" or "williams" (design/plan.py)
+    warnings: tuple[str, ...] = ()  # what is allowed but worth saying (an A/A test), shown by plan and run
 
     @property
     def folder(self) -> str:
@@ -399,15 +400,24 @@ def load_spec(
 
     if not tests and (generator is None or run_generator):
         raise w.error("", "no tests: add at least one [[test]] with a command, or a [generator]")
+    # A test is its name. Tests may share a command when their env or cwd differ; the same
+    # command, env and cwd twice under two names is an A/A test: allowed, and said.
     names: dict[str, int] = {}
-    commands: dict[str, int] = {}
+    same: dict[tuple[str, tuple[tuple[str, str], ...], str], int] = {}
+    warnings: list[str] = []
     for i, t in enumerate(tests, 1):
         if t.name in names:
-            raise w.error(f"[[test]] #{i}", f"duplicate test name '{t.name}' (also test #{names[t.name]}); test names must be unique")
+            hint = ("; two tests with the same command need a `name` each (the same command, env and cwd twice is an A/A test)"
+                    if t.name == t.command else "; test names must be unique")
+            raise w.error(f"[[test]] #{i}", f"duplicate test name '{t.name}' (also test #{names[t.name]}){hint}")
         names[t.name] = i
-        if t.command in commands:
-            raise w.error(f"[[test]] #{i} ('{t.name}')", f"duplicate command (same as test #{commands[t.command]}); test commands must be unique")
-        commands[t.command] = i
+        key = (t.command, tuple(sorted(t.env.items())), t.cwd)
+        if key in same:
+            first = tests[same[key] - 1].name
+            warnings.append(f"tests '{first}' and '{t.name}' run the same command with the same env and cwd: an A/A test "
+                            "(any difference the analysis finds between them is noise or order)")
+        else:
+            same[key] = i
     if random_orders == WILLIAMS and len(tests) == 1:
         raise w.error("[experiment]", "key 'random_orders' = \"williams\" needs at least 2 tests (there is nothing to balance "
                       "with 1); remove it or add tests")
@@ -452,6 +462,7 @@ def load_spec(
         generator=generator_command,
         generated=tuple(generated or ()),
         random_orders=random_orders or SHUFFLE,
+        warnings=tuple(warnings),
     )
 
 

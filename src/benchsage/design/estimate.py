@@ -55,6 +55,7 @@ def describe_plan(spec_path: str, *, runs: int | None = None, seed: int | None =
         "runs": workers[0]["runs"],
         "workers": workers,
         "estimate": _estimate(spec, n_runs),
+        "warnings": list(spec.warnings),
     }
 
 

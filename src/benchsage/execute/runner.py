@@ -99,6 +99,7 @@ def create_experiment(spec: Spec, directory: str, *, seed: int | None = None, ru
         "seed": seed,
         "runs_per_arm": runs_per_arm,
         "random_orders": spec.random_orders,
+        "spec_warnings": list(spec.warnings),
         "alpha": spec.alpha,
         "correction": spec.correction,
         "reset": spec.reset.command if spec.reset else None,

@@ -25,8 +25,11 @@ def start(spec_path: str, directory: str, *, runs: int | None = None, seed: int 
         connect_all(workers)
         check_cpus(spec, workers)
         journal, _plan = create_experiment(spec, directory, seed=seed, runs=runs)
+        progress = make_progress(quiet)
+        for warning in spec.warnings:
+            progress.message(f"warning: {warning}")
         try:
-            Runner(spec, journal, workers, make_progress(quiet)).execute()
+            Runner(spec, journal, workers, progress).execute()
         finally:
             journal.close()
     finally:

@@ -19,6 +19,8 @@ def render_plan(doc: dict[str, Any], console: Console) -> None:
                   f"{doc['total_runs']} runs, {doc['total_trials']} trials; seed {doc['seed']}{seed_note}", markup=False, highlight=False)
     console.print(f"Reset before every run: {doc['reset'] or '(none: runs will not start from a clean state)'}", markup=False, highlight=False)
     console.print(_random_orders(doc), markup=False, highlight=False)
+    for warning in doc.get("warnings") or ():
+        console.print(f"warning: {warning}", markup=False, highlight=False, style="yellow")
     workers = doc.get("workers") or []
     if len(workers) > 1:
         _render_workers(workers, console)

@@ -124,6 +124,7 @@ def _read(journal: Journal, directory: str) -> TrialTable:
             f"{directory}: the experiment is unfinished ({len(runs) - len(unfinished)} of {len(runs)} runs done); "
             f"finish it with `benchsage resume {directory}`"
         )
+    warnings.extend(meta.get("spec_warnings") or ())  # an A/A test, said by the spec
     warnings.extend(leftover_warnings(journal.conn, test_names))
     done_attempts = {a["run_id"]: a for a in attempts if a["status"] == "done"}
     # A fleet's reports say how many boots each worker's runs saw (reboot resets at work).
