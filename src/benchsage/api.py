@@ -93,6 +93,12 @@ class Diagnostics:
         return dict(vars(d.interleaving)) if d is not None and d.interleaving is not None else None
 
     @property
+    def carryover_balance(self) -> dict[str, Any] | None:
+        """Whether the random arm's carry-over is balanced: the JSON's diagnostics.carryover_balance."""
+        d = self.analysis.diagnostics
+        return dict(vars(d.carryover_balance)) if d is not None and d.carryover_balance is not None else None
+
+    @property
     def fleet(self) -> Any:
         """A fleet's workers compared, one row per test and metric (medians and n: dicts by worker)."""
         from benchsage.analyze.verdict import FleetRow

@@ -38,7 +38,7 @@ def test_one_worker_gives_the_single_worker_json() -> None:
     table = tidy_fleet({"only": 1.0}, effect=0.1)
     doc = analyze_loaded(table).to_json()
     assert "combined" not in doc and "workers" not in doc
-    assert set(doc["diagnostics"]) == {"interleaving", "position_effects", "carryover", "trends", "workers"}
+    assert set(doc["diagnostics"]) == {"interleaving", "position_effects", "carryover", "trends", "workers", "carryover_balance"}
     assert doc["tests"] == analyze_table(table).to_json()["tests"]
 
 

@@ -33,6 +33,12 @@ Carry-over. For each (test, metric) of the random arm and each predecessor (anot
 "(reset)" for the first trial of a run), the values after that predecessor are compared with
 the test's values after anything else; same test, same minimum, one corrected family.
 
+Carry-over balance. Whether those estimates are balanced: on every worker, each test sat at each
+position equally often and came right after each other test equally often among the random
+arm's trials (one trial per run and position), as complete Williams squares make them
+(design/williams.py); shuffled orders balance them only on average. Counted from the data, so
+failed trials and incomplete squares show.
+
 Interleaving. Each run's start is provenance["run_starts"][run] when the source recorded it,
 else the earliest start of its trials. Per worker, runs are ordered by start: the arms are "not
 interleaved" when one arm's runs all precede the other's (the hard flag), or when the arms are
@@ -58,7 +64,8 @@ import numpy as np
 from scipy import special
 
 from benchsage.analyze.order import ValueOrder
-from benchsage.analyze.verdict import Carryover, Diagnostics, Interleaving, PositionEffect, Rows, Trend
+from benchsage.analyze.verdict import Carryover, CarryoverBalance, Diagnostics, Interleaving, PositionEffect, Rows, Trend
+from benchsage.design.williams import Squares, square_rows
 from benchsage.stats._grouped import GroupedRanks, grouped_ranks, refine_order, stable_group_order
 from benchsage.stats.correction import adjust
 from benchsage.stats.median_ci import grouped_median_ci
@@ -115,15 +122,17 @@ class Parts:
         ranked = _RankCache(t.value, self.comp, len(self.comp_test), self.by_value)
         return _position_effects(t, *args, ranked), _carryover(t, *args, ranked)
 
-    def design(self) -> tuple[Interleaving | None, Sequence[Trend]]:
+    def design(self) -> tuple[Interleaving | None, Sequence[Trend], CarryoverBalance | None]:
         starts = run_starts(self.table)
         interleaving = _interleaving(self.table, starts, self.alpha)
         trends = _trends(self.examined, starts, self.comp, self.comp_test, self.comp_metric, self.alpha, self.correction, self.min_values, self.by_value)
-        return interleaving, trends
+        return interleaving, trends, carryover_balance(self.examined, self.comp, self.comp_test)
 
     @staticmethod
-    def combine(effects: tuple[Sequence[PositionEffect], Sequence[Carryover]], design: tuple[Interleaving | None, Sequence[Trend]]) -> Diagnostics:
-        return Diagnostics(interleaving=design[0], position_effects=effects[0], carryover=effects[1], trends=design[1])
+    def combine(
+        effects: tuple[Sequence[PositionEffect], Sequence[Carryover]], design: tuple[Interleaving | None, Sequence[Trend], CarryoverBalance | None]
+    ) -> Diagnostics:
+        return Diagnostics(interleaving=design[0], position_effects=effects[0], carryover=effects[1], trends=design[1], carryover_balance=design[2])
 
 
 def _subset_order(order: np.ndarray, rows: np.ndarray, n: int) -> np.ndarray:
@@ -456,6 +465,106 @@ def _carryover(
             "significant": _significant(reject, p_values),
         },
     )
+
+
+# -- carry-over balance -----------------------------------------------------------------------
+
+
+def carryover_balance(table: TrialTable, comp: np.ndarray | None = None, comp_test: np.ndarray | None = None) -> CarryoverBalance | None:
+    """Whether the random arm's first-order carry-over is balanced (see the module docstring).
+
+    None when the table knows no run, position and predecessor of any random-arm trial.
+    comp, comp_test: _comparisons(table), when the caller has them.
+    """
+    if comp is None or comp_test is None:
+        comp, comp_test, _ = _comparisons(table)
+    n = len(table.test_names)
+    known = (table.arm == RANDOM) & (table.run >= 0) & (table.position >= 0) & (table.predecessor != NO_PREDECESSOR_INFO)
+    if not known.any():
+        return None
+    # One row per trial: a trial has a row per metric; keep those of its test's first comparison.
+    tests_seen, first = np.unique(comp_test, return_index=True)
+    first_comp = np.full(n, -1, dtype=np.int64)
+    first_comp[tests_seen] = first
+    rows = np.flatnonzero(known & (comp == first_comp[table.test]))
+    test = table.test[rows].astype(np.int64)
+    position = table.position[rows].astype(np.int64)
+    predecessor = table.predecessor[rows].astype(np.int64)
+    run = table.run[rows]
+    present = np.bincount(table.worker[rows]) > 0
+    worker = (np.cumsum(present) - 1)[table.worker[rows]]  # dense worker codes 0..W-1
+    n_workers = int(present.sum())
+    run_worker = np.full(int(run.max()) + 1, -1, dtype=np.int64)
+    run_worker[run] = worker
+    runs_w = np.bincount(run_worker[run_worker >= 0], minlength=n_workers)
+    runs = int(runs_w.sum())
+    orders = table.provenance.get("random_orders")
+    orders = str(orders) if orders is not None else None
+    if n < 2:
+        return CarryoverBalance(None, "one test: nothing carries over from one test to another", orders, runs, n, None, None, None, None)
+
+    beyond = position >= n  # a run with more trials than there are tests
+    pos_min, pos_max = _cell_range(worker[~beyond], test[~beyond] * n + position[~beyond], n * n, n_workers)
+    follows = predecessor >= 0
+    itself = follows & (predecessor == test)
+    pairs = follows & ~itself
+    a, b = predecessor[pairs], test[pairs]
+    pair_min, pair_max = _cell_range(worker[pairs], a * (n - 1) + b - (b > a), n * (n - 1), n_workers)
+    balanced_w = (pos_min == pos_max) & (pos_min > 0) & (pair_min == pair_max) & (pair_min > 0)
+    balanced = bool(balanced_w.all()) and not beyond.any() and not itself.any()
+
+    squares = [Squares.of(int(r), n) for r in runs_w] if orders == "williams" else []
+    rows_per_square = square_rows(n) if squares else None
+    complete = sum(q.complete for q in squares) if squares else None
+    where = f"the {runs} random runs" if n_workers == 1 else f"the {runs} random runs of {n_workers} workers (counted per worker)"
+    if balanced:
+        detail = (f"balanced: in {where} each test came right after each other test {_span(pair_min)} times "
+                  f"and sat at each position {_span(pos_min)} times")
+        if squares:
+            detail += f" ({complete} complete Williams square{'s' if complete != 1 else ''} of {rows_per_square} rows)"
+    else:
+        detail = (f"not balanced: in {where} a test came right after another {int(pair_min.min())}-{int(pair_max.max())} times "
+                  f"and sat at a position {int(pos_min.min())}-{int(pos_max.max())} times")
+        missing = runs * n - len(rows)
+        if missing > 0:
+            detail += f"; {missing} trial{'s are' if missing != 1 else ' is'} missing (failed or not analysed), and their pairs count less"
+        if beyond.any() or itself.any():
+            detail += "; some runs repeat a test"
+        if squares and n_workers == 1 and squares[0].extra:
+            detail += "; " + squares[0].describe(runs)
+        elif squares and any(q.extra for q in squares):
+            detail += (f"; {complete} complete Williams squares of {rows_per_square} rows, and "
+                       f"{sum(1 for q in squares if q.extra)} of {n_workers} workers have an incomplete last square: "
+                       "carry-over is balanced only over complete squares")
+        elif orders == "shuffle":
+            detail += "; shuffled orders balance carry-over only on average (random_orders = \"williams\" balances it)"
+    return CarryoverBalance(
+        balanced, detail, orders, runs, n, int(pair_min.min()), int(pair_max.max()), int(pos_min.min()), int(pos_max.max()),
+        rows_per_square, complete,
+    )
+
+
+def _span(counts: np.ndarray) -> str:
+    low, high = int(counts.min()), int(counts.max())
+    return str(low) if low == high else f"{low}-{high} (per worker)"
+
+
+def _cell_range(worker: np.ndarray, cell: np.ndarray, cells: int, n_workers: int) -> tuple[np.ndarray, np.ndarray]:
+    """The fewest and most entries in any of each worker's `cells` cells (an empty cell counts 0)."""
+    keys = worker * cells + cell
+    total = n_workers * cells
+    if total <= max(4 * len(keys), 1 << 22):  # a dense count of up to 32 MiB
+        counts = np.bincount(keys, minlength=total).reshape(n_workers, cells)
+        return counts.min(axis=1), counts.max(axis=1)
+    # Far more cells than entries (thousands of tests, few runs): count only the cells that occur.
+    occurring, counts = np.unique(keys, return_counts=True)
+    owner = occurring // cells
+    most = np.zeros(n_workers, dtype=np.int64)
+    np.maximum.at(most, owner, counts)
+    least = np.full(n_workers, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(least, owner, counts)
+    least[np.bincount(owner, minlength=n_workers) < cells] = 0
+    return least, most
 
 
 # -- run start times, interleaving, trends ----------------------------------------------------

@@ -89,6 +89,29 @@ class Carryover:
 
 
 @dataclass(frozen=True)
+class CarryoverBalance:
+    """Whether the random arm's first-order carry-over is balanced in the data: on every worker,
+    each test sat at each position equally often and each test came right after each other
+    test equally often (counted over the trials analysed), so that every carry-over estimate
+    rests on as many values as every other. Complete Williams squares are balanced; shuffled
+    orders generally are not. `random_orders` and the square counts come from the plan when
+    the source records it (null otherwise); the counts are the smallest and largest over
+    workers and cells."""
+
+    balanced: bool | None  # None: nothing to count (one test, or no predecessors known)
+    detail: str
+    random_orders: str | None
+    runs: int  # random-arm runs counted
+    tests: int
+    pair_min: int | None  # times an ordered pair of different tests was adjacent, fewest and most
+    pair_max: int | None
+    position_min: int | None  # times a test sat at a position, fewest and most
+    position_max: int | None
+    square_rows: int | None = None  # Williams orders: rows of one square
+    complete_squares: int | None = None  # Williams orders: complete squares, over all workers
+
+
+@dataclass(frozen=True)
 class Trend:
     test: str
     metric: str
@@ -222,6 +245,7 @@ class Diagnostics:
     # A fleet's diagnostics (data from more than one worker); None otherwise.
     fleet: Sequence[FleetRow] | None = None
     identity: Identity | None = None
+    carryover_balance: CarryoverBalance | None = None  # whether the carry-over estimates are balanced
 
 
 @dataclass(frozen=True)
@@ -303,6 +327,7 @@ class Analysis:
                 "carryover": [_record(x) for x in d.carryover],
                 "trends": [_record(x) for x in d.trends],
                 "workers": d.workers,
+                "carryover_balance": _record(d.carryover_balance) if d.carryover_balance is not None else None,
             }
             if d.fleet is not None:
                 out["diagnostics"]["identity"] = d.identity.to_json() if d.identity is not None else None

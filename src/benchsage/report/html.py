@@ -680,6 +680,8 @@ def _diagnostics_section(analysis: Analysis, table: TrialTable) -> str:
     else:
         out.append("<p>None computed.</p>")
     out.append("<h3>Carry-over (effect of the preceding test)</h3>")
+    if diag.carryover_balance is not None:
+        out.append(f'<p class="note">{html.escape(diag.carryover_balance.detail)}</p>')
     if diag.carryover:
         out.append(_diag_table(
             ("test", "metric", "after", "n after", "n other", "median after", "median other", "effect %", "p", "p adjusted", "significant"),

@@ -291,6 +291,8 @@ def _diagnostics(d: Diagnostics, console: Console, st: _Styles) -> None:
         _print_table(console, table)
     else:
         _line(console, f"Carry-over: none significant ({len(d.carryover)} examined).")
+    if d.carryover_balance is not None:
+        _line(console, f"Carry-over balance: {d.carryover_balance.detail}")
 
     trends = [t for t in d.trends if t.significant]
     if trends:

@@ -137,6 +137,7 @@ def _read(journal: Journal, directory: str) -> TrialTable:
         "spec_path": meta.get("spec_path"),
         "seed": meta.get("seed"),
         "runs_per_arm": meta.get("runs_per_arm"),
+        "random_orders": meta.get("random_orders", "shuffle"),  # journals before Williams orders shuffled
         "tool_version": meta.get("tool_version"),
         "created": meta.get("created"),
         "reset": meta.get("reset"),
