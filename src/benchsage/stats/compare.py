@@ -1,0 +1,551 @@
+"""A vs B: is one test better than another on a metric, by how much, and does it hold everywhere?
+
+The size of the difference is the ratio of medians with a distribution-free interval; the
+verdict comes from the Mann-Whitney test (as benchstat) or from Touati et al.'s Speedup-Test
+protocol; summaries say whether the winner stays the same in each order arm and each context.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+# scipy.special only at import: scipy.stats costs 0.3-0.6 s of import time in every command that
+# analyses; the Touati protocol imports it when it is asked for.
+from scipy import special
+
+from benchsage.stats.correction import adjust
+
+METHODS: tuple[str, ...] = ("mann-whitney", "touati")
+MIN_VALUES = 5  # per sample: fewer give no p-value, as for the order analysis (DESIGN.md)
+# Exact null distribution of U below this size on both sides and without ties, as R's
+# wilcox.test; the normal approximation is accurate beyond it.
+EXACT_BELOW = 50
+# Touati et al.: from 30 values on, the t-test of the means is valid by the central limit theorem
+# without a normality test.
+TOUATI_LARGE_N = 30
+# Pairwise differences are materialised up to this many; beyond it the two order statistics
+# of the interval are found by bisection on their value (memory stays O(m + n)).
+MAX_PAIRS_IN_MEMORY = 1 << 22
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The answer to "is a better than b?" for two samples.
+
+    ratio: median(a) / median(b); None when a value is not positive or a sample is empty.
+    ci: (low, high), the interval for the ratio at `level` (see ratio_ci); None when a sample
+        is too small for the level, or the ratio is undefined.
+    p: the two-sided p-value of the test named in `method`; None with fewer than MIN_VALUES
+        values in a sample or when every value is equal (`reason` says which).
+    better: "a", "b" or None (undecided): the test rejected at alpha and the values of that
+        sample are lower (higher when higher_is_better).
+    method: the test that gave p: "mann-whitney", or with the Touati protocol
+        "touati:student-t", "touati:welch-t" or "touati:mann-whitney".
+    ci_method: "bauer-exact" or "bauer-normal" (see ratio_ci), None without an interval.
+    reason: why this test was used (or why there is no p), in words.
+    steps: the preliminary tests of the Touati protocol, (name, p) in the order they ran.
+    """
+
+    ratio: float | None
+    ci: tuple[float, float] | None
+    p: float | None
+    better: str | None
+    method: str
+    ci_method: str | None
+    n_a: int
+    n_b: int
+    alpha: float
+    level: float
+    higher_is_better: bool
+    reason: str
+    steps: tuple[tuple[str, float], ...] = ()
+    # Which way the test's statistic points, -1 (a's values lower), +1 (higher) or 0: lets
+    # summaries re-decide `better` at another alpha (a corrected one) without the samples.
+    direction: int = field(default=0, repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        """The fields of a comparison in the analysis JSON (CONTRACT.md), plus the interval's
+        method, the sample sizes and the reason; numbers are plain floats, missing ones None."""
+        return {
+            "ratio": _num(self.ratio),
+            "ci": None if self.ci is None else [_num(self.ci[0]), _num(self.ci[1])],
+            "p": _num(self.p),
+            "better": self.better,
+            "method": self.method,
+            "ci_method": self.ci_method,
+            "n_a": self.n_a,
+            "n_b": self.n_b,
+            "reason": self.reason,
+        }
+
+
+def _num(x: float | None) -> float | None:
+    return None if x is None or not math.isfinite(x) else float(x)
+
+
+# --- the null distribution of the Mann-Whitney U ----------------------------------------------
+
+
+@lru_cache(maxsize=64)
+def _u_counts(m: int, n: int) -> tuple[int, ...]:
+    """Number of arrangements of m + n distinct values giving U = 0, 1, ..., m n: the
+    coefficients of the Gaussian binomial [m + n choose m]_q = prod_{i=1..m} (1 - q^(n+i)) /
+    (1 - q^i) (Harding 1984, "An efficient, minimal-storage procedure for calculating the
+    Mann-Whitney U, generalized U and similar distributions", Applied Statistics 33(1)).
+
+    In Python integers, so exact: they reach C(98, 49) ~ 2.5e28 at the largest size used.
+    """
+    m, n = min(m, n), max(m, n)
+    size = m * n + 1
+    f = np.zeros(size, dtype=object)
+    f[0] = 1
+    for i in range(1, m + 1):
+        # Divide by (1 - q^i): a running sum with stride i, truncated at degree m n (the
+        # product is a polynomial of degree i n <= m n after each step, so truncation is exact).
+        pad = (-size) % i
+        g = np.concatenate([f, np.zeros(pad, dtype=object)]).reshape(-1, i)
+        f = np.cumsum(g, axis=0).ravel()[:size]
+        # Multiply by (1 - q^(n+i)).
+        s = n + i
+        if s < size:
+            f[s:] = f[s:] - f[: size - s]
+    return tuple(int(c) for c in f)
+
+
+def u_cdf_exact(u: int, m: int, n: int) -> float:
+    """P(U <= u) under the null hypothesis (no ties), from the exact counts of _u_counts."""
+    if u < 0:
+        return 0.0
+    counts = _u_counts(m, n)
+    if u >= len(counts) - 1:
+        return 1.0
+    return sum(counts[: u + 1]) / math.comb(m + n, m)
+
+
+def _tie_term(pooled_sorted: np.ndarray) -> float:
+    """sum over runs of equal values of t**3 - t."""
+    if len(pooled_sorted) < 2:
+        return 0.0
+    edges = np.flatnonzero(np.diff(pooled_sorted) != 0)
+    runs = np.diff(np.concatenate([[-1], edges, [len(pooled_sorted) - 1]])).astype(np.float64)
+    return float(np.sum(runs**3 - runs))
+
+
+def _u_sigma(m: int, n: int, tie_term: float) -> float:
+    """Standard deviation of U under the null, tie-corrected (Lehmann, Nonparametrics, 1975,
+    eq. 1.74): sqrt(m n / 12 * ((N + 1) - T / (N (N - 1)))), N = m + n."""
+    big = m + n
+    return math.sqrt(m * n / 12.0 * ((big + 1) - tie_term / (big * (big - 1))))
+
+
+def use_exact(m: int, n: int, ties: bool) -> bool:
+    """Whether the exact null distribution of U applies: no ties and both samples under 50."""
+    return not ties and m < EXACT_BELOW and n < EXACT_BELOW
+
+
+def ci_rank(m: int, n: int, level: float = 0.95, tie_term: float = 0.0) -> tuple[int, str]:
+    """(k, method): the 1-based rank k of the lower bound among the m n pairwise differences
+    of the distribution-free interval for a shift; the upper bound has rank m n + 1 - k.
+
+    Bauer (1972), "Constructing confidence sets using rank statistics", JASA 67(339);
+    Hollander, Wolfe & Chicken, Nonparametric Statistical Methods, 3rd ed., Section 4.3:
+    with U(d) = #{(i, j): x_i - y_j > d}, the interval [D(k), D(mn+1-k)] of the sorted
+    differences D covers the shift d with probability 1 - 2 P(U <= k - 1) for continuous data.
+
+    "bauer-exact" (no ties, m and n < 50): k - 1 is the largest u with P(U <= u) <= (1 -
+    level) / 2 under the exact null distribution, so the coverage is at least `level`.
+    "bauer-normal" otherwise: U normal with the tie-corrected variance and a continuity
+    correction, k - 1 = floor(m n / 2 - 1/2 - z sigma), z = Phi^-1((1 + level) / 2).
+    k = 0 means no interval reaches the level (m = n = 3 at 95%, for example).
+    """
+    level = _check_level(level)
+    q = (1.0 - level) / 2.0
+    if use_exact(m, n, tie_term > 0):
+        counts = _u_counts(m, n)
+        total = math.comb(m + n, m)
+        limit = q * (1.0 + 1e-12)  # an exact equality stays on the accepting side
+        cum = 0
+        u = -1
+        for c in counts[: len(counts) // 2 + 1]:
+            if (cum + c) / total > limit:
+                break
+            cum += c
+            u += 1
+        return u + 1, "bauer-exact"
+    sigma = _u_sigma(m, n, tie_term)
+    z = float(special.ndtri(1.0 - q))
+    u = math.floor(m * n / 2.0 - 0.5 - z * sigma)
+    return max(u + 1, 0), "bauer-normal"
+
+
+# --- order statistics of the pairwise differences ---------------------------------------------
+
+
+def _kth_differences(xs: np.ndarray, ys: np.ndarray, ranks: Sequence[int], max_pairs: int = MAX_PAIRS_IN_MEMORY) -> list[float]:
+    """The order statistics of the given 1-based ranks among all xs[i] - ys[j] (xs, ys sorted)."""
+    m, n = len(xs), len(ys)
+    if m * n <= max_pairs:
+        d = (xs[:, None] - ys[None, :]).ravel()
+        idx = sorted({r - 1 for r in ranks})
+        part = np.partition(d, idx)
+        return [float(part[r - 1]) for r in ranks]
+    return [_kth_difference_bisect(xs, ys, r, max_pairs) for r in ranks]
+
+
+def _kth_difference_bisect(xs: np.ndarray, ys: np.ndarray, k: int, cap: int) -> float:
+    """The k-th smallest xs[i] - ys[j] without forming all differences: bisection on the
+    value t, counting #{(i, j): ys[j] >= xs[i] - t} with searchsorted, until at most `cap`
+    differences lie in (lo, hi]; those are formed and the one of the right rank selected."""
+    n = len(ys)
+
+    def count_le(t: float) -> int:
+        return int(np.sum(n - np.searchsorted(ys, xs - t, side="left")))
+
+    # Start well outside the range of the differences, so that count_le(lo) = 0 < k <= m n =
+    # count_le(hi) holds despite rounding in xs - t.
+    lo_d, hi_d = float(xs[0] - ys[-1]), float(xs[-1] - ys[0])
+    lo, hi = lo_d - (abs(lo_d) + 1.0), hi_d + (abs(hi_d) + 1.0)
+    c_lo, c_hi = 0, len(xs) * n
+    for _ in range(200):
+        if c_hi - c_lo <= cap:
+            break
+        mid = (lo + hi) / 2.0
+        if not lo < mid < hi:  # the window is one float wide: its differences are all equal
+            break
+        c_mid = count_le(mid)
+        if c_mid >= k:
+            hi, c_hi = mid, c_mid
+        else:
+            lo, c_lo = mid, c_mid
+    start = np.searchsorted(ys, xs - hi, side="left")
+    end = np.searchsorted(ys, xs - lo, side="left")
+    lens = end - start
+    total = int(lens.sum())
+    if total == 0:
+        return hi
+    if total > cap:  # many equal differences (tied data): the smallest in the window is the one
+        rows = lens > 0
+        return float(np.min(xs[rows] - ys[end[rows] - 1]))
+    row = np.repeat(np.arange(len(xs)), lens)
+    offset = np.arange(total) - np.repeat(np.cumsum(lens) - lens, lens)
+    d = xs[row] - ys[start[row] + offset]
+    below = int(np.sum(n - end))
+    r = min(max(k - below, 1), total) - 1
+    return float(np.partition(d, r)[r])
+
+
+def ratio_ci(a: np.ndarray, b: np.ndarray, level: float = 0.95) -> tuple[tuple[float, float] | None, str | None]:
+    """Distribution-free interval for the ratio a / b of two positive samples, and its method.
+
+    The interval of the shift of log(a) against log(b) from the order statistics of the m n
+    pairwise differences log(a_i) - log(b_j) (Bauer 1972; Hollander, Wolfe & Chicken,
+    Section 4.3; the interval that goes with the Hodges-Lehmann estimate and the Mann-Whitney
+    test), exponentiated: [exp(D(k)), exp(D(mn+1-k))] with k from ci_rank. It covers the
+    ratio theta with at least the stated probability when a is distributed as theta times b
+    (a scale change: one system a constant factor faster), whatever that distribution; theta
+    is then the ratio of the medians, and of every other quantile. Logs make the interval
+    invariant under a change of unit and exactly inverted when a and b swap.
+    (None, None) when k = 0: too few values for the level.
+    """
+    la = np.sort(np.log(np.asarray(a, dtype=np.float64)))
+    lb = np.sort(np.log(np.asarray(b, dtype=np.float64)))
+    m, n = len(la), len(lb)
+    if m == 0 or n == 0:
+        return None, None
+    # Ties are those of the values themselves: log may merge two neighbouring floats, and the
+    # choice of method must not change with the unit.
+    k, method = ci_rank(m, n, level, _tie_term(np.sort(np.concatenate([np.ravel(a), np.ravel(b)]).astype(np.float64))))
+    if k < 1:
+        return None, None
+    low, high = _kth_differences(la, lb, [k, m * n + 1 - k])
+    return (math.exp(low), math.exp(high)), method
+
+
+# --- the tests --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Test:
+    p: float
+    direction: int  # -1: a's values lower, +1: higher, 0: no direction
+    method: str
+    reason: str
+    steps: tuple[tuple[str, float], ...] = ()
+
+
+def mann_whitney(a: np.ndarray, b: np.ndarray) -> tuple[float, float, str]:
+    """(U_a, two-sided p, "exact" or "normal"): the Mann-Whitney U test of a against b.
+
+    Mann & Whitney (1947), Ann. Math. Statist. 18(1). U_a = #{(i, j): a_i > b_j} + 1/2
+    #{a_i = b_j}. "exact" (no ties and both samples under 50, as R's wilcox.test): p =
+    min(1, 2 P(U >= max(U_a, U_b))) from the exact null distribution. "normal" otherwise:
+    p = 2 (1 - Phi((max(U_a, U_b) - m n / 2 - 1/2) / sigma)), sigma tie-corrected. Each agrees
+    with scipy.stats.mannwhitneyu(a, b, method="exact" or "asymptotic").
+    """
+    m, n = len(a), len(b)
+    pooled = np.concatenate([a, b])
+    order = np.argsort(pooled, kind="mergesort")
+    sp = pooled[order]
+    ranks = np.empty(m + n)
+    # average ranks: runs of equal values share the mean of their positions
+    edges = np.concatenate([[0], np.flatnonzero(np.diff(sp) != 0) + 1, [m + n]])
+    run_ranks = (edges[:-1] + edges[1:] + 1) / 2.0
+    ranks[order] = np.repeat(run_ranks, np.diff(edges))
+    u_a = float(ranks[:m].sum() - m * (m + 1) / 2.0)
+    u_max = max(u_a, m * n - u_a)
+    tie_term = _tie_term(sp)
+    if use_exact(m, n, tie_term > 0):
+        # P(U >= u_max) = P(U <= m n - u_max) by symmetry; u_max is an integer without ties.
+        p = 2.0 * u_cdf_exact(int(round(m * n - u_max)), m, n)
+        return u_a, min(1.0, p), "exact"
+    sigma = _u_sigma(m, n, tie_term)
+    z = (u_max - m * n / 2.0 - 0.5) / sigma
+    return u_a, min(1.0, 2.0 * float(special.ndtr(-z))), "normal"
+
+
+def _mann_whitney_test(a: np.ndarray, b: np.ndarray, method: str, why: str, steps: tuple[tuple[str, float], ...] = ()) -> _Test:
+    m, n = len(a), len(b)
+    u_a, p, how = mann_whitney(a, b)
+    direction = int(np.sign(u_a - m * n / 2.0))
+    null = "exact null distribution of U" if how == "exact" else "normal approximation of U with tie correction"
+    return _Test(p=p, direction=direction, method=method, reason=f"{why}; p from the {null}", steps=steps)
+
+
+def _touati(a: np.ndarray, b: np.ndarray, alpha: float, shapiro_always: bool) -> _Test:
+    """Touati, Worms & Briais (2013), "The Speedup-Test: a statistical methodology for program
+    speedup analysis and computation", Concurrency and Computation: Practice and Experience
+    25(10), as Nogueira, Matias & Vicente (SAC 2014) apply it; every preliminary test at alpha.
+
+    1. Are the means comparable with a t-test? Yes when both samples hold 30 values or more
+       (central limit theorem), or when Shapiro-Wilk does not reject normality for either
+       sample (checked for small samples only, or always with shapiro_always).
+    2. If so, Fisher's F test of equal variances picks Student's t (pooled variance, equal
+       variances not rejected) or Welch's t (unequal variances).
+    3. If not, the Wilcoxon-Mann-Whitney test, after a two-sample Kolmogorov-Smirnov test of
+       the samples centred on their medians: when KS does not reject that both have the same
+       shape, the WMW test compares the medians (a location shift); when it rejects, the WMW
+       test still answers whether a's values tend to be lower than b's (P(a < b) != 1/2),
+       which the reason says.
+    """
+    from scipy import stats  # noqa: PLC0415 - see the import note at the top
+
+    m, n = len(a), len(b)
+    steps: list[tuple[str, float]] = []
+    large = m >= TOUATI_LARGE_N and n >= TOUATI_LARGE_N
+    normal = True
+    if large and not shapiro_always:
+        why = f"both samples hold {TOUATI_LARGE_N} values or more: means compared by t-test (central limit theorem)"
+    else:
+        ps = []
+        for name, x in (("a", a), ("b", b)):
+            # Shapiro-Wilk of a constant sample is meaningless (scipy warns, p = 1): not normal.
+            p_sw = float(stats.shapiro(x).pvalue) if np.ptp(x) > 0 else 0.0
+            steps.append((f"shapiro-wilk {name}", p_sw))
+            ps.append(p_sw)
+        normal = min(ps) > alpha
+        verdict = "not rejected" if normal else "rejected"
+        why = f"Shapiro-Wilk normality {verdict} at alpha={alpha:g} (p_a={ps[0]:.3g}, p_b={ps[1]:.3g})"
+    if normal:
+        var_a, var_b = float(np.var(a, ddof=1)), float(np.var(b, ddof=1))
+        if var_a > 0 and var_b > 0:
+            f = var_a / var_b
+            p_f = min(1.0, 2.0 * min(float(special.fdtr(m - 1, n - 1, f)), float(special.fdtrc(m - 1, n - 1, f))))
+        else:
+            p_f = 0.0 if var_a != var_b else 1.0
+        steps.append(("fisher-f", p_f))
+        equal = p_f > alpha
+        res = stats.ttest_ind(a, b, equal_var=equal)
+        name = "touati:student-t" if equal else "touati:welch-t"
+        var_why = f"F test of equal variances {'not rejected' if equal else 'rejected'} (p={p_f:.3g})"
+        diff = float(np.mean(a) - np.mean(b))
+        p = float(res.pvalue)
+        return _Test(
+            p=p if math.isfinite(p) else 1.0,
+            direction=int(np.sign(diff)),
+            method=name,
+            reason=f"{why}; {var_why}; {'Student' if equal else 'Welch'} t-test of the means",
+            steps=tuple(steps),
+        )
+    p_ks = float(stats.ks_2samp(a - np.median(a), b - np.median(b)).pvalue)
+    steps.append(("kolmogorov-smirnov (median-centred)", p_ks))
+    if p_ks > alpha:
+        ks_why = f"Kolmogorov-Smirnov does not reject equal shapes (p={p_ks:.3g}): Wilcoxon-Mann-Whitney compares the medians"
+    else:
+        ks_why = (
+            f"Kolmogorov-Smirnov rejects equal shapes (p={p_ks:.3g}): Wilcoxon-Mann-Whitney tests whether "
+            "one sample's values tend to be lower, not the medians as such"
+        )
+    return _mann_whitney_test(a, b, "touati:mann-whitney", f"{why}; {ks_why}", tuple(steps))
+
+
+def _check_level(level: float) -> float:
+    level = float(level)
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"confidence level must lie strictly between 0 and 1, got {level}")
+    return level
+
+
+def _sample(x: Any, name: str) -> np.ndarray:
+    v = np.asarray(x, dtype=np.float64)
+    if v.ndim != 1:
+        raise ValueError(f"sample {name} must be a 1-d array of values, got shape {v.shape}")
+    if not np.all(np.isfinite(v)):
+        raise ValueError(f"sample {name} holds NaN or infinite values; drop them before comparing")
+    return v
+
+
+def _decide(p: float | None, direction: int, alpha: float, higher_is_better: bool) -> str | None:
+    if p is None or p > alpha or direction == 0:
+        return None
+    a_lower = direction < 0
+    return "a" if a_lower != higher_is_better else "b"
+
+
+def compare(
+    a: Any,
+    b: Any,
+    *,
+    alpha: float = 0.05,
+    level: float = 0.95,
+    higher_is_better: bool = False,
+    method: str = "mann-whitney",
+    shapiro_always: bool = False,
+) -> Comparison:
+    """Compare sample a with sample b (e.g. wall times of tests "o3" and "o2").
+
+    ratio = median(a) / median(b) with the distribution-free interval of ratio_ci at `level`.
+    method "mann-whitney" (the default, as benchstat): the two-sided Mann-Whitney U test
+    (see mann_whitney). method "touati": Touati et al.'s Speedup-Test protocol (see _touati);
+    `method` in the result then names the test it chose and `reason` why.
+    better: "a" when p <= alpha and a's values are the lower ones (the higher ones with
+    higher_is_better), "b" the other way round, None otherwise. The direction is the test's:
+    U_a below m n / 2 for Mann-Whitney, mean(a) < mean(b) for the t-tests.
+    With fewer than MIN_VALUES values in a sample, or every value equal, p and better are None
+    and `reason` says why; the ratio is still given when it is defined (positive values).
+    """
+    alpha = float(alpha)
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must lie strictly between 0 and 1, got {alpha}")
+    level = _check_level(level)
+    if method not in METHODS:
+        raise ValueError(f"unknown comparison method {method!r}: expected one of {', '.join(METHODS)}")
+    x, y = _sample(a, "a"), _sample(b, "b")
+    m, n = len(x), len(y)
+
+    ratio: float | None = None
+    ci: tuple[float, float] | None = None
+    ci_method: str | None = None
+    notes: list[str] = []
+    if m and n:
+        if np.all(x > 0) and np.all(y > 0):
+            ratio = float(np.median(x) / np.median(y))
+            ci, ci_method = ratio_ci(x, y, level)
+            if ci is None:
+                notes.append(f"too few values for a {level:.0%} interval of the ratio ({m} and {n})")
+        else:
+            notes.append("a value is zero or negative: no ratio")
+
+    default_method = "touati" if method == "touati" else "mann-whitney"
+    if m < MIN_VALUES or n < MIN_VALUES:
+        reason = f"fewer than {MIN_VALUES} values in a sample ({m} and {n}): no test"
+        return Comparison(ratio, ci, None, None, default_method, ci_method, m, n, alpha, level, higher_is_better, "; ".join([reason, *notes]))
+    if np.ptp(np.concatenate([x, y])) == 0:
+        reason = "every value is equal: no test"
+        return Comparison(ratio, ci, None, None, default_method, ci_method, m, n, alpha, level, higher_is_better, "; ".join([reason, *notes]))
+
+    if method == "touati":
+        test = _touati(x, y, alpha, shapiro_always)
+    else:
+        test = _mann_whitney_test(x, y, "mann-whitney", "two-sided Mann-Whitney U test")
+    return Comparison(
+        ratio=ratio,
+        ci=ci,
+        p=test.p,
+        better=_decide(test.p, test.direction, alpha, higher_is_better),
+        method=test.method,
+        ci_method=ci_method,
+        n_a=m,
+        n_b=n,
+        alpha=alpha,
+        level=level,
+        higher_is_better=higher_is_better,
+        reason="; ".join([test.reason, *notes]),
+        steps=test.steps,
+        direction=test.direction,
+    )
+
+
+# --- across arms and contexts -----------------------------------------------------------------
+
+
+def compare_strata(samples: Mapping[str, tuple[Any, Any]], **options: Any) -> dict[str, Comparison]:
+    """compare(a, b, **options) in each stratum (an order arm, a context), keyed as given."""
+    return {name: compare(a, b, **options) for name, (a, b) in samples.items()}
+
+
+def holds_in(winner: str | None, per_arm: Mapping[str, Comparison]) -> dict[str, bool | None]:
+    """Per arm: does "winner is better" hold there, i.e. is the arm's comparison significant at
+    its own alpha with the same winner? winner: the overall verdict's `better` ("a" or "b").
+
+    No correction across arms: "holds in every arm" is an intersection of claims, each tested
+    at alpha, so its error stays at most alpha (an intersection-union test; Berger 1982,
+    Technometrics 24(4)). With no overall winner there is no claim: every value is None.
+    """
+    if winner not in ("a", "b", None):
+        raise ValueError(f"winner must be 'a', 'b' or None, got {winner!r}")
+    return {arm: None if winner is None else c.better == winner for arm, c in per_arm.items()}
+
+
+@dataclass(frozen=True)
+class ContextSummary:
+    """How a comparison fares across measurement contexts.
+
+    n: contexts; a_better, b_better: contexts where that test is better, significant after the
+    family-wise correction over the contexts; undecided: the others (including contexts with
+    too few values for a test); flips: a_better >= 1 and b_better >= 1, i.e. the winner changes
+    with the context, each way significant (Mytkowicz et al.'s sign flip of a speedup).
+    """
+
+    n: int
+    a_better: int
+    b_better: int
+    undecided: int
+    flips: bool
+    correction: str
+    alpha: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"n": self.n, "a_better": self.a_better, "b_better": self.b_better, "undecided": self.undecided, "flips": self.flips}
+
+
+def summarize_contexts(per_context: Sequence[Comparison] | Mapping[str, Comparison], alpha: float = 0.05, correction: str = "bonferroni") -> ContextSummary:
+    """Count the contexts won by a, by b, and undecided, with the p-values corrected over the
+    contexts (bonferroni or holm, see correction.adjust) before each is decided.
+
+    Why the correction: "flips" claims that some context favours a and another favours b. With
+    each context at alpha, two systems that do not differ would show a flip in roughly
+    (1 - (1 - alpha/2)^n)^2 of experiments (7% at 12 contexts); with the family-wise correction a
+    false flip needs at least one false rejection, which happens with probability at most alpha.
+    """
+    items = list(per_context.values()) if isinstance(per_context, Mapping) else list(per_context)
+    p = np.array([np.nan if c.p is None else c.p for c in items], dtype=np.float64)
+    decided = adjust(p, correction, alpha).reject if len(items) else np.zeros(0, bool)
+    a_better = b_better = 0
+    for c, reject in zip(items, decided):
+        winner = _decide(0.0 if reject else None, c.direction, alpha, c.higher_is_better)
+        a_better += winner == "a"
+        b_better += winner == "b"
+    n = len(items)
+    return ContextSummary(
+        n=n,
+        a_better=a_better,
+        b_better=b_better,
+        undecided=n - a_better - b_better,
+        flips=a_better > 0 and b_better > 0,
+        correction=correction,
+        alpha=float(alpha),
+    )

@@ -1,0 +1,306 @@
+"""A vs B comparisons: the ratio's interval against brute force, the tests against scipy, the
+Touati protocol's branches, and the summaries over arms and contexts."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from benchsage.stats.compare import (
+    Comparison,
+    _kth_differences,
+    _u_counts,
+    ci_rank,
+    compare,
+    compare_strata,
+    holds_in,
+    mann_whitney,
+    ratio_ci,
+    summarize_contexts,
+    u_cdf_exact,
+)
+
+
+def _brute_counts(m: int, n: int) -> list[int]:
+    """U of every placement of m values among m + n distinct ranks."""
+    counts = [0] * (m * n + 1)
+    for pos in itertools.combinations(range(m + n), m):
+        # a value at pooled position p exceeds the p - (its index among a) values of b below it
+        counts[sum(p - i for i, p in enumerate(pos))] += 1
+    return counts
+
+
+@pytest.mark.parametrize("m,n", [(1, 1), (2, 3), (4, 5), (5, 5), (3, 8)])
+def test_u_distribution_by_enumeration(m, n):
+    assert list(_u_counts(m, n)) == _brute_counts(m, n)
+    assert list(_u_counts(n, m)) == _brute_counts(m, n)
+
+
+@pytest.mark.parametrize("m,n", [(6, 9), (20, 20), (49, 49), (12, 45)])
+def test_u_cdf_matches_scipy_exact(m, n):
+    rng = np.random.default_rng(m * 100 + n)
+    for _ in range(5):
+        a, b = rng.normal(0, 1, m), rng.normal(0.6, 1, n)
+        u, p, how = mann_whitney(a, b)
+        ref = stats.mannwhitneyu(a, b, method="exact")
+        assert how == "exact"
+        assert u == ref.statistic
+        assert p == pytest.approx(ref.pvalue, rel=1e-9)
+    assert u_cdf_exact(-1, m, n) == 0.0 and u_cdf_exact(m * n, m, n) == 1.0
+
+
+def test_mann_whitney_normal_approximation_matches_scipy_with_ties():
+    rng = np.random.default_rng(3)
+    a = np.round(rng.normal(10, 1, 30), 0)  # integers: many ties
+    b = np.round(rng.normal(10.7, 1, 40), 0)
+    u, p, how = mann_whitney(a, b)
+    ref = stats.mannwhitneyu(a, b, method="asymptotic")
+    assert how == "normal"
+    assert u == ref.statistic and p == pytest.approx(ref.pvalue, rel=1e-12)
+    big_a, big_b = rng.lognormal(0, 0.1, 80), rng.lognormal(0.02, 0.1, 60)  # large, no ties
+    u, p, how = mann_whitney(big_a, big_b)
+    assert how == "normal"
+    assert p == pytest.approx(stats.mannwhitneyu(big_a, big_b, method="asymptotic").pvalue, rel=1e-12)
+
+
+@pytest.mark.parametrize("m,n", [(4, 4), (5, 7), (10, 10), (20, 31), (49, 49)])
+def test_exact_ci_rank_is_the_largest_with_the_coverage(m, n):
+    k, method = ci_rank(m, n, 0.95)
+    assert method == "bauer-exact"
+    coverage = 1.0 - 2.0 * u_cdf_exact(k - 1, m, n)
+    assert coverage >= 0.95
+    assert 1.0 - 2.0 * u_cdf_exact(k, m, n) < 0.95  # one rank further in falls short
+
+
+def test_ci_rank_published_and_degenerate_values():
+    # Critical values of the two-sided 5% rank-sum test (Hollander, Wolfe & Chicken, Table A.6):
+    # m = n = 10 rejects at U <= 23, so the interval runs from the 24th difference.
+    assert ci_rank(10, 10)[0] == 24
+    assert ci_rank(4, 4)[0] == 1  # P(U = 0) = 1/70 <= 2.5%
+    assert ci_rank(3, 3)[0] == 0  # P(U = 0) = 1/20 > 2.5%: no 95% interval
+    k, method = ci_rank(60, 80)
+    sigma = math.sqrt(60 * 80 * 141 / 12)
+    assert method == "bauer-normal"
+    assert k == math.floor(60 * 80 / 2 - 0.5 - stats.norm.ppf(0.975) * sigma) + 1
+    assert ci_rank(20, 20, tie_term=6.0)[1] == "bauer-normal"  # ties: normal with tie correction
+
+
+def _brute_ratio_ci(a, b, level=0.95):
+    d = np.sort([math.log(x) - math.log(y) for x in a for y in b])
+    pooled = np.concatenate([a, b])
+    _, counts = np.unique(pooled, return_counts=True)
+    tie = float(np.sum(counts.astype(float) ** 3 - counts))
+    k, _ = ci_rank(len(a), len(b), level, tie)
+    return math.exp(d[k - 1]), math.exp(d[len(d) - k])
+
+
+@pytest.mark.parametrize("m,n,seed", [(8, 6, 1), (30, 30, 2), (55, 70, 3), (12, 40, 4)])
+def test_ratio_ci_against_brute_force_order_statistics(m, n, seed):
+    rng = np.random.default_rng(seed)
+    a, b = rng.lognormal(0.0, 0.3, m), rng.lognormal(0.2, 0.5, n)
+    ci, method = ratio_ci(a, b)
+    low, high = _brute_ratio_ci(a, b)
+    assert ci == (pytest.approx(low, rel=1e-12), pytest.approx(high, rel=1e-12))
+    assert method == ("bauer-exact" if m < 50 and n < 50 else "bauer-normal")
+
+
+def test_ratio_ci_with_ties_against_brute_force():
+    rng = np.random.default_rng(6)
+    a, b = rng.integers(90, 110, 25).astype(float), rng.integers(95, 115, 30).astype(float)  # e.g. counts
+    ci, method = ratio_ci(a, b)
+    assert method == "bauer-normal"
+    assert ci == _brute_ratio_ci(a, b)
+
+
+def test_large_samples_select_without_all_differences():
+    rng = np.random.default_rng(5)
+    xs, ys = np.sort(rng.normal(size=400)), np.sort(rng.normal(size=300))
+    ranks = [1, 2, 1000, 60000, 119999, 120000]
+    assert _kth_differences(xs, ys, ranks, max_pairs=50) == _kth_differences(xs, ys, ranks)
+    # many equal differences: integer data
+    xi, yi = np.sort(rng.integers(0, 5, 300).astype(float)), np.sort(rng.integers(0, 5, 200).astype(float))
+    assert _kth_differences(xi, yi, [1, 777, 30000, 60000], max_pairs=50) == _kth_differences(xi, yi, [1, 777, 30000, 60000])
+
+
+def test_sleep_like_samples():
+    """`sleep 0.02` against `sleep 0.03`: a constant plus a small positive overhead."""
+    rng = np.random.default_rng(7)
+    a = 0.020 + 0.0008 + rng.gamma(2.0, 0.0002, 30)
+    b = 0.030 + 0.0008 + rng.gamma(2.0, 0.0002, 30)
+    r = compare(a, b)
+    truth = (0.0208 + 0.0002 * stats.gamma.median(2.0)) / (0.0308 + 0.0002 * stats.gamma.median(2.0))
+    assert r.ratio == pytest.approx(0.67, abs=0.01)
+    assert r.ci[0] <= truth <= r.ci[1]
+    assert r.ci[1] - r.ci[0] < 0.02
+    assert r.better == "a" and r.p < 1e-10 and r.method == "mann-whitney"
+    assert compare(a, b, higher_is_better=True).better == "b"  # e.g. a throughput metric
+
+
+# values on a grid (ties happen, and take the normal path) that no scale merges or splits
+positive = st.lists(st.integers(8, 64).map(lambda i: i / 16), min_size=5, max_size=25)
+
+
+@settings(max_examples=60, deadline=None)
+@given(positive, positive, st.sampled_from([1e-6, 1e-3, 0.1, 3.0, 7e5]))
+def test_swap_inverts_and_scale_leaves_unchanged(a, b, scale):
+    a, b = np.array(a), np.array(b)
+    ab, ba = compare(a, b), compare(b, a)
+    if ab.ci is None:
+        assert ba.ci is None
+    else:
+        assert ba.ratio == pytest.approx(1.0 / ab.ratio, rel=1e-12)
+        assert ba.ci == (pytest.approx(1.0 / ab.ci[1], rel=1e-9), pytest.approx(1.0 / ab.ci[0], rel=1e-9))
+        assert ab.ci[0] <= ab.ci[1]
+    if ab.p is not None:
+        assert ba.p == pytest.approx(ab.p, rel=1e-12)
+        assert {ab.better, ba.better} in ({None}, {"a", "b"})
+    scaled = compare(a * scale, b * scale)
+    assert scaled.ratio == pytest.approx(ab.ratio, rel=1e-9)
+    if ab.ci is not None:
+        assert scaled.ci == (pytest.approx(ab.ci[0], rel=1e-9), pytest.approx(ab.ci[1], rel=1e-9))
+
+
+def test_mann_whitney_comparison_matches_scipy():
+    rng = np.random.default_rng(11)
+    a, b = rng.lognormal(0, 0.1, 20), rng.lognormal(0.08, 0.1, 25)
+    r = compare(a, b)
+    assert r.p == pytest.approx(stats.mannwhitneyu(a, b, method="exact").pvalue, rel=1e-9)
+    assert r.ratio == pytest.approx(np.median(a) / np.median(b))
+    assert (r.better == "a") == (r.p <= 0.05)
+    strict = compare(a, b, alpha=r.p / 2)
+    assert strict.better is None and strict.p == r.p
+
+
+def test_too_few_values_equal_values_and_non_positive():
+    r = compare([1.0, 2.0, 3.0, 4.0], [2.0, 3.0, 4.0, 5.0, 6.0])
+    assert r.p is None and r.better is None and "fewer than 5" in r.reason
+    assert r.ratio == pytest.approx(2.5 / 4.0) and r.ci == (pytest.approx(1 / 5), pytest.approx(3 / 2))  # k = 2: second extremes
+    same = compare([3.0] * 6, [3.0] * 7)
+    assert same.p is None and "every value is equal" in same.reason and same.ratio == 1.0
+    tiny = compare([1.0, 2.0, 3.0], [1.0, 2.0, 3.0])
+    assert tiny.ci is None and "too few values" in tiny.reason
+    zero = compare([0.0, 1.0, 2.0, 3.0, 4.0, 5.0], [5.0, 6.0, 7.0, 8.0, 9.0, 10.0])
+    assert zero.ratio is None and zero.ci is None and zero.p is not None and zero.better == "a"
+    assert zero.to_json()["ratio"] is None
+    with pytest.raises(ValueError, match="NaN"):
+        compare([1.0, float("nan")], [1.0])
+    with pytest.raises(ValueError, match="unknown comparison method"):
+        compare([1.0], [1.0], method="t-test")
+
+
+# --- Touati et al.'s protocol: each branch, with scipy's own verdict on the preliminary tests
+
+
+def _f_test_p(a, b):
+    f = np.var(a, ddof=1) / np.var(b, ddof=1)
+    dist = stats.f(len(a) - 1, len(b) - 1)
+    return 2 * min(dist.cdf(f), dist.sf(f))
+
+
+def test_touati_student_t():
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(10, 1, 15), rng.normal(11, 1, 15)
+    assert stats.shapiro(a).pvalue > 0.05 and stats.shapiro(b).pvalue > 0.05 and _f_test_p(a, b) > 0.05
+    r = compare(a, b, method="touati")
+    assert r.method == "touati:student-t"
+    assert r.p == pytest.approx(stats.ttest_ind(a, b).pvalue, rel=1e-12)
+    assert dict(r.steps)["fisher-f"] == pytest.approx(_f_test_p(a, b), rel=1e-9)
+    assert dict(r.steps)["shapiro-wilk a"] == pytest.approx(stats.shapiro(a).pvalue)
+    assert r.better == "a" and "Student" in r.reason
+
+
+def test_touati_welch_t():
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(10, 0.3, 15), rng.normal(11, 3, 15)
+    assert stats.shapiro(a).pvalue > 0.05 and stats.shapiro(b).pvalue > 0.05 and _f_test_p(a, b) <= 0.05
+    r = compare(a, b, method="touati")
+    assert r.method == "touati:welch-t"
+    assert r.p == pytest.approx(stats.ttest_ind(a, b, equal_var=False).pvalue, rel=1e-12)
+    assert "Welch" in r.reason and "rejected" in r.reason
+
+
+def test_touati_mann_whitney_same_shape():
+    rng = np.random.default_rng(0)
+    a, b = 10 + rng.exponential(1, 20), 12 + rng.exponential(1, 20)
+    assert min(stats.shapiro(a).pvalue, stats.shapiro(b).pvalue) <= 0.05
+    assert stats.ks_2samp(a - np.median(a), b - np.median(b)).pvalue > 0.05
+    r = compare(a, b, method="touati")
+    assert r.method == "touati:mann-whitney"
+    assert r.p == pytest.approx(stats.mannwhitneyu(a, b, method="exact").pvalue, rel=1e-9)
+    assert "compares the medians" in r.reason
+    assert [name for name, _ in r.steps] == ["shapiro-wilk a", "shapiro-wilk b", "kolmogorov-smirnov (median-centred)"]
+
+
+def test_touati_mann_whitney_different_shapes():
+    rng = np.random.default_rng(0)
+    a, b = 10 + rng.exponential(1, 20), 12 + rng.normal(0, 0.1, 20)
+    assert stats.ks_2samp(a - np.median(a), b - np.median(b)).pvalue <= 0.05
+    r = compare(a, b, method="touati")
+    assert r.method == "touati:mann-whitney" and "rejects equal shapes" in r.reason
+    assert r.p == pytest.approx(stats.mannwhitneyu(a, b, method="exact").pvalue, rel=1e-9)
+
+
+def test_touati_large_samples_skip_shapiro_unless_asked():
+    rng = np.random.default_rng(2)
+    a, b = 10 + rng.exponential(1, 40), 10.5 + rng.exponential(1, 40)  # far from normal
+    r = compare(a, b, method="touati")
+    assert r.method in ("touati:student-t", "touati:welch-t") and "central limit" in r.reason
+    assert [name for name, _ in r.steps] == ["fisher-f"]
+    checked = compare(a, b, method="touati", shapiro_always=True)
+    assert checked.method == "touati:mann-whitney" and checked.steps[0][0] == "shapiro-wilk a"
+
+
+# --- arms and contexts
+
+
+def _verdict(p: float | None, direction: int) -> Comparison:
+    return Comparison(None, None, p, None, "mann-whitney", None, 10, 10, 0.05, 0.95, False, "", (), direction)
+
+
+def test_holds_in_per_arm():
+    rng = np.random.default_rng(8)
+    arms = compare_strata(
+        {
+            "fixed": (rng.lognormal(0, 0.05, 20), rng.lognormal(0.1, 0.05, 20)),
+            "random": (rng.lognormal(0, 0.05, 20), rng.lognormal(0.0, 0.05, 20)),
+        }
+    )
+    assert arms["fixed"].better == "a" and arms["random"].better is None
+    assert holds_in("a", arms) == {"fixed": True, "random": False}
+    assert holds_in("b", arms) == {"fixed": False, "random": False}
+    assert holds_in(None, arms) == {"fixed": None, "random": None}
+
+
+def test_contexts_count_after_the_correction_and_flips():
+    # 12 contexts; Bonferroni's per-context threshold is 0.05 / 12 = 0.00417
+    base = [_verdict(0.5, -1)] * 9
+    no_flip = summarize_contexts(base + [_verdict(0.001, -1), _verdict(0.001, -1), _verdict(0.01, +1)])
+    assert no_flip.to_json() == {"n": 12, "a_better": 2, "b_better": 0, "undecided": 10, "flips": False}
+    flip = summarize_contexts(base + [_verdict(0.001, -1), _verdict(0.001, -1), _verdict(0.003, +1)])
+    assert flip.to_json() == {"n": 12, "a_better": 2, "b_better": 1, "undecided": 9, "flips": True}
+    # a context without a test counts as undecided and is not part of the family: m = 2, so
+    # 0.02 <= 0.05 / 2 is significant (it would not be with m = 3)
+    with_missing = summarize_contexts([_verdict(None, 0), _verdict(0.02, -1), _verdict(0.02, +1)])
+    assert with_missing.to_json() == {"n": 3, "a_better": 1, "b_better": 1, "undecided": 1, "flips": True}
+    assert summarize_contexts([_verdict(0.02, -1)] * 3).a_better == 0
+    two = summarize_contexts({"c0": _verdict(0.02, -1), "c1": _verdict(0.02, +1)})
+    assert two.flips is True  # 0.02 <= 0.05 / 2 each way
+    assert summarize_contexts([]).to_json() == {"n": 0, "a_better": 0, "b_better": 0, "undecided": 0, "flips": False}
+
+
+def test_flip_between_real_contexts():
+    """Mytkowicz et al.'s trap: in one context a is faster, in another b."""
+    rng = np.random.default_rng(9)
+    ctx = {
+        "env=0": (rng.lognormal(0.00, 0.02, 20), rng.lognormal(0.05, 0.02, 20)),
+        "env=4096": (rng.lognormal(0.05, 0.02, 20), rng.lognormal(0.00, 0.02, 20)),
+        "env=100": (rng.lognormal(0.00, 0.02, 20), rng.lognormal(0.00, 0.02, 20)),
+    }
+    s = summarize_contexts(compare_strata(ctx))
+    assert (s.a_better, s.b_better, s.flips) == (1, 1, True)
