@@ -14,11 +14,11 @@ PACKAGE = Path(__file__).resolve().parent.parent / "src" / "benchsage"
 # What each room may import from benchsage (besides itself and the package root's __version__).
 ALLOWED = {
     "stats": set(),
-    "design": {"spec", "errors", "store", "stats"},  # planning reads earlier experiments (durations, pilots)
-    "execute": {"spec", "design", "store", "stats", "errors"},
+    "design": {"spec", "treatments", "errors", "store", "stats"},  # planning reads earlier experiments (durations, pilots)
+    "execute": {"spec", "treatments", "design", "store", "stats", "errors"},
     "store": {"stats", "errors", "spec", "design"},
     "analyze": {"stats", "store", "errors", "design"},
-    "report": {"analyze", "stats", "store", "errors", "execute", "spec", "design"},
+    "report": {"analyze", "stats", "store", "errors", "execute", "spec", "treatments", "design"},
 }
 
 

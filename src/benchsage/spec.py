@@ -19,6 +19,7 @@ from benchsage.design.plan import RANDOM_ORDERS, SHUFFLE, WILLIAMS
 from benchsage.errors import SpecError
 from benchsage.execute.worker import DEFAULT_OUTPUT_LIMIT
 from benchsage.store.table import HARNESS_METRIC_INFO
+from benchsage.treatments import Treatments, check_coverage, parse_treatments
 
 DEFAULT_RUNS = 10
 DEFAULT_ALPHA = 0.05
@@ -125,6 +126,7 @@ class Spec:
     generated: tuple[str, ...] = ()  # the commands the generator printed
     random_orders: str = SHUFFLE  # the random arm's orders: "shuffle" or "williams" (design/plan.py)
     warnings: tuple[str, ...] = ()  # what is allowed but worth saying (an A/A test), shown by plan and run
+    treatments: Treatments = Treatments()  # contexts, observer levels, factors, comparisons (treatments.py)
 
     @property
     def folder(self) -> str:
@@ -156,7 +158,7 @@ _WORKER_KEYS = {
 }
 DEFAULT_REBOOT_COMMAND = "sudo reboot"
 DEFAULT_REBOOT_TIMEOUT = 900.0
-_TOP_KEYS = {"experiment", "reset", "test", "metric", "generator", "worker"}
+_TOP_KEYS = {"experiment", "reset", "test", "metric", "generator", "worker", "context", "observer", "factor", "compare"}
 _CORRECTIONS = ("bonferroni", "holm")
 
 
@@ -422,6 +424,9 @@ def load_spec(
         raise w.error("[experiment]", "key 'random_orders' = \"williams\" needs at least 2 tests (there is nothing to balance "
                       "with 1); remove it or add tests")
 
+    treatments = parse_treatments(w, doc, tests)
+    check_coverage(w, treatments, int(runs or DEFAULT_RUNS))
+
     reset = None
     reset_doc = doc.get("reset")
     if reset_doc is not None:
@@ -463,6 +468,7 @@ def load_spec(
         generated=tuple(generated or ()),
         random_orders=random_orders or SHUFFLE,
         warnings=tuple(warnings),
+        treatments=treatments,
     )
 
 

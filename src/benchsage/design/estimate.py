@@ -24,16 +24,21 @@ def describe_plan(spec_path: str, *, runs: int | None = None, seed: int | None =
     runs_per_arm = runs if runs is not None else spec.runs
     seed_given = seed if seed is not None else spec.seed
     seed_used = seed_given if seed_given is not None else draw_seed()
+    from benchsage.design.treatments import check_runs_cover, treatment_cells
+
+    check_runs_cover(spec.treatments, runs_per_arm, spec.path)
     names = [t.name for t in spec.tests]
+    cells = treatment_cells(spec.treatments, seed_used)
     workers = []
     for w in spec.workers:
-        plan = make_plan(names, runs_per_arm, worker_seed(seed_used, w.name, len(spec.workers)), spec.random_orders)
+        plan = make_plan(names, runs_per_arm, worker_seed(seed_used, w.name, len(spec.workers)), spec.random_orders, cells)
         workers.append({
             "name": w.name,
             "kind": w.kind,
             "target": w.target,
             "seed": plan.seed,
-            "runs": [{"run": r.index + 1, "arm": r.arm, "order": plan.describe_order(r)} for r in plan.runs],
+            "runs": [{"run": r.index + 1, "arm": r.arm, "order": plan.describe_order(r),
+                      **({"treatment": cells[r.treatment].describe()} if len(cells) > 1 else {})} for r in plan.runs],
         })
     n_runs = len(workers[0]["runs"])
     n_trials = n_runs * len(spec.tests) * len(workers)
@@ -56,6 +61,7 @@ def describe_plan(spec_path: str, *, runs: int | None = None, seed: int | None =
         "workers": workers,
         "estimate": _estimate(spec, n_runs),
         "warnings": list(spec.warnings),
+        "treatments": [cell.describe() for cell in cells] if len(cells) > 1 else [],
     }
 
 

@@ -17,6 +17,7 @@ from typing import Iterator
 
 import numpy as np
 
+from benchsage.design.treatments import Treatment, assign_cells
 from benchsage.design.williams import Squares, square_rows, williams_orders
 
 FIXED = "fixed"
@@ -34,6 +35,7 @@ class PlannedRun:
     arm: str  # "fixed" or "random"
     arm_index: int  # the n-th run of its arm, 0-based
     order: tuple[int, ...]
+    treatment: int = 0  # index into Plan.treatments (design/treatments.py); 0 without treatments
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,7 @@ class Plan:
     test_names: tuple[str, ...]
     runs: tuple[PlannedRun, ...]
     random_orders: str = SHUFFLE
+    treatments: tuple[Treatment, ...] = (Treatment(0),)  # the cells runs are assigned to
 
     @property
     def squares(self) -> Squares | None:
@@ -58,10 +61,14 @@ def draw_seed() -> int:
     return secrets.randbits(63)
 
 
-def make_plan(test_names: tuple[str, ...] | list[str], runs_per_arm: int, seed: int, random_orders: str = SHUFFLE) -> Plan:
+def make_plan(test_names: tuple[str, ...] | list[str], runs_per_arm: int, seed: int, random_orders: str = SHUFFLE,
+              treatments: tuple[Treatment, ...] | None = None) -> Plan:
     """Algorithm 1: for each of runs_per_arm pairs, a coin decides whether the fixed or the
     random run of the pair comes first; every random run gets its own order: a permutation
-    (shuffle) or the next row of a randomized Williams square (williams)."""
+    (shuffle) or the next row of a randomized Williams square (williams). With treatments,
+    both runs of a pair carry the same cell (`treatments`: the cells, from treatment_cells of
+    the experiment's seed, shared by every worker), the pairs going through the cells in
+    randomized complete blocks drawn from this plan's seed (design/treatments.py)."""
     if runs_per_arm < 1:
         raise ValueError("runs_per_arm must be at least 1")
     if random_orders not in RANDOM_ORDERS:
@@ -74,6 +81,10 @@ def make_plan(test_names: tuple[str, ...] | list[str], runs_per_arm: int, seed: 
     if random_orders == WILLIAMS:
         square_rows(len(names))  # at least 2 tests
         williams = williams_orders(len(names), rng)
+    cells = treatments or (Treatment(0),)
+    if len(cells) > runs_per_arm:
+        raise ValueError(f"{runs_per_arm} runs per arm cannot cover {len(cells)} treatments")
+    cell_of = assign_cells(len(cells), runs_per_arm, seed)
     runs: list[PlannedRun] = []
     for pair in range(runs_per_arm):
         arms = (FIXED, RANDOM) if rng.random() < 0.5 else (RANDOM, FIXED)
@@ -84,8 +95,9 @@ def make_plan(test_names: tuple[str, ...] | list[str], runs_per_arm: int, seed: 
                 order = next(williams)
             else:
                 order = tuple(int(i) for i in rng.permutation(len(names)))
-            runs.append(PlannedRun(index=len(runs), arm=arm, arm_index=pair, order=order))
-    return Plan(seed=seed, runs_per_arm=runs_per_arm, test_names=names, runs=tuple(runs), random_orders=random_orders)
+            runs.append(PlannedRun(index=len(runs), arm=arm, arm_index=pair, order=order, treatment=cell_of[pair]))
+    return Plan(seed=seed, runs_per_arm=runs_per_arm, test_names=names, runs=tuple(runs), random_orders=random_orders,
+                treatments=cells)
 
 
 def worker_seed(seed: int, worker: str, workers: int) -> int:

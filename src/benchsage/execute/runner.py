@@ -20,6 +20,7 @@ from typing import Any, Sequence
 
 import benchsage
 from benchsage.design.plan import Plan, draw_seed, make_plan, worker_seed
+from benchsage.design.treatments import check_runs_cover, treatment_cells
 from benchsage.errors import ExperimentError, SpecError, WorkerError, WorkerLost, WorkerSetupError
 from benchsage.execute.metrics import MetricError, extract
 from benchsage.execute.progress import Progress
@@ -87,7 +88,9 @@ def create_experiment(spec: Spec, directory: str, *, seed: int | None = None, ru
     digest = experiment_digest(spec, runs_per_arm, seed)
     check_directory_for(directory, digest)
     names = [t.name for t in spec.tests]
-    plans = [(w, make_plan(names, runs_per_arm, worker_seed(seed, w.name, len(spec.workers)), spec.random_orders)) for w in spec.workers]
+    cells = treatment_cells(spec.treatments, seed)
+    plans = [(w, make_plan(names, runs_per_arm, worker_seed(seed, w.name, len(spec.workers)), spec.random_orders, cells))
+             for w in spec.workers]
     plan = plans[0][1]
     meta = {
         "name": spec.name,
@@ -100,6 +103,7 @@ def create_experiment(spec: Spec, directory: str, *, seed: int | None = None, ru
         "runs_per_arm": runs_per_arm,
         "random_orders": spec.random_orders,
         "spec_warnings": list(spec.warnings),
+        "treatments": [cell.describe() for cell in cells] if spec.treatments.cells > 1 else [],
         "alpha": spec.alpha,
         "correction": spec.correction,
         "reset": spec.reset.command if spec.reset else None,
@@ -111,7 +115,8 @@ def create_experiment(spec: Spec, directory: str, *, seed: int | None = None, ru
     }
     tests = [{"name": t.name, "command": t.command, "metrics": _metrics_meta(t)} for t in spec.tests]
     runs = [
-        {"id": k * len(p.runs) + r.index, "arm": r.arm, "arm_index": r.arm_index, "order": r.order, "worker": w.name}
+        {"id": k * len(p.runs) + r.index, "arm": r.arm, "arm_index": r.arm_index, "order": r.order, "worker": w.name,
+         "treatment": r.treatment if spec.treatments.cells > 1 else None}
         for k, (w, p) in enumerate(plans)
         for r in p.runs
     ]
@@ -125,6 +130,7 @@ def resolve_runs_and_seed(spec: Spec, runs: int | None, seed: int | None) -> tup
     runs_per_arm = runs if runs is not None else spec.runs
     if runs_per_arm < 1:
         raise SpecError(f"--runs must be at least 1, got {runs_per_arm}")
+    check_runs_cover(spec.treatments, runs_per_arm, spec.path)
     return runs_per_arm, seed if seed is not None else spec.seed if spec.seed is not None else draw_seed()
 
 

@@ -19,6 +19,12 @@ def render_plan(doc: dict[str, Any], console: Console) -> None:
                   f"{doc['total_runs']} runs, {doc['total_trials']} trials; seed {doc['seed']}{seed_note}", markup=False, highlight=False)
     console.print(f"Reset before every run: {doc['reset'] or '(none: runs will not start from a clean state)'}", markup=False, highlight=False)
     console.print(_random_orders(doc), markup=False, highlight=False)
+    cells = doc.get("treatments") or []
+    if cells:
+        console.print(f"Treatments: {len(cells)}, each run carries one (both runs of a pair the same), "
+                      "in randomized complete blocks:", markup=False, highlight=False)
+        for cell in cells:
+            console.print("  " + _cell_text(cell, short=False), markup=False, highlight=False)
     for warning in doc.get("warnings") or ():
         console.print(f"warning: {warning}", markup=False, highlight=False, style="yellow")
     workers = doc.get("workers") or []
@@ -68,7 +74,24 @@ def _render_runs(runs: list[dict[str, Any]], console: Console) -> None:
     table = Table(show_edge=False, header_style="bold" if console.is_terminal else "")
     table.add_column("run", justify="right")
     table.add_column("arm")
+    treated = any("treatment" in r for r in runs)
+    if treated:
+        table.add_column("treatment")
     table.add_column("order")
     for r in runs:
-        table.add_row(str(r["run"]), r["arm"], " → ".join(r["order"]))
+        cell = [_cell_text(r["treatment"], short=True)] if treated else []
+        table.add_row(str(r["run"]), r["arm"], *cell, " → ".join(r["order"]))
     console.print(table)
+
+
+def _cell_text(cell: dict[str, Any], *, short: bool) -> str:
+    """A treatment as the plan shows it: "c3 strace gov=on", or with the context's values."""
+    words = [str(cell["context"])] if "context" in cell else []
+    if not short and "context" in cell:
+        details = [f"{k} {' '.join(v) if isinstance(v, list) else v}" for k, v in cell.items()
+                   if k not in ("context", "observer", "factors")]
+        words = [f"{cell['context']} ({', '.join(details)})"]
+    if "observer" in cell:
+        words.append(f"observer {cell['observer']}" if not short else str(cell["observer"]))
+    words += [f"{name}={level}" for name, level in (cell.get("factors") or {}).items()]
+    return " ".join(words)

@@ -41,7 +41,8 @@ CREATE TABLE IF NOT EXISTS runs (
     arm_index INTEGER NOT NULL,
     test_order TEXT NOT NULL,        -- JSON list of test ids
     status TEXT NOT NULL DEFAULT 'planned',  -- planned | running | done | failed
-    worker TEXT NOT NULL DEFAULT 'local'     -- the worker that carries this run out
+    worker TEXT NOT NULL DEFAULT 'local',    -- the worker that carries this run out
+    treatment INTEGER                -- index into meta "treatments" (contexts, observer, factors); NULL: none
 );
 CREATE TABLE IF NOT EXISTS attempts (
     id INTEGER PRIMARY KEY,
@@ -129,6 +130,7 @@ _ADDED_COLUMNS = (
     ("trials", "boot_id", "TEXT"),
     ("trials", "spawn", "TEXT"),
     ("trials", "leftovers", "INTEGER"),
+    ("runs", "treatment", "INTEGER"),
 )
 
 
@@ -172,8 +174,9 @@ class Journal:
                 [(i, t["name"], t["command"], json.dumps(t["metrics"])) for i, t in enumerate(tests)],
             )
             conn.executemany(
-                "INSERT INTO runs(id, arm, arm_index, test_order, worker) VALUES (?, ?, ?, ?, ?)",
-                [(r["id"], r["arm"], r["arm_index"], json.dumps(list(r["order"])), r.get("worker", "local")) for r in runs],
+                "INSERT INTO runs(id, arm, arm_index, test_order, worker, treatment) VALUES (?, ?, ?, ?, ?, ?)",
+                [(r["id"], r["arm"], r["arm_index"], json.dumps(list(r["order"])), r.get("worker", "local"), r.get("treatment"))
+                 for r in runs],
             )
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("PRAGMA wal_checkpoint(FULL)")
@@ -219,9 +222,10 @@ class Journal:
 
     @_locked
     def runs(self) -> list[dict[str, Any]]:
-        rows = self.conn.execute("SELECT id, arm, arm_index, test_order, status, worker FROM runs ORDER BY id").fetchall()
+        rows = self.conn.execute("SELECT id, arm, arm_index, test_order, status, worker, treatment FROM runs ORDER BY id").fetchall()
         return [
-            {"id": i, "arm": a, "arm_index": ai, "order": json.loads(o), "status": s, "worker": w} for i, a, ai, o, s, w in rows
+            {"id": i, "arm": a, "arm_index": ai, "order": json.loads(o), "status": s, "worker": w, "treatment": t}
+            for i, a, ai, o, s, w, t in rows
         ]
 
     @_locked

@@ -1,0 +1,312 @@
+"""The spec's treatments: what a user varies on purpose besides the order (CONTRACT.md
+"Measurement context, instrumentation, factors and comparisons").
+
+- `[context]`: variant generation (Mytkowicz et al., ASPLOS 2009): environment padding,
+  working-directory length, CPU pinning, ASLR and link order, varied over `variants` contexts
+  drawn from the seed; a test's result should not depend on them.
+- `[observer]`: instrumentation levels (a wrapper command per level); does measuring change
+  what is measured?
+- `[[factor]]`: two-level factors crossed in a full 2^k design (Jain ch. 17-18; Nogueira et al.),
+  a level applied by a setup command before a run and/or an environment variable.
+- `[[compare]]`: claims "a is better than b" on a metric, answered per arm and per context.
+
+Parsed and validated here (every error names the file and the key, exit 2); design/treatments.py
+crosses them into the treatments each run carries.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:
+    from benchsage.spec import TestSpec, _Where
+
+CONTEXT_DIMENSIONS = ("env_bytes", "cwd_bytes", "cpus", "aslr", "link_order")
+DEFAULT_VARIANTS = 8
+MAX_CWD_BYTES = 3000  # the drawn directory stays well inside PATH_MAX (4096) with the base path
+MAX_ENV_BYTES = 1 << 20
+
+_CONTEXT_KEYS = {"variants", *CONTEXT_DIMENSIONS}
+_LINK_KEYS = {"objects", "build"}
+_OBSERVER_KEYS = {"levels"}
+_FACTOR_KEYS = {"name", "levels", "setup", "env"}
+_COMPARE_KEYS = {"a", "b", "metric"}
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class LinkOrder:
+    objects: tuple[str, ...]
+    build: str  # with {objects}: the objects in the drawn order, separated by spaces
+
+
+@dataclass(frozen=True)
+class ContextSpec:
+    """What varies between contexts; None for a dimension that does not."""
+
+    variants: int
+    env_bytes: tuple[int, int] | None = None
+    cwd_bytes: tuple[int, int] | None = None
+    cpus: tuple[tuple[int, ...], ...] | None = None
+    aslr: tuple[bool, ...] | None = None
+    link_order: LinkOrder | None = None
+
+    @property
+    def dimensions(self) -> tuple[str, ...]:
+        return tuple(d for d in CONTEXT_DIMENSIONS if getattr(self, d) is not None)
+
+
+@dataclass(frozen=True)
+class ObserverSpec:
+    """Instrumentation levels in declared order: (name, wrapper words before the command)."""
+
+    levels: tuple[tuple[str, str], ...]
+
+    @property
+    def baseline(self) -> str:
+        """The lightest level, against which the others are measured: the one without a
+        wrapper, else the first listed."""
+        return next((name for name, wrapper in self.levels if not wrapper.strip()), self.levels[0][0])
+
+
+@dataclass(frozen=True)
+class FactorSpec:
+    name: str
+    levels: tuple[str, str]  # low (first listed), high (second)
+    setup: str | None = None  # run before a run at a level; {level} is replaced by it
+    env: str | None = None  # the level is exported to the tests under this name
+
+
+@dataclass(frozen=True)
+class CompareSpec:
+    a: str
+    b: str
+    metric: str | None = None  # None: the tests' primary metric
+
+
+@dataclass(frozen=True)
+class Treatments:
+    context: ContextSpec | None = None
+    observer: ObserverSpec | None = None
+    factors: tuple[FactorSpec, ...] = ()
+    compare: tuple[CompareSpec, ...] = ()
+
+    @property
+    def cells(self) -> int:
+        """How many distinct treatments a run can carry (the order arm aside)."""
+        n = self.context.variants if self.context else 1
+        n *= len(self.observer.levels) if self.observer else 1
+        return n * 2 ** len(self.factors)
+
+    def describe_cells(self) -> str:
+        parts = []
+        if self.context:
+            parts.append(f"{self.context.variants} contexts")
+        if self.observer:
+            parts.append(f"{len(self.observer.levels)} observer levels")
+        if self.factors:
+            parts.append(f"2^{len(self.factors)} factor levels")
+        return " x ".join(parts)
+
+
+def parse_treatments(w: _Where, doc: Mapping[str, Any], tests: list[TestSpec]) -> Treatments:
+    return Treatments(
+        context=_context(w, doc.get("context")),
+        observer=_observer(w, doc.get("observer")),
+        factors=_factors(w, doc.get("factor")),
+        compare=_compare(w, doc.get("compare"), tests),
+    )
+
+
+def check_coverage(w: _Where, treatments: Treatments, runs: int, where: str = "[experiment]", key: str = "runs") -> None:
+    """Every treatment needs a run in each arm: more treatments than runs is an error."""
+    cells = treatments.cells
+    if cells > runs:
+        raise w.error(where, f"key '{key}' = {runs} cannot cover the {cells} treatments ({treatments.describe_cells()}): "
+                             f"each needs a run in each arm; set {key} to at least {cells} "
+                             f"(a multiple of {cells} keeps them balanced)")
+
+
+def _table(w: _Where, where: str, value: Any, allowed: set[str]) -> dict[str, Any]:
+    from benchsage.spec import _check_keys, _type_name
+
+    if not isinstance(value, dict):
+        raise w.error("", f"'{where.strip('[]')}' must be a table ({where}), got {_type_name(value)}")
+    _check_keys(w, where, value, allowed)
+    return value
+
+
+def _range(w: _Where, table: Mapping[str, Any], key: str, limit: int) -> tuple[int, int] | None:
+    if key not in table:
+        return None
+    value = table[key]
+    ok = isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    if not ok:
+        raise w.error("[context]", f"key '{key}' must be [low, high] (two integers, bytes), got {value!r}")
+    low, high = value
+    if low < 0 or high < low:
+        raise w.error("[context]", f"key '{key}' must be [low, high] with 0 <= low <= high, got [{low}, {high}]"
+                                   + (" (inverted)" if high < low else ""))
+    if high > limit:
+        raise w.error("[context]", f"key '{key}': at most {limit} bytes, got {high}")
+    return (low, high)
+
+
+def _context(w: _Where, value: Any) -> ContextSpec | None:
+    if value is None:
+        return None
+    from benchsage.execute.cpus import parse_cpu_list
+    from benchsage.spec import _integer
+
+    table = _table(w, "[context]", value, _CONTEXT_KEYS)
+    variants = _integer(w, "[context]", table, "variants", DEFAULT_VARIANTS, minimum=2)
+    cpus = None
+    if "cpus" in table:
+        raw = table["cpus"]
+        if not isinstance(raw, list) or not raw or not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in raw):
+            raise w.error("[context]", f"key 'cpus' must be a non-empty array of CPU lists (e.g. [\"0\", \"1\"]), got {raw!r}")
+        lists = []
+        for item in raw:
+            try:
+                lists.append(tuple(parse_cpu_list(str(item))))
+            except ValueError as exc:
+                raise w.error("[context]", f"key 'cpus': {exc}") from None
+        cpus = tuple(lists)
+    aslr = None
+    if "aslr" in table:
+        raw = table["aslr"]
+        if not isinstance(raw, list) or not raw or not all(isinstance(v, bool) for v in raw):
+            raise w.error("[context]", f"key 'aslr' must be a non-empty array of true/false, got {raw!r}")
+        aslr = tuple(dict.fromkeys(raw))
+    link = None
+    if "link_order" in table:
+        raw = table["link_order"]
+        if not isinstance(raw, dict):
+            raise w.error("[context]", "key 'link_order' must be a table {objects = [...], build = \"... {objects} ...\"}")
+        from benchsage.spec import _check_keys, _string, _string_list
+
+        _check_keys(w, "[context] link_order", raw, _LINK_KEYS)
+        objects = _string_list(w, "[context] link_order", raw, "objects", required=True)
+        if len(objects) < 2 or len(set(objects)) != len(objects):
+            raise w.error("[context] link_order", f"key 'objects' must list at least two distinct objects, got {list(objects)!r}")
+        build = _string(w, "[context] link_order", raw, "build", required=True)
+        assert build is not None
+        if "{objects}" not in build:
+            raise w.error("[context] link_order", "key 'build' must contain {objects} (where the objects go, in the drawn order)")
+        link = LinkOrder(objects, build)
+    context = ContextSpec(
+        variants=int(variants or DEFAULT_VARIANTS),
+        env_bytes=_range(w, table, "env_bytes", MAX_ENV_BYTES),
+        cwd_bytes=_range(w, table, "cwd_bytes", MAX_CWD_BYTES),
+        cpus=cpus,
+        aslr=aslr,
+        link_order=link,
+    )
+    if not context.dimensions:
+        raise w.error("[context]", "nothing to vary: give at least one of " + ", ".join(CONTEXT_DIMENSIONS))
+    return context
+
+
+def _observer(w: _Where, value: Any) -> ObserverSpec | None:
+    if value is None:
+        return None
+    table = _table(w, "[observer]", value, _OBSERVER_KEYS)
+    levels = table.get("levels")
+    if not isinstance(levels, dict) or len(levels) < 2:
+        raise w.error("[observer]", "key 'levels' must be a table of at least two levels, name = \"wrapper\" "
+                                    "(e.g. {none = \"\", strace = \"strace -f -o /dev/null --\"})")
+    out = []
+    for name, wrapper in levels.items():
+        if not isinstance(wrapper, str):
+            raise w.error("[observer]", f"levels.{name} must be a string (the wrapper command, \"\" for none), got {wrapper!r}")
+        if not _NAME.match(name):
+            raise w.error("[observer]", f"level name {name!r} must be a word (letters, digits, _ . -)")
+        out.append((name, wrapper.strip()))
+    if sum(1 for _, wrapper in out if not wrapper) > 1:
+        raise w.error("[observer]", "key 'levels': only one level can have no wrapper")
+    return ObserverSpec(tuple(out))
+
+
+def _factors(w: _Where, value: Any) -> tuple[FactorSpec, ...]:
+    if value is None:
+        return ()
+    from benchsage.spec import _check_keys, _string, _type_name
+
+    if not isinstance(value, list):
+        raise w.error("", f"'factor' must be an array of tables ([[factor]]), got {_type_name(value)}")
+    out: list[FactorSpec] = []
+    for i, item in enumerate(value, 1):
+        here = f"[[factor]] #{i}"
+        if not isinstance(item, dict):
+            raise w.error(here, f"must be a table, got {_type_name(item)}")
+        _check_keys(w, here, item, _FACTOR_KEYS)
+        name = _string(w, here, item, "name", required=True)
+        assert name is not None
+        if not _NAME.match(name):
+            raise w.error(here, f"key 'name' must be a word (letters, digits, _ . -), got {name!r}")
+        here = f"[[factor]] #{i} ('{name}')"
+        if any(f.name == name for f in out):
+            raise w.error(here, f"duplicate factor name '{name}'")
+        levels = item.get("levels")
+        if not isinstance(levels, list) or not all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in levels):
+            raise w.error(here, f"key 'levels' must be an array of exactly two levels, got {levels!r}")
+        if len(levels) != 2:
+            raise w.error(here, f"key 'levels' must list exactly two levels (a 2^k design), got {len(levels)}: {levels!r}")
+        low, high = (str(v) for v in levels)
+        if low == high:
+            raise w.error(here, f"key 'levels' must list two different levels, got {low!r} twice")
+        setup = _string(w, here, item, "setup")
+        env = _string(w, here, item, "env")
+        if env is not None and not _ENV_NAME.match(env):
+            raise w.error(here, f"key 'env' must be an environment variable name, got {env!r}")
+        if not (setup or "").strip() and env is None:
+            raise w.error(here, "needs 'setup' (a command run before each run at a level, {level} replaced) or 'env' "
+                                "(a variable the tests see), or both: otherwise its levels change nothing")
+        out.append(FactorSpec(name, (low, high), setup or None, env))
+    return tuple(out)
+
+
+def _compare(w: _Where, value: Any, tests: list[TestSpec]) -> tuple[CompareSpec, ...]:
+    if value is None:
+        return ()
+    from benchsage.spec import _check_keys, _string, _type_name
+    from benchsage.store.table import HARNESS_METRIC_INFO
+
+    if not isinstance(value, list):
+        raise w.error("", f"'compare' must be an array of tables ([[compare]]), got {_type_name(value)}")
+    by_name = {t.name: t for t in tests}
+    out = []
+    for i, item in enumerate(value, 1):
+        here = f"[[compare]] #{i}"
+        if not isinstance(item, dict):
+            raise w.error(here, f"must be a table, got {_type_name(item)}")
+        _check_keys(w, here, item, _COMPARE_KEYS)
+        names = []
+        for key in ("a", "b"):
+            name = _string(w, here, item, key, required=True)
+            assert name is not None
+            if name not in by_name:
+                listing = ", ".join(repr(n) for n in list(by_name)[:8]) + (", ..." if len(by_name) > 8 else "")
+                raise w.error(here, f"key '{key}' names test {name!r}, which is not a test of this spec (tests: {listing})")
+            names.append(name)
+        a, b = names
+        if a == b:
+            raise w.error(here, f"keys 'a' and 'b' name the same test {a!r}")
+        metric = _string(w, here, item, "metric")
+        if metric is not None:
+            for name in names:
+                own = {m.name for m in by_name[name].metrics}
+                if metric not in own and metric not in HARNESS_METRIC_INFO:
+                    known = sorted(own) + sorted(HARNESS_METRIC_INFO)
+                    raise w.error(here, f"key 'metric' names {metric!r}, which test {name!r} does not record "
+                                        f"(it records: {', '.join(known)})")
+        else:
+            pa, pb = by_name[a].primary_metrics, by_name[b].primary_metrics
+            if pa[0] != pb[0]:
+                raise w.error(here, f"tests {a!r} and {b!r} have different primary metrics ({pa[0]!r}, {pb[0]!r}): "
+                                    "name the one to compare with key 'metric'")
+        out.append(CompareSpec(a, b, metric))
+    return tuple(out)

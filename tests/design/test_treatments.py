@@ -1,0 +1,140 @@
+"""Treatments in the plan: contexts drawn from the seed and stratified, cells crossed, runs
+assigned in randomized complete blocks with both runs of a pair in the same cell; a spec
+without treatments plans what it planned before; bad treatment specs are one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from benchsage.design.plan import FIXED, make_plan
+from benchsage.design.treatments import assign_cells, draw_contexts, treatment_cells
+from benchsage.errors import SpecError
+from benchsage.spec import load_spec
+from benchsage.treatments import ContextSpec, LinkOrder
+
+TESTS = '[[test]]\nname = "o3"\ncommand = "./o3"\n[[test]]\nname = "o2"\ncommand = "./o2"\n'
+
+
+def spec_of(tmp_path: Path, body: str, runs: int = 8):
+    path = tmp_path / "experiment.toml"
+    path.write_text(f'[experiment]\nname = "t"\nruns = {runs}\nseed = 4\n' + TESTS + body)
+    return load_spec(str(path))
+
+
+def test_contexts_are_stratified_balanced_crossed_and_drawn_from_the_seed() -> None:
+    spec = ContextSpec(variants=8, env_bytes=(0, 4095), cwd_bytes=(10, 10), cpus=((0,), (1,)), aslr=(True, False),
+                       link_order=LinkOrder(("a.o", "b.o", "c.o"), "make {objects}"))
+    contexts = draw_contexts(spec, seed=11)
+    assert [c.index for c in contexts] == list(range(8))
+    # one environment size in each eighth of the range
+    assert sorted(c.env_bytes // 512 for c in contexts) == list(range(8))
+    assert {c.cwd_bytes for c in contexts} == {10}
+    assert Counter(c.cpus for c in contexts) == {(0,): 4, (1,): 4}
+    assert Counter(c.aslr for c in contexts) == {True: 4, False: 4}
+    assert all(sorted(c.link_order) == ["a.o", "b.o", "c.o"] for c in contexts)
+    assert len({c.link_order for c in contexts}) > 1
+    assert draw_contexts(spec, seed=11) == contexts
+    assert draw_contexts(spec, seed=12) != contexts
+    # dimensions are permuted apart: the environment size does not follow the ASLR setting
+    assert [c.aslr for c in sorted(contexts, key=lambda c: c.env_bytes)] != sorted(c.aslr for c in contexts)
+
+
+def test_cells_cross_contexts_observer_levels_and_factors(tmp_path: Path) -> None:
+    spec = spec_of(tmp_path, '[context]\nvariants = 3\naslr = [true, false]\n'
+                             '[observer]\nlevels = {none = "", strace = "strace -o /dev/null --"}\n'
+                             '[[factor]]\nname = "smt"\nlevels = ["off", "on"]\nenv = "SMT"\n'
+                             '[[factor]]\nname = "gov"\nlevels = ["powersave", "performance"]\nsetup = "echo {level}"\n',
+                   runs=24)
+    cells = treatment_cells(spec.treatments, 4)
+    assert len(cells) == spec.treatments.cells == 3 * 2 * 4
+    assert len({(c.context.index, c.observer, c.factors) for c in cells}) == 24
+    assert cells[0].factors == (("smt", "off"), ("gov", "powersave"))
+    assert cells[0].labels() == {"context": "c1", "observer": "none", "factor:smt": "off", "factor:gov": "powersave"}
+    assert spec.treatments.observer.baseline == "none"
+
+
+@pytest.mark.parametrize("runs, cells", [(12, 4), (10, 4), (5, 5), (7, 1)])
+def test_runs_go_through_the_cells_in_randomized_complete_blocks(runs: int, cells: int) -> None:
+    assigned = assign_cells(cells, runs, seed=3)
+    assert len(assigned) == runs
+    for start in range(0, runs - runs % cells, cells):
+        assert sorted(assigned[start:start + cells]) == list(range(cells))  # every block is complete
+    counts = Counter(assigned)
+    assert max(counts.values()) - min(counts.get(c, 0) for c in range(cells)) <= 1
+
+
+def test_both_runs_of_a_pair_share_the_cell_and_no_cell_comes_all_first(tmp_path: Path) -> None:
+    spec = spec_of(tmp_path, '[context]\nvariants = 4\nenv_bytes = [0, 1000]\n', runs=16)
+    cells = treatment_cells(spec.treatments, 4)
+    plan = make_plan(["o3", "o2"], 16, 4, treatments=cells)
+    by_pair: dict[int, set[int]] = {}
+    for run in plan.runs:
+        by_pair.setdefault(run.arm_index, set()).add(run.treatment)
+    assert all(len(v) == 1 for v in by_pair.values())
+    per_arm = Counter((run.arm, run.treatment) for run in plan.runs)
+    assert set(per_arm.values()) == {4}  # 16 runs per arm over 4 cells, in both arms
+    first_half = {run.treatment for run in plan.runs[:16]}
+    assert first_half == {0, 1, 2, 3}  # interleaved in time: every cell in the first half
+
+
+def test_a_spec_without_treatments_plans_what_it_planned_before() -> None:
+    plain = make_plan(["a", "b", "c"], 6, 99)
+    assert all(run.treatment == 0 for run in plain.runs)
+    with_one = make_plan(["a", "b", "c"], 6, 99, treatments=None)
+    assert [(r.arm, r.order) for r in plain.runs] == [(r.arm, r.order) for r in with_one.runs]
+    assert [r.arm for r in plain.runs if r.arm_index == 0].count(FIXED) == 1
+
+
+def test_plan_json_lists_each_runs_treatment(tmp_path: Path) -> None:
+    path = tmp_path / "experiment.toml"
+    path.write_text('[experiment]\nname = "t"\nruns = 4\nseed = 4\n' + TESTS + '[context]\nvariants = 2\naslr = [true, false]\n')
+    done = subprocess.run([sys.executable, "-m", "benchsage", "plan", str(path), "--json"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert [c["context"] for c in doc["treatments"]] == ["c1", "c2"]
+    assert sorted(c["aslr"] for c in doc["treatments"]) == [False, True]
+    assert Counter(r["treatment"]["context"] for r in doc["runs"]) == {"c1": 4, "c2": 4}
+    # `run` says plainly that it does not apply them yet, and measures nothing
+    ran = subprocess.run([sys.executable, "-m", "benchsage", "run", str(path), "-o", str(tmp_path / "out")],
+                         capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    assert ran.returncode == 2 and "[context]" in ran.stderr and "Traceback" not in ran.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("body, runs, expected", [
+    ('[[factor]]\nname = "smt"\nlevels = ["off", "on", "auto"]\nenv = "SMT"\n', 8,
+     "[[factor]] #1 ('smt'): key 'levels' must list exactly two levels (a 2^k design), got 3"),
+    ('[[factor]]\nname = "smt"\nlevels = ["on"]\nenv = "SMT"\n', 8, "must list exactly two levels"),
+    ('[[factor]]\nname = "smt"\nlevels = ["off", "on"]\n', 8, "needs 'setup'"),
+    ('[context]\nenv_bytes = [4096, 0]\n', 8, "[context]: key 'env_bytes' must be [low, high] with 0 <= low <= high, got [4096, 0] (inverted)"),
+    ('[context]\ncwd_bytes = []\n', 8, "[context]: key 'cwd_bytes' must be [low, high]"),
+    ('[context]\ncpus = []\n', 8, "[context]: key 'cpus' must be a non-empty array"),
+    ('[context]\naslr = []\n', 8, "[context]: key 'aslr' must be a non-empty array"),
+    ('[context]\nvariants = 4\n', 8, "[context]: nothing to vary"),
+    ('[context]\nvariants = 4\nlink_order = {objects = ["a.o", "b.o"], build = "make"}\n', 8, "must contain {objects}"),
+    ('[context]\nvariants = 12\naslr = [true, false]\n', 8,
+     "[experiment]: key 'runs' = 8 cannot cover the 12 treatments (12 contexts): each needs a run in each arm"),
+    ('[observer]\nlevels = {none = ""}\n', 8, "[observer]: key 'levels' must be a table of at least two levels"),
+    ('[[compare]]\na = "o3"\nb = "o4"\n', 8, "[[compare]] #1: key 'b' names test 'o4', which is not a test of this spec"),
+    ('[[compare]]\na = "o3"\nb = "o2"\nmetric = "throughput"\n', 8, "key 'metric' names 'throughput', which test 'o3' does not record"),
+    ('[[compare]]\na = "o3"\nb = "o3"\n', 8, "keys 'a' and 'b' name the same test 'o3'"),
+])
+def test_bad_treatments_are_one_line_errors_naming_the_key(tmp_path: Path, body: str, runs: int, expected: str) -> None:
+    with pytest.raises(SpecError) as info:
+        spec_of(tmp_path, body, runs=runs)
+    message = str(info.value)
+    assert expected in message and "\n" not in message and "experiment.toml" in message
+
+
+def test_runs_on_the_command_line_are_checked_against_the_treatments(tmp_path: Path) -> None:
+    path = tmp_path / "experiment.toml"
+    path.write_text('[experiment]\nname = "t"\nruns = 8\n' + TESTS + '[context]\nvariants = 8\naslr = [true, false]\n')
+    done = subprocess.run([sys.executable, "-m", "benchsage", "plan", str(path), "--runs", "3"], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "--runs 3 cannot cover the 8 treatments" in done.stderr and len(done.stderr.strip().splitlines()) == 1
