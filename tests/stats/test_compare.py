@@ -22,6 +22,7 @@ from benchsage.stats.compare import (
     holds_in,
     mann_whitney,
     ratio_ci,
+    ratio_ci_bonett_price,
     summarize_contexts,
     u_cdf_exact,
 )
@@ -116,6 +117,42 @@ def test_ratio_ci_with_ties_against_brute_force():
     ci, method = ratio_ci(a, b)
     assert method == "bauer-normal"
     assert ci == _brute_ratio_ci(a, b)
+
+
+def _bonett_price_reference(a, b, level=0.95):
+    """Price & Bonett (2002) from their formulas, with scipy.stats' distributions."""
+
+    def log_median_var(x):
+        s, n = np.sort(np.log(x)), len(x)
+        c = max(1, round((n + 1) / 2 - math.sqrt(n)))
+        z = stats.norm.ppf(1 - stats.binom.cdf(c - 1, n, 0.5))
+        return ((s[n - c] - s[c - 1]) / (2 * z)) ** 2
+
+    centre = math.log(np.median(a) / np.median(b))
+    half = stats.norm.ppf((1 + level) / 2) * math.sqrt(log_median_var(a) + log_median_var(b))
+    return math.exp(centre - half), math.exp(centre + half)
+
+
+@pytest.mark.parametrize("m,n,seed", [(5, 5, 1), (10, 17, 2), (50, 80, 3)])
+def test_bonett_price_interval(m, n, seed):
+    rng = np.random.default_rng(seed)
+    a, b = rng.lognormal(0.0, 0.3, m), 0.9 + rng.exponential(0.2, n)
+    ci, method = ratio_ci_bonett_price(a, b)
+    ref = _bonett_price_reference(a, b)
+    assert method == "bonett-price"
+    assert ci == (pytest.approx(ref[0], rel=1e-12), pytest.approx(ref[1], rel=1e-12))
+    r = compare(a, b, ci_method="bonett-price")
+    assert r.ci == ci and r.ci_method == "bonett-price" and r.ci[0] < r.ratio < r.ci[1]
+    swapped = compare(b, a, ci_method="bonett-price")
+    assert swapped.ci == (pytest.approx(1 / ci[1], rel=1e-12), pytest.approx(1 / ci[0], rel=1e-12))
+    assert compare(a * 1e-3, b * 1e-3, ci_method="bonett-price").ci == (pytest.approx(ci[0], rel=1e-9), pytest.approx(ci[1], rel=1e-9))
+
+
+def test_bonett_price_needs_five_values():
+    assert ratio_ci_bonett_price([1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 4.0, 5.0]) == (None, None)
+    assert compare([1.0] * 5, [2.0] * 6, ci_method="bonett-price").ci is None  # no spread at all
+    with pytest.raises(ValueError, match="unknown ratio interval"):
+        compare([1.0], [1.0], ci_method="bootstrap")
 
 
 def test_large_samples_select_without_all_differences():

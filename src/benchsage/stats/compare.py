@@ -20,6 +20,7 @@ from scipy import special
 from benchsage.stats.correction import adjust
 
 METHODS: tuple[str, ...] = ("mann-whitney", "touati")
+RATIO_CI_METHODS: tuple[str, ...] = ("bauer", "bonett-price")
 MIN_VALUES = 5  # per sample: fewer give no p-value, as for the order analysis (DESIGN.md)
 # Exact null distribution of U below this size on both sides and without ties, as R's
 # wilcox.test; the normal approximation is accurate beyond it.
@@ -45,7 +46,8 @@ class Comparison:
         sample are lower (higher when higher_is_better).
     method: the test that gave p: "mann-whitney", or with the Touati protocol
         "touati:student-t", "touati:welch-t" or "touati:mann-whitney".
-    ci_method: "bauer-exact" or "bauer-normal" (see ratio_ci), None without an interval.
+    ci_method: "bauer-exact" or "bauer-normal" (see ratio_ci), or "bonett-price" (see
+        ratio_ci_bonett_price); None without an interval.
     reason: why this test was used (or why there is no p), in words.
     steps: the preliminary tests of the Touati protocol, (name, p) in the order they ran.
     """
@@ -265,6 +267,48 @@ def ratio_ci(a: np.ndarray, b: np.ndarray, level: float = 0.95) -> tuple[tuple[f
     return (math.exp(low), math.exp(high)), method
 
 
+def median_log_variance(sorted_logs: np.ndarray) -> float:
+    """Bonett & Price's estimate of the variance of the sample median of sorted values (here
+    logs): [(Y(n-c+1) - Y(c)) / (2 z_c)]^2 with c = (n + 1)/2 - sqrt(n) rounded (at least 1) and
+    z_c = Phi^-1(1 - P(B <= c - 1)), B ~ Binomial(n, 1/2): [Y(c), Y(n-c+1)] is the exact
+    order-statistic interval of the median with coverage 1 - 2 P(B <= c - 1), read as a
+    normal interval to give a standard error. NaN below 3 values."""
+    n = len(sorted_logs)
+    if n < 3:
+        return math.nan
+    c = max(1, int(round((n + 1) / 2.0 - math.sqrt(n))))
+    tail = float(special.bdtr(c - 1, n, 0.5))
+    z = float(special.ndtri(1.0 - tail))
+    return ((sorted_logs[n - c] - sorted_logs[c - 1]) / (2.0 * z)) ** 2
+
+
+def ratio_ci_bonett_price(a: np.ndarray, b: np.ndarray, level: float = 0.95) -> tuple[tuple[float, float] | None, str | None]:
+    """Interval for the ratio of the medians of a and b, without assuming the samples share a
+    shape: exp(ln(med a / med b) -+ z sqrt(v_a + v_b)), z = Phi^-1((1 + level) / 2), v the
+    variance of each log median from median_log_variance.
+
+    Price & Bonett (2002), "Distribution-free confidence intervals for difference and ratio of
+    medians", J. Statistical Computation and Simulation 72(2); Bonett & Price (2002),
+    Psychological Methods 7(3). Asymptotic: valid for any continuous distributions as the
+    samples grow, and the right choice when a and b differ in shape (one has a tail the other
+    lacks), where ratio_ci's scale model fails (docs/validation.md). (None, None) below
+    MIN_VALUES values in a sample or when the estimate is degenerate (the order statistics used
+    are equal).
+    """
+    level = _check_level(level)
+    la = np.sort(np.log(np.asarray(a, dtype=np.float64)))
+    lb = np.sort(np.log(np.asarray(b, dtype=np.float64)))
+    if min(len(la), len(lb)) < MIN_VALUES:  # an asymptotic interval means nothing on fewer
+        return None, None
+    var = median_log_variance(la) + median_log_variance(lb)
+    if not math.isfinite(var) or var <= 0:
+        return None, None
+    # centred on the log of the reported ratio (for an even n the median of the logs differs)
+    centre = math.log(float(np.median(a)) / float(np.median(b)))
+    half = float(special.ndtri((1.0 + level) / 2.0)) * math.sqrt(var)
+    return (math.exp(centre - half), math.exp(centre + half)), "bonett-price"
+
+
 # --- the tests --------------------------------------------------------------------------------
 
 
@@ -414,10 +458,14 @@ def compare(
     higher_is_better: bool = False,
     method: str = "mann-whitney",
     shapiro_always: bool = False,
+    ci_method: str = "bauer",
 ) -> Comparison:
     """Compare sample a with sample b (e.g. wall times of tests "o3" and "o2").
 
-    ratio = median(a) / median(b) with the distribution-free interval of ratio_ci at `level`.
+    ratio = median(a) / median(b) with its interval at `level`: ci_method "bauer" (the default)
+    is ratio_ci, exact when a is a constant factor times b in distribution and the interval
+    that goes with the Mann-Whitney test; "bonett-price" is ratio_ci_bonett_price, which
+    targets the ratio of medians whatever the two shapes, asymptotically.
     method "mann-whitney" (the default, as benchstat): the two-sided Mann-Whitney U test
     (see mann_whitney). method "touati": Touati et al.'s Speedup-Test protocol (see _touati);
     `method` in the result then names the test it chose and `reason` why.
@@ -433,17 +481,20 @@ def compare(
     level = _check_level(level)
     if method not in METHODS:
         raise ValueError(f"unknown comparison method {method!r}: expected one of {', '.join(METHODS)}")
+    if ci_method not in RATIO_CI_METHODS:
+        raise ValueError(f"unknown ratio interval {ci_method!r}: expected one of {', '.join(RATIO_CI_METHODS)}")
+    interval = ratio_ci if ci_method == "bauer" else ratio_ci_bonett_price
     x, y = _sample(a, "a"), _sample(b, "b")
     m, n = len(x), len(y)
 
     ratio: float | None = None
     ci: tuple[float, float] | None = None
-    ci_method: str | None = None
+    named: str | None = None
     notes: list[str] = []
     if m and n:
         if np.all(x > 0) and np.all(y > 0):
             ratio = float(np.median(x) / np.median(y))
-            ci, ci_method = ratio_ci(x, y, level)
+            ci, named = interval(x, y, level)
             if ci is None:
                 notes.append(f"too few values for a {level:.0%} interval of the ratio ({m} and {n})")
         else:
@@ -452,10 +503,10 @@ def compare(
     default_method = "touati" if method == "touati" else "mann-whitney"
     if m < MIN_VALUES or n < MIN_VALUES:
         reason = f"fewer than {MIN_VALUES} values in a sample ({m} and {n}): no test"
-        return Comparison(ratio, ci, None, None, default_method, ci_method, m, n, alpha, level, higher_is_better, "; ".join([reason, *notes]))
+        return Comparison(ratio, ci, None, None, default_method, named, m, n, alpha, level, higher_is_better, "; ".join([reason, *notes]))
     if np.ptp(np.concatenate([x, y])) == 0:
         reason = "every value is equal: no test"
-        return Comparison(ratio, ci, None, None, default_method, ci_method, m, n, alpha, level, higher_is_better, "; ".join([reason, *notes]))
+        return Comparison(ratio, ci, None, None, default_method, named, m, n, alpha, level, higher_is_better, "; ".join([reason, *notes]))
 
     if method == "touati":
         test = _touati(x, y, alpha, shapiro_always)
@@ -467,7 +518,7 @@ def compare(
         p=test.p,
         better=_decide(test.p, test.direction, alpha, higher_is_better),
         method=test.method,
-        ci_method=ci_method,
+        ci_method=named,
         n_a=m,
         n_b=n,
         alpha=alpha,
