@@ -159,7 +159,11 @@ def plan(spec: str, runs: int | None, seed: int | None, as_json: bool) -> None:
 def analyze(sources: Sequence[str], fmt: str, alpha: float | None, correction: str | None, ci_method: str, ci_level: float,
             ci_case_rule: str, no_diagnostics: bool, as_json: bool, csv_path: str | None, fail_on_effect: bool) -> None:
     """Analyze experiment directories or data files (tidy CSV, OrderSage CSV)."""
-    analysis, _ = _analyze(sources, fmt, _options(alpha, correction, ci_method, ci_level, ci_case_rule, no_diagnostics))
+    from benchsage._runtime import tune_short_lived_process
+    from benchsage.analyze.pipeline import analyze_sources_only
+
+    tune_short_lived_process()
+    analysis = analyze_sources_only(sources, format=fmt, options=_options(alpha, correction, ci_method, ci_level, ci_case_rule, no_diagnostics))
     if csv_path:
         from benchsage.report.csvout import write_analysis_csv
 

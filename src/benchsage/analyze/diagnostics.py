@@ -364,23 +364,66 @@ def _position_effects(
     min_values: int,
     ranked: _RankCache,
 ) -> Sequence[PositionEffect]:
+    found = _position_parts(table, comp, comp_test, comp_metric, min_values, ranked)
+    if found is None:
+        return ()
+    parts, bins = found
+    return _position_rows(parts, bins, table.test_names, table.metric_names, alpha, correction)
+
+
+# One part of the position-effect rows: the comparisons, and the test (-1: all tests) and metric of each.
+_Part = tuple[_OneVsRest, np.ndarray, np.ndarray]
+
+
+def position_bins(table: TrialTable, comp: np.ndarray, n_comp: int, min_values: int) -> _Bins | None:
+    """The position bins of a table's random-arm rows (None when none has a position)."""
     rows = np.flatnonzero((table.arm == RANDOM) & (table.position >= 0))
     if len(rows) == 0:
-        return ()
+        return None
+    per_comp = np.bincount(comp[rows], minlength=n_comp)
+    return bins_for(int(table.position[rows].max()) + 1, per_comp, min_values)
+
+
+def bins_for(n_positions: int, per_comp: np.ndarray, min_values: int) -> _Bins:
+    """The bins for positions 0..n_positions-1, from the random-arm values per comparison."""
+    typical = float(np.median(per_comp[per_comp > 0]))
+    return _position_bins(n_positions, typical, min_values)
+
+
+def _position_parts(
+    table: TrialTable,
+    comp: np.ndarray,
+    comp_test: np.ndarray,
+    comp_metric: np.ndarray,
+    min_values: int,
+    ranked: _RankCache,
+    *,
+    bins: _Bins | None = None,
+    pooled: list[tuple[np.ndarray, ...]] | None = None,
+) -> tuple[list[_Part], _Bins] | None:
+    """The comparisons of the position effects, uncorrected.
+
+    bins: the bins to use (by default those of this table). pooled: where a caller that
+    examines the tests in batches collects the pooled comparison's values (percentile, ratio,
+    metric, bin of each row) to compare them once all batches are in (pooled_part); then only
+    the per-test part is returned.
+    """
+    rows = np.flatnonzero((table.arm == RANDOM) & (table.position >= 0))
+    if len(rows) == 0:
+        return None
     n_comp = len(comp_test)
     c = comp[rows]
     position = table.position[rows].astype(np.int64)
     value = table.value[rows]
-    n_positions = int(position.max()) + 1
     per_comp = np.bincount(c, minlength=n_comp)
-    typical = float(np.median(per_comp[per_comp > 0]))
-    bins = _position_bins(n_positions, typical, min_values)
+    if bins is None:
+        bins = bins_for(int(position.max()) + 1, per_comp, min_values)
     b = bins.of_position[position]
     n_bins = len(bins.first)
 
     ranks = ranked(rows)
     per_test = _one_vs_rest(value, value, c, b, n_comp, n_bins, min_values, ranks)
-    parts = [(per_test, comp_test[per_test.comp], comp_metric[per_test.comp])]
+    parts: list[_Part] = [(per_test, comp_test[per_test.comp], comp_metric[per_test.comp])]
     if not bins.single:
         # Pool the tests of each metric on a common scale: percentile ranks for the test,
         # value / the test's random-arm median for the effect size.
@@ -390,13 +433,34 @@ def _position_effects(
             ratio = value / medians[c]
         metric = comp_metric[c]
         usable = np.isfinite(ratio)
-        n_metrics = max(len(table.metric_names), 1)
-        pooled = _one_vs_rest(percentile[usable], ratio[usable], metric[usable], b[usable], n_metrics, n_bins, min_values)
-        parts.append((pooled, np.full(len(pooled.comp), -1), pooled.comp))
+        if pooled is not None:
+            small = np.int8 if n_bins <= 127 else np.int64
+            pooled.append((percentile[usable], ratio[usable], metric[usable].astype(np.int32), b[usable].astype(small)))
+        else:
+            n_metrics = max(len(table.metric_names), 1)
+            parts.append(pooled_part(percentile[usable], ratio[usable], metric[usable], b[usable], n_metrics, n_bins, min_values))
+    return parts, bins
 
+
+def pooled_part(percentile: np.ndarray, ratio: np.ndarray, metric: np.ndarray, b: np.ndarray, n_metrics: int, n_bins: int, min_values: int) -> _Part:
+    """The "(all tests)" comparisons of every metric and bin. Rank sums of average ranks are
+    sums of half-integers, exact in any order, and medians are order statistics: the rows may
+    come in any order."""
+    pooled = _one_vs_rest(percentile, ratio, metric, b, n_metrics, n_bins, min_values)
+    return pooled, np.full(len(pooled.comp), -1), pooled.comp
+
+
+def concat_parts(parts: Sequence[_Part]) -> _Part:
+    """Parts of consecutive comparisons (batches of tests) as one part."""
+    fields = ("comp", "cat", "n_at", "n_other", "median_at", "median_other", "h", "p")
+    joined = _OneVsRest(*(np.concatenate([getattr(part, f) for part, _, _ in parts]) for f in fields))
+    return joined, np.concatenate([t for _, t, _ in parts]), np.concatenate([m for _, _, m in parts])
+
+
+def _position_rows(parts: Sequence[_Part], bins: _Bins, test_names: Sequence[str], metric_names: Sequence[str], alpha: float,
+                   correction: str) -> Sequence[PositionEffect]:
     p = np.concatenate([part.p for part, _, _ in parts])
     p_adj, reject = _decide(p, correction, alpha)
-    test_names, metric_names = table.test_names, table.metric_names
     first, last = bins.first.tolist(), bins.last.tolist()
     names = [ALL_TESTS if t < 0 else test_names[t] for _, tests, _ in parts for t in tests.tolist()]
     cat = [k for part, _, _ in parts for k in part.cat.tolist()]
@@ -438,22 +502,37 @@ def _carryover(
     min_values: int,
     ranked: _RankCache,
 ) -> Sequence[Carryover]:
+    part = _carryover_part(table, comp, comp_test, comp_metric, min_values, ranked)
+    if part is None:
+        return ()
+    return _carryover_rows(part, table.test_names, table.metric_names, alpha, correction)
+
+
+def _carryover_part(
+    table: TrialTable, comp: np.ndarray, comp_test: np.ndarray, comp_metric: np.ndarray, min_values: int, ranked: _RankCache
+) -> _Part | None:
+    """The comparisons of the carry-over diagnostic, uncorrected."""
     rows = np.flatnonzero((table.arm == RANDOM) & (table.predecessor != NO_PREDECESSOR_INFO))
     if len(rows) == 0:
-        return ()
+        return None
     n_tests = len(table.test_names)
     pred = table.predecessor[rows].astype(np.int64)
     cat = np.where(pred == FIRST, n_tests, pred)  # the reset is one more "predecessor"
     value = table.value[rows]
     res = _one_vs_rest(value, value, comp[rows], cat, len(comp_test), n_tests + 1, min_values, ranked(rows))
+    return res, comp_test[res.comp], comp_metric[res.comp]
+
+
+def _carryover_rows(part: _Part, test_names: Sequence[str], metric_names: Sequence[str], alpha: float, correction: str) -> Sequence[Carryover]:
+    res, tests, metrics = part
+    n_tests = len(test_names)
     p_adj, reject = _decide(res.p, correction, alpha)
-    test_names, metric_names = table.test_names, table.metric_names
     p_values = _nums(res.p)
     return Rows(
         Carryover,
         {
-            "test": [test_names[t] for t in comp_test[res.comp].tolist()],
-            "metric": [metric_names[m] for m in comp_metric[res.comp].tolist()],
+            "test": [test_names[t] for t in tests.tolist()],
+            "metric": [metric_names[m] for m in metrics.tolist()],
             "after": [RESET if k == n_tests else test_names[k] for k in res.cat.tolist()],
             "n_after": res.n_at.tolist(),
             "n_other": res.n_other.tolist(),
@@ -622,9 +701,11 @@ def _interleaving(table: TrialTable, starts: np.ndarray, alpha: float) -> Interl
     np.minimum.at(place, runs, np.arange(len(runs)))
     ids = np.flatnonzero(place < len(runs))
     rows = np.flatnonzero(known)[place[ids]]
-    arm = table.arm[rows].astype(np.int64)
-    worker = table.worker[rows]
-    start = starts[ids]
+    return interleaving_of_runs(table.arm[rows].astype(np.int64), table.worker[rows], starts[ids], table.worker_names, alpha)
+
+
+def interleaving_of_runs(arm: np.ndarray, worker: np.ndarray, start: np.ndarray, worker_names: Sequence[str], alpha: float) -> Interleaving:
+    """The interleaving verdict from each run's arm, worker and start (runs in id order)."""
     n_fixed, n_random = int((arm == FIXED).sum()), int((arm == RANDOM).sum())
     timed = np.isfinite(start)
     if not timed.any():
@@ -638,7 +719,7 @@ def _interleaving(table: TrialTable, starts: np.ndarray, alpha: float) -> Interl
         order = np.argsort(start[sel], kind="stable")
         ok, detail = _judge(arm[sel][order], alpha)
         verdicts.append(ok)
-        judged.append((ok, detail if len(workers) == 1 else f"worker {table.worker_names[w]}: {detail}"))
+        judged.append((ok, detail if len(workers) == 1 else f"worker {worker_names[w]}: {detail}"))
     # Problems first; a fleet of workers gets a count rather than a line per worker.
     judged.sort(key=lambda item: item[0])
     details = [d for _, d in judged[:MAX_WORKER_DETAILS]]
@@ -679,6 +760,24 @@ def _trends(
     min_values: int,
     by_value: np.ndarray | None = None,
 ) -> Sequence[Trend]:
+    part = _trend_part(table, starts, comp, comp_test, comp_metric, alpha, correction, min_values, by_value)
+    if part is None:
+        return ()
+    return _trend_rows(part, table.test_names, table.metric_names, alpha, correction)
+
+
+def _trend_part(
+    table: TrialTable,
+    starts: np.ndarray,
+    comp: np.ndarray,
+    comp_test: np.ndarray,
+    comp_metric: np.ndarray,
+    alpha: float,
+    correction: str,
+    min_values: int,
+    by_value: np.ndarray | None = None,
+) -> tuple[np.ndarray, ...] | None:
+    """The trend comparisons (test, metric, arm, n, rho, p of each), uncorrected."""
     x = np.full(len(table), np.nan)
     known = table.run >= 0
     if len(starts):
@@ -687,7 +786,7 @@ def _trends(
     x = np.where(np.isnan(x), table.time, x)
     rows = np.flatnonzero(np.isfinite(x))
     if len(rows) == 0:
-        return ()
+        return None
     n_comp = len(comp_test)
     group = comp[rows] * 2 + table.arm[rows].astype(np.int64)
     n = np.bincount(group, minlength=2 * n_comp)
@@ -695,19 +794,23 @@ def _trends(
     # Rows by (comparison, value), refined by arm: by (group, value) without a sort.
     y_order = None if by_value is None else refine_order(_subset_order(by_value, rows, len(table)), group, 2 * n_comp)
     rho, p = spearman_grouped(x[rows], table.value[rows], group, 2 * n_comp, x_in_order=True, y_order=y_order)
-    examined = np.flatnonzero(n >= min_values)
-    p_exam = p[examined]
-    p_adj, reject = _decide(p_exam, correction, alpha)
-    g = examined
-    p_values = _nums(p[g])
+    g = np.flatnonzero(n >= min_values)
+    return comp_test[g // 2], comp_metric[g // 2], g % 2, n[g], rho[g], p[g]
+
+
+def _trend_rows(part: tuple[np.ndarray, ...], test_names: Sequence[str], metric_names: Sequence[str], alpha: float,
+                correction: str) -> Sequence[Trend]:
+    tests, metrics, arms, n, rho, p = part
+    p_adj, reject = _decide(p, correction, alpha)
+    p_values = _nums(p)
     return Rows(
         Trend,
         {
-            "test": [table.test_names[t] for t in comp_test[g // 2].tolist()],
-            "metric": [table.metric_names[m] for m in comp_metric[g // 2].tolist()],
-            "arm": [ARMS[a] for a in (g % 2).tolist()],
-            "n": n[g].tolist(),
-            "spearman_rho": _nums(rho[g]),
+            "test": [test_names[t] for t in tests.tolist()],
+            "metric": [metric_names[m] for m in metrics.tolist()],
+            "arm": [ARMS[a] for a in arms.tolist()],
+            "n": n.tolist(),
+            "spearman_rho": _nums(rho),
             "p": p_values,
             "p_adjusted": _nums(p_adj),
             "significant": _significant(reject, p_values),

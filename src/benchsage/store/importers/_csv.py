@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -135,20 +135,9 @@ def read_columns(
     Absent optional columns are simply missing from the result. Returns the columns and, for
     each required entry, the column that satisfied it.
     """
-    check_file(path)
-    found = header(path)
-    chosen = require_columns(path, found, required)
-    present = set(found)
-    want = _Want(
-        categorical=tuple(c for c in categorical if c in present),
-        numeric=tuple(c for c in (*numeric, *integer) if c in present),
-        lists=tuple(c for c in lists if c in present),
-        integer=tuple(integer),
-        status=status if status in present else None,
-        is_ok=is_ok,
-        needed=tuple(needed),
-        strict=tuple(strict),
-        codes_only=tuple(c for c in codes_only if c in present),
+    found, want, chosen = plan(
+        path, required=required, categorical=categorical, numeric=numeric, integer=integer, lists=lists, status=status,
+        is_ok=is_ok, needed=needed, strict=strict, codes_only=codes_only,
     )
     # The common case, a file without problems, is parsed in one go on all cores. Anything
     # unusual (text in a numeric column, a bad cell, a parse error) is read again below by the
@@ -180,26 +169,73 @@ class _Want:
     codes_only: tuple[str, ...] = ()
 
 
-def _read(path: Path, found: list[str], want: _Want, *, as_text: bool) -> Columns:
+def plan(
+    path: Path,
+    *,
+    required: Sequence[str | tuple[str, ...]],
+    categorical: Sequence[str],
+    numeric: Sequence[str] = (),
+    integer: Sequence[str] = (),
+    lists: Sequence[str] = (),
+    status: str | None = None,
+    is_ok: Callable[[str], bool] = lambda s: True,
+    needed: Sequence[str] = (),
+    strict: Sequence[str] = (),
+    codes_only: Sequence[str] = (),
+) -> tuple[list[str], _Want, dict[str, str]]:
+    """Check the file and its header; the columns it has, what to read of them (read_columns'
+    arguments), and the column that satisfied each required entry."""
+    check_file(path)
+    found = header(path)
+    chosen = require_columns(path, found, required)
+    present = set(found)
+    want = _Want(
+        categorical=tuple(c for c in categorical if c in present),
+        numeric=tuple(c for c in (*numeric, *integer) if c in present),
+        lists=tuple(c for c in lists if c in present),
+        integer=tuple(integer),
+        status=status if status in present else None,
+        is_ok=is_ok,
+        needed=tuple(needed),
+        strict=tuple(strict),
+        codes_only=tuple(c for c in codes_only if c in present),
+    )
+    return found, want, chosen
+
+
+@dataclass
+class Block:
+    """One block of a CSV file as read_blocks gives it: file-wide codes of the categorical
+    columns (into labels, which grow as blocks arrive), numbers, and which rows are ok."""
+
+    offset: int  # file row (0-based, header excluded) of the block's first row
+    rows: int
+    codes: dict[str, np.ndarray]
+    numbers: dict[str, np.ndarray]
+    lists: dict[str, tuple[np.ndarray, ...]]
+    ok: np.ndarray
+    labels: dict[str, "_Labels"]
+
+
+def read_blocks(path: Path, found: list[str], want: _Want, *, as_text: bool, block_bytes: int | None = None) -> Iterator[Block]:
+    """The file block by block, each checked as it arrives (a bad cell raises the one-line
+    DataError naming its line). Raises _Retry when a numeric column holds text and as_text is
+    False: the caller reads again with as_text=True."""
     cat, num, lst, status = want.categorical, want.numeric, want.lists, want.status
     types: dict[str, pa.DataType] = {c: _DICT for c in cat}
     types.update({c: (pa.string() if as_text else pa.float64()) for c in (*num, *lst)})
     try:
         reader = pacsv.open_csv(
             path,
-            read_options=pacsv.ReadOptions(block_size=_BLOCK_BYTES),
+            read_options=pacsv.ReadOptions(block_size=block_bytes or _BLOCK_BYTES),
             convert_options=pacsv.ConvertOptions(column_types=types, include_columns=[*cat, *num, *lst]),
         )
     except (pa.ArrowInvalid, OSError) as err:
         raise _conversion_or_parse(path, err, as_text) from None
 
     global_labels: dict[str, _Labels] = {c: _Labels() for c in cat}
-    code_parts: dict[str, list[np.ndarray]] = {c: [] for c in cat}
-    num_parts: dict[str, list[np.ndarray]] = {c: [] for c in num}
-    list_parts: dict[str, list[tuple[np.ndarray, ...]]] = {c: [] for c in lst}
-    ok_parts: list[np.ndarray] = []
+    good = np.zeros(0, dtype=bool)
     offset = 0
-    batch = None
     while True:
         try:
             batch = reader.read_next_batch()
@@ -208,23 +244,43 @@ def _read(path: Path, found: list[str], want: _Want, *, as_text: bool) -> Column
         except (pa.ArrowInvalid, OSError) as err:
             raise _conversion_or_parse(path, err, as_text) from None
         rows = batch.num_rows
-        for c in cat:
-            code_parts[c].append(global_labels[c].codes(batch.column(c)))
+        codes = {c: global_labels[c].codes(batch.column(c)) for c in cat}
         if status in cat:
             labels = global_labels[status].names
-            good = np.array([want.is_ok(s) for s in labels], dtype=bool)
-            ok = good[code_parts[status][-1]] if len(labels) else np.zeros(rows, dtype=bool)
+            if len(good) != len(labels):  # new status labels in this block
+                good = np.array([want.is_ok(s) for s in labels], dtype=bool)
+            ok = good[codes[status]] if len(labels) else np.zeros(rows, dtype=bool)
         else:
             ok = np.ones(rows, dtype=bool)
-        ok_parts.append(ok)
+        numbers = {}
         for c in num:
             must = ok if c in want.needed else None
-            num_parts[c].append(_numbers(path, batch.column(c), c, offset, must, integer=c in want.integer, strict=c in want.strict))
-        for c in lst:
-            list_parts[c].append(_list_numbers(path, batch.column(c), c, offset, ok))
+            numbers[c] = _numbers(path, batch.column(c), c, offset, must, integer=c in want.integer, strict=c in want.strict)
+        lists = {c: _list_numbers(path, batch.column(c), c, offset, ok) for c in lst}
+        del batch
+        yield Block(offset, rows, codes, numbers, lists, ok, global_labels)
         offset += rows
 
-    del reader, batch
+
+def _read(path: Path, found: list[str], want: _Want, *, as_text: bool) -> Columns:
+    cat, num, lst = want.categorical, want.numeric, want.lists
+    code_parts: dict[str, list[np.ndarray]] = {c: [] for c in cat}
+    num_parts: dict[str, list[np.ndarray]] = {c: [] for c in num}
+    list_parts: dict[str, list[tuple[np.ndarray, ...]]] = {c: [] for c in lst}
+    ok_parts: list[np.ndarray] = []
+    global_labels: dict[str, _Labels] = {c: _Labels() for c in cat}
+    offset = 0
+    for block in read_blocks(path, found, want, as_text=as_text):
+        global_labels = block.labels
+        for c in cat:
+            code_parts[c].append(block.codes[c])
+        ok_parts.append(block.ok)
+        for c in num:
+            num_parts[c].append(block.numbers[c])
+        for c in lst:
+            list_parts[c].append(block.lists[c])
+        offset += block.rows
+
     # Hand the parser's buffers back to the system: the analysis that follows needs the room.
     pa.default_memory_pool().release_unused()
     if offset == 0:

@@ -21,6 +21,24 @@ OPTIONAL = ("metric", "run", "position", "worker", "time", "status", "boot_id")
 _TEXT_COLUMNS = ("test", "order", "metric", "run", "worker", "status", "boot_id")
 
 
+def is_ok(status: str) -> bool:
+    return status.strip().lower() == "ok"
+
+
+# What read_columns reads of a tidy file (tidy_stream.py reads the same, block by block).
+REQUEST: dict[str, Any] = dict(
+    required=REQUIRED,
+    categorical=_TEXT_COLUMNS,
+    numeric=("value", "time"),
+    integer=("position",),
+    status="status",
+    is_ok=is_ok,
+    needed=("value",),
+    strict=("time", "position"),
+    codes_only=("run",),
+)
+
+
 def sniff(columns: Sequence[str]) -> bool:
     return all(c in columns for c in REQUIRED)
 
@@ -32,18 +50,7 @@ def read_tidy(path: str | Path, *, require_both_arms: bool = True) -> TrialTable
     arms of the combined table instead.
     """
     path = Path(path)
-    cols, _ = _csv.read_columns(
-        path,
-        required=REQUIRED,
-        categorical=_TEXT_COLUMNS,
-        numeric=("value", "time"),
-        integer=("position",),
-        status="status",
-        is_ok=lambda s: s.strip().lower() == "ok",
-        needed=("value",),
-        strict=("time", "position"),
-        codes_only=("run",),
-    )
+    cols, _ = _csv.read_columns(path, **REQUEST)
     n, has, ok = cols.n, set(cols.names), cols.ok
     # Columns leave `cols` as they are used, so that a paper-scale file's arrays are not all
     # held twice (file rows, then analysable rows) at the same time.

@@ -1,0 +1,122 @@
+"""Ten times the paper's dataset: `benchsage analyze` of a 23 M-trial tidy CSV against pyarrow
+reading the same file, in one run.
+
+Generates the file if it is missing (generate_paper_dataset.py, 1,880 tests, 23 M trials,
+about 1.5 GiB, into benchmarks/data/ or --dir), reads it once into the page cache, then times,
+alternating and each in its own child process: `pyarrow.csv.read_csv(FILE)` (the baseline; pyarrow
+is only the yardstick here) and `benchsage analyze FILE --format tidy --json`. Each child's peak
+memory is its own ru_maxrss, read with wait4 on that child alone. Prints the times, the ratio,
+the peaks and PASS/FAIL against DESIGN.md's budget: under 1 GiB and within 3x of pyarrow's read.
+
+It also checks that the result is the in-memory analysis's: on --check-file (default: the
+paper-scale file, 2.3 M trials) `benchsage analyze` by blocks and batches and the in-memory
+path (benchsage.analyze.pipeline.analyze_sources) must print the same JSON, byte for byte;
+--check-ten-x compares on the 23 M-trial file as well (the in-memory path needs ~6 GiB there).
+
+    python benchmarks/ten_x.py [--repeat 1] [--dir DIR] [--check-file FILE] [--check-ten-x]
+
+Exit status: 0 when the results are identical (whatever the timings), 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import generate_paper_dataset as gen  # noqa: E402
+from paper_scale import Measurement, benchsage_command, machine, measure  # noqa: E402
+
+TRIALS = 10 * gen.DEFAULT_TRIALS
+MEMORY_BUDGET_MIB = 1024.0
+RATIO_BUDGET = 3.0
+
+PYARROW_READ = "import sys, pyarrow.csv as c; t = c.read_csv(sys.argv[1]); print(t.num_rows)"
+
+# The JSON of both paths in one child per path: the batched one as `benchsage analyze` runs it,
+# the in-memory one as analyze_sources does for any file.
+IN_MEMORY = (
+    "import sys; from benchsage.analyze.pipeline import analyze_sources; "
+    "a, _ = analyze_sources([sys.argv[1]], format='tidy'); sys.stdout.write(a.to_json_text())"
+)
+BATCHED = (
+    "import sys; from benchsage.analyze.batched import analyze_tidy_file; "
+    "a = analyze_tidy_file(sys.argv[1]); "
+    "sys.exit('the file was not analysed in batches') if a is None else sys.stdout.write(a.to_json_text())"
+)
+
+
+def same_result(path: Path, workdir: str) -> tuple[bool, str]:
+    """Whether the batched and the in-memory analysis of `path` print the same JSON."""
+    batched = measure([sys.executable, "-c", BATCHED, str(path)], workdir)
+    in_memory = measure([sys.executable, "-c", IN_MEMORY, str(path)], workdir)
+    same = batched.stdout == in_memory.stdout
+    return same, (f"{path.name}: JSON of the batched and the in-memory analysis {'identical' if same else 'DIFFER'} "
+                  f"({len(batched.stdout):,} bytes; in-memory peak {in_memory.peak_mib:.0f} MiB, batched {batched.peak_mib:.0f} MiB)")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", type=Path, default=None, help="where the 23 M-trial file is generated (default benchmarks/data/)")
+    parser.add_argument("--file", type=Path, default=None, help="time this tidy CSV instead of the generated one")
+    parser.add_argument("--repeat", type=int, default=1, help="measure each command this many times, alternating (median reported)")
+    parser.add_argument("--check-file", type=Path, default=None, help="compare the batched and in-memory JSON on this file (default: the paper-scale file)")
+    parser.add_argument("--check-ten-x", action="store_true", help="also compare on the 23 M-trial file (needs ~6 GiB)")
+    args = parser.parse_args()
+
+    path = args.file or gen.default_path(gen.DEFAULT_TESTS, TRIALS, gen.DEFAULT_SEED)
+    if args.dir is not None and args.file is None:
+        path = args.dir / path.name
+    if not path.exists():
+        print(f"generating {path} ...", flush=True)
+        gen.write(path, gen.DEFAULT_TESTS, TRIALS, gen.DEFAULT_SEED)
+    check = args.check_file or gen.default_path()
+    if not check.exists():
+        print(f"generating {check} ...", flush=True)
+        gen.write(check, gen.DEFAULT_TESTS, gen.DEFAULT_TRIALS, gen.DEFAULT_SEED)
+    with open(path, "rb") as fh:  # both children then read the file from the page cache
+        while fh.read(1 << 24):
+            pass
+
+    print(f"file: {path} ({path.stat().st_size / 2**20:.0f} MiB)")
+    print(f"machine: {machine()}")
+    base_cmd = [sys.executable, "-c", PYARROW_READ, str(path)]
+    ours_cmd = [*benchsage_command(), "analyze", str(path), "--format", "tidy", "--json"]
+    base: list[Measurement] = []
+    ours: list[Measurement] = []
+    with tempfile.TemporaryDirectory() as workdir:
+        for i in range(max(1, args.repeat)):
+            pair = [(base, base_cmd), (ours, ours_cmd)]
+            for results, cmd in pair if i % 2 == 0 else reversed(pair):
+                results.append(measure(cmd, workdir))
+        checks = [same_result(check, workdir)]
+        if args.check_ten_x:
+            checks.append(same_result(path, workdir))
+
+    base_time = statistics.median(m.seconds for m in base)
+    ours_time = statistics.median(m.seconds for m in ours)
+    ours_peak = max(m.peak_mib for m in ours)
+    ratio = ours_time / base_time
+    print(f"{'command':44s} {'seconds':>9s} {'ratio':>7s} {'peak MiB':>9s}")
+    print(f"{'pyarrow.csv.read_csv(FILE)':44s} {base_time:9.2f} {'1.0x':>7s} {max(m.peak_mib for m in base):9.0f}")
+    print(f"{'benchsage analyze FILE --format tidy --json':44s} {ours_time:9.2f} {ratio:6.2f}x {ours_peak:9.0f}")
+    if args.repeat > 1:
+        print(f"(median of {args.repeat} alternating repetitions; peak = the largest of them)")
+    identical = all(same for same, _ in checks)
+    for _, line in checks:
+        print(line)
+    ok = identical and ours_peak <= MEMORY_BUDGET_MIB and ratio <= RATIO_BUDGET
+    print(f"peak {ours_peak:.0f} MiB (budget <= {MEMORY_BUDGET_MIB:.0f}); {ratio:.2f}x pyarrow's read (budget <= {RATIO_BUDGET:.0f}x); "
+          f"results {'identical' if identical else 'DIFFER'}: {'PASS' if ok else 'FAIL'}")
+    return 0 if identical else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

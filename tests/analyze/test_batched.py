@@ -1,0 +1,215 @@
+"""The batched analysis of a tidy file read block by block (analyze/batched.py, tidy_stream.py)
+gives the in-memory analysis's JSON byte for byte, whatever the block and batch sizes; files it
+does not handle are analysed in memory, and bad files fail with the in-memory reader's error."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from benchsage.analyze import batched, pipeline
+from benchsage.analyze.diagnostics import _one_vs_rest, pooled_part
+from benchsage.analyze.options import Options
+from benchsage.analyze.verdict import Diagnostics
+from benchsage.analyze.pipeline import analyze_sources, analyze_sources_only
+from benchsage.cli import cli, main
+from benchsage.store.importers import tidy_stream
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+import generate_paper_dataset as gen  # noqa: E402
+
+OPTIONS = [
+    Options(),
+    Options(diagnostics=False),
+    Options(correction="holm", ci_method="le-boudec", ci_level=0.99, ci_case_rule="algorithm-2", alpha=0.1),
+]
+
+
+# Diagnostics the batched analysis does not compute yet (it then declines: can_batch).
+NOT_BATCHED = sorted({f.name for f in dataclasses.fields(Diagnostics)} - batched.FILLED)
+
+
+def without_unbatched(text: str) -> str:
+    """The JSON without the diagnostics the batched analysis leaves out, re-encoded compactly."""
+    doc = json.loads(text)
+    for name in NOT_BATCHED:
+        (doc.get("diagnostics") or {}).pop(name, None)
+    return json.dumps(doc, separators=(",", ":"), allow_nan=False)
+
+
+def in_memory(path: Path, options: Options = Options()) -> str:
+    analysis, _ = analyze_sources([str(path)], format="tidy", options=options)
+    return without_unbatched(analysis.to_json_text())
+
+
+def in_batches(path: Path, options: Options = Options(), *, block_bytes: int = 2048, batch_rows: int = 400) -> str:
+    trials = tidy_stream.stream_tidy(path, block_bytes=block_bytes)
+    assert trials is not None, "the file was not read block by block"
+    assert batched.can_batch(trials) or NOT_BATCHED
+    return without_unbatched(batched.analyze_compact(trials, options, batch_rows=batch_rows).to_json_text())
+
+
+@pytest.fixture(scope="module")
+def paper_like(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The paper's shape in small: suites of tests on two workers, failed trials, order effects."""
+    path = tmp_path_factory.mktemp("batched") / "paper-like.csv"
+    gen.write(path, 90, 90 * 40, 11)
+    return path
+
+
+@pytest.mark.parametrize("options", OPTIONS, ids=["default", "no-diagnostics", "holm-leboudec-99"])
+def test_same_json_as_in_memory(paper_like: Path, options: Options) -> None:
+    assert in_batches(paper_like, options) == in_memory(paper_like, options)
+
+
+def test_block_and_batch_sizes_do_not_matter(paper_like: Path) -> None:
+    # Tiny pieces cut runs and trials (and a test's rows) across many blocks; one batch per test,
+    # and one batch for everything.
+    pieces = sum(1 for _ in tidy_stream._pieces(paper_like, 1024))
+    assert pieces > 100
+    expected = in_memory(paper_like)
+    assert in_batches(paper_like, block_bytes=1024, batch_rows=1) == expected
+    assert in_batches(paper_like, block_bytes=1 << 24, batch_rows=10**9) == expected
+
+
+def test_the_fixture_has_what_the_batches_must_handle(paper_like: Path) -> None:
+    trials = tidy_stream.stream_tidy(paper_like, block_bytes=2048)
+    assert trials is not None
+    assert len(trials.worker_names) >= 2 and trials.excluded > 0
+    # Position bins that are not single positions, so the pooled "(all tests)" rows exist.
+    assert '"(all tests)"' in in_memory(paper_like)
+
+
+def write(path: Path, header: list[str], rows: list[list[object]], quote_all: bool = False) -> Path:
+    with path.open("w", newline="") as fh:
+        writer = csv.writer(fh, quoting=csv.QUOTE_ALL if quote_all else csv.QUOTE_MINIMAL)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return path
+
+
+def trials_rows(*, tests: list[str], runs: int, seed: int = 3, metrics: tuple[str, ...] = ("value",), failed: float = 0.02) -> list[list[object]]:
+    """Rows test, order, metric, value, run, position, time, status of an interleaved experiment
+    (fixed and random runs alternating), with failed trials (empty value) and ties."""
+    rng = np.random.default_rng(seed)
+    rows: list[list[object]] = []
+    t = 1_700_000_000.0
+    for r in range(2 * runs):
+        arm = "fixed" if r % 2 == 0 else "random"
+        order = list(range(len(tests))) if arm == "fixed" else list(rng.permutation(len(tests)))
+        for pos, k in enumerate(order):
+            ok = rng.random() > failed
+            for m, metric in enumerate(metrics):
+                value = round(float((k + 1) * (m + 1) * rng.lognormal(0, 0.05) * (1.1 if pos == 0 else 1.0)), 3)
+                rows.append([tests[k], arm, metric, value if ok else "", f"r{r}", pos, round(t, 3), "ok" if ok else "failed"])
+            t += 1.5
+    return rows
+
+
+HEADER = ["test", "order", "metric", "value", "run", "position", "time", "status"]
+
+
+def test_quoted_fields_and_several_metrics(tmp_path: Path) -> None:
+    tests = ["a, with comma", 'say "hi"', "plain", "x;y", "tab\there"]
+    rows = trials_rows(tests=tests, runs=20, metrics=("wall_time", "max_rss"))
+    path = write(tmp_path / "quoted.csv", HEADER, rows, quote_all=True)
+    assert in_batches(path, block_bytes=700, batch_rows=50) == in_memory(path)
+
+
+@pytest.mark.parametrize("dropped", [("metric",), ("time",), ("status",), ("metric", "time", "status")])
+def test_missing_optional_columns(tmp_path: Path, dropped: tuple[str, ...]) -> None:
+    rows = trials_rows(tests=[f"t{i}" for i in range(6)], runs=15, failed=0.0 if "status" in dropped else 0.05)
+    keep = [i for i, name in enumerate(HEADER) if name not in dropped]
+    path = write(tmp_path / "some.csv", [HEADER[i] for i in keep], [[row[i] for i in keep] for row in rows])
+    assert in_batches(path, block_bytes=512, batch_rows=100) == in_memory(path)
+
+
+def test_files_it_does_not_handle_are_analysed_in_memory(tmp_path: Path) -> None:
+    rows = trials_rows(tests=[f"t{i}" for i in range(5)], runs=12)
+    cases = {
+        # A quoted field holding a line break: pieces cut at line ends could cut it.
+        "newline": [[f"{r[0]}\nsecond line", *r[1:]] if i % 7 == 0 else r for i, r in enumerate(rows)],
+        # A run's rows apart (the file is not in execution order).
+        "shuffled": [rows[i] for i in np.random.default_rng(1).permutation(len(rows))],
+        # A run label used twice, apart.
+        "reused": [[*r[:4], "r0" if r[4] == "r7" else r[4], *r[5:]] for r in rows],
+        # A row without a position.
+        "no position": [[*r[:5], "" if i == 3 else r[5], *r[6:]] for i, r in enumerate(rows)],
+    }
+    for name, case in cases.items():
+        path = write(tmp_path / f"{name.replace(' ', '-')}.csv", HEADER, case)
+        assert tidy_stream.stream_tidy(path, block_bytes=256) is None, name
+        expected = in_memory(path)
+        assert without_unbatched(analyze_sources_only([str(path)], format="tidy").to_json_text()) == expected, name
+
+
+def test_a_test_spanning_workers_is_analysed_in_memory(tmp_path: Path) -> None:
+    rows = trials_rows(tests=[f"t{i}" for i in range(4)], runs=16)
+    header = [*HEADER, "worker"]
+    path = write(tmp_path / "spanning.csv", header, [[*r, "n1" if int(r[4][1:]) < 16 else "n2"] for r in rows])
+    trials = tidy_stream.stream_tidy(path, block_bytes=256)
+    assert trials is not None and not batched.can_batch(trials)
+
+
+@pytest.fixture
+def streamed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`benchsage analyze` reads every file block by block, in small blocks."""
+    monkeypatch.setattr(pipeline, "STREAM_BYTES", 0)
+    monkeypatch.setattr(tidy_stream, "BLOCK_BYTES", 300)
+
+
+@pytest.mark.parametrize(
+    "line, cell, column",
+    [(40, "abc", "value"), (75, "", "value"), (60, "-1", "position"), (90, "1.5", "position"), (55, "neither", "order"), (30, "soon", "time")],
+)
+def test_bad_rows_fail_as_in_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], line: int, cell: str,
+                                    column: str) -> None:
+    rows = trials_rows(tests=[f"t{i}" for i in range(5)], runs=12, failed=0.0)
+    rows[line - 2][HEADER.index(column)] = cell
+    path = write(tmp_path / "bad.csv", HEADER, rows)
+
+    def run() -> tuple[object, str, str]:
+        with pytest.raises(SystemExit) as exit:
+            main(["analyze", str(path), "--format", "tidy", "--json"])
+        out, err = capsys.readouterr()
+        return exit.value.code, out, err
+
+    expected = run()
+    assert expected[0] == 2 and f"line {line}" in expected[2] and len(expected[2].strip().splitlines()) == 1
+    monkeypatch.setattr(pipeline, "STREAM_BYTES", 0)
+    monkeypatch.setattr(tidy_stream, "BLOCK_BYTES", 300)
+    assert run() == expected
+
+
+@pytest.mark.xfail(bool(NOT_BATCHED), strict=True, reason=f"batched.py does not compute {NOT_BATCHED} yet: large files are analysed in memory")
+def test_cli_analyses_a_large_file_in_batches(paper_like: Path, streamed: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    used: list[bool] = []
+    real = batched.analyze_compact
+    monkeypatch.setattr(batched, "analyze_compact", lambda *a, **k: used.append(True) or real(*a, **k))
+    got = CliRunner().invoke(cli, ["analyze", str(paper_like), "--format", "tidy", "--json"])
+    assert got.exit_code == 0 and used == [True]
+    assert without_unbatched(got.output.strip()) == in_memory(paper_like)
+
+
+def test_pooled_comparison_does_not_depend_on_row_order() -> None:
+    rng = np.random.default_rng(5)
+    n = 5000
+    percentile = np.round(rng.random(n), 2)  # many ties
+    ratio = rng.lognormal(0, 0.1, n)
+    metric = rng.integers(0, 2, n)
+    b = rng.integers(0, 4, n)
+    first, _, _ = pooled_part(percentile, ratio, metric, b, 2, 4, 5)
+    shuffled = rng.permutation(n)
+    second, _, _ = pooled_part(percentile[shuffled], ratio[shuffled], metric[shuffled].astype(np.int32), b[shuffled].astype(np.int8), 2, 4, 5)
+    for field in ("comp", "cat", "n_at", "n_other", "median_at", "median_other", "h", "p"):
+        assert np.array_equal(getattr(first, field), getattr(second, field), equal_nan=True), field
+    direct = _one_vs_rest(percentile, ratio, metric, b, 2, 4, 5)
+    assert np.array_equal(direct.h, first.h, equal_nan=True)
