@@ -496,7 +496,8 @@ def compare(
             ratio = float(np.median(x) / np.median(y))
             ci, named = interval(x, y, level)
             if ci is None:
-                notes.append(f"too few values for a {level:.0%} interval of the ratio ({m} and {n})")
+                spread = "" if ci_method == "bauer" else " or no spread"
+                notes.append(f"too few values for a {level:.0%} interval of the ratio ({m} and {n}){spread}")
         else:
             notes.append("a value is zero or negative: no ratio")
 
