@@ -13,7 +13,7 @@ import re
 import subprocess
 import tomllib
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from benchsage.design.plan import RANDOM_ORDERS, SHUFFLE, WILLIAMS
 from benchsage.errors import SpecError
@@ -183,6 +183,17 @@ def _check_keys(w: _Where, where: str, table: Mapping[str, Any], allowed: set[st
         if key not in allowed:
             hint = ", ".join(sorted(allowed))
             raise w.error(where, f"unknown key '{key}' (expected one of: {hint})")
+
+
+def _tables(w: _Where, items: Any, key: str) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """The tables of an array of tables ([[key]]): (1-based number, "[[key]] #n", table)."""
+    if not isinstance(items, list):
+        raise w.error("", f"'{key}' must be an array of tables ([[{key}]]), got {_type_name(items)}")
+    for i, item in enumerate(items, 1):
+        here = f"[[{key}]] #{i}"
+        if not isinstance(item, dict):
+            raise w.error(here, f"must be a table, got {_type_name(item)}")
+        yield i, here, item
 
 
 def _string(w: _Where, where: str, table: Mapping[str, Any], key: str, *, required: bool = False, default: str | None = None) -> str | None:
@@ -364,13 +375,7 @@ def load_spec(
     global_cpus = _cpus(w, "[experiment]", exp, None)
 
     tests: list[TestSpec] = []
-    items = doc.get("test", [])
-    if not isinstance(items, list):
-        raise w.error("", f"'test' must be an array of tables ([[test]]), got {_type_name(items)}")
-    for i, item in enumerate(items, 1):
-        here = f"[[test]] #{i}"
-        if not isinstance(item, dict):
-            raise w.error(here, f"must be a table, got {_type_name(item)}")
+    for i, here, item in _tables(w, doc.get("test", []), "test"):
         _check_keys(w, here, item, _TEST_KEYS)
         command = _string(w, here, item, "command", required=True)
         assert command is not None
@@ -520,14 +525,9 @@ def _cpus(w: _Where, where: str, table: dict[str, Any], default: tuple[int, ...]
 def _workers(w: _Where, items: Any, folder: str) -> tuple[WorkerSpec, ...]:
     if items is None:
         return (WorkerSpec("local"),)
-    if not isinstance(items, list):
-        raise w.error("", f"'worker' must be an array of tables ([[worker]]), got {_type_name(items)}")
     out: list[WorkerSpec] = []
     names: dict[str, int] = {}
-    for i, item in enumerate(items, 1):
-        here = f"[[worker]] #{i}"
-        if not isinstance(item, dict):
-            raise w.error(here, f"must be a table, got {_type_name(item)}")
+    for i, here, item in _tables(w, items, "worker"):
         kind = _string(w, here, item, "kind", default="local") or "local"
         if kind not in _WORKER_KEYS:
             raise w.error(here, f"unknown worker kind {kind!r} (expected one of: {', '.join(sorted(_WORKER_KEYS))})")

@@ -121,13 +121,25 @@ def parse_treatments(w: _Where, doc: Mapping[str, Any], tests: list[TestSpec]) -
     )
 
 
-def check_coverage(w: _Where, treatments: Treatments, runs: int, where: str = "[experiment]", key: str = "runs") -> None:
-    """Every treatment needs a run in each arm: more treatments than runs is an error."""
+def _uncovered(treatments: Treatments, of: str = "") -> str:
+    return (f"cannot cover the {treatments.cells} treatments{of} ({treatments.describe_cells()}): "
+            "each needs a run in each arm")
+
+
+def check_coverage(w: _Where, treatments: Treatments, runs: int) -> None:
+    """Every treatment needs a run in each arm: more treatments than the spec's runs is an error."""
     cells = treatments.cells
     if cells > runs:
-        raise w.error(where, f"key '{key}' = {runs} cannot cover the {cells} treatments ({treatments.describe_cells()}): "
-                             f"each needs a run in each arm; set {key} to at least {cells} "
-                             f"(a multiple of {cells} keeps them balanced)")
+        raise w.error("[experiment]", f"key 'runs' = {runs} {_uncovered(treatments)}; set runs to at least {cells} "
+                                      f"(a multiple of {cells} keeps them balanced)")
+
+
+def check_runs_cover(treatments: Treatments, runs_per_arm: int, spec_path: str) -> None:
+    """The same for --runs, which overrides the spec's runs."""
+    from benchsage.errors import SpecError
+
+    if runs_per_arm < treatments.cells:
+        raise SpecError(f"--runs {runs_per_arm} {_uncovered(treatments, f' of {spec_path}')}; give at least {treatments.cells}")
 
 
 def _table(w: _Where, where: str, value: Any, allowed: set[str]) -> dict[str, Any]:
@@ -233,15 +245,10 @@ def _observer(w: _Where, value: Any) -> ObserverSpec | None:
 def _factors(w: _Where, value: Any) -> tuple[FactorSpec, ...]:
     if value is None:
         return ()
-    from benchsage.spec import _check_keys, _string, _type_name
+    from benchsage.spec import _check_keys, _string, _tables
 
-    if not isinstance(value, list):
-        raise w.error("", f"'factor' must be an array of tables ([[factor]]), got {_type_name(value)}")
     out: list[FactorSpec] = []
-    for i, item in enumerate(value, 1):
-        here = f"[[factor]] #{i}"
-        if not isinstance(item, dict):
-            raise w.error(here, f"must be a table, got {_type_name(item)}")
+    for i, here, item in _tables(w, value, "factor"):
         _check_keys(w, here, item, _FACTOR_KEYS)
         name = _string(w, here, item, "name", required=True)
         assert name is not None
@@ -272,17 +279,12 @@ def _factors(w: _Where, value: Any) -> tuple[FactorSpec, ...]:
 def _compare(w: _Where, value: Any, tests: list[TestSpec]) -> tuple[CompareSpec, ...]:
     if value is None:
         return ()
-    from benchsage.spec import _check_keys, _string, _type_name
+    from benchsage.spec import _check_keys, _string, _tables
     from benchsage.store.table import HARNESS_METRIC_INFO
 
-    if not isinstance(value, list):
-        raise w.error("", f"'compare' must be an array of tables ([[compare]]), got {_type_name(value)}")
     by_name = {t.name: t for t in tests}
     out = []
-    for i, item in enumerate(value, 1):
-        here = f"[[compare]] #{i}"
-        if not isinstance(item, dict):
-            raise w.error(here, f"must be a table, got {_type_name(item)}")
+    for _, here, item in _tables(w, value, "compare"):
         _check_keys(w, here, item, _COMPARE_KEYS)
         names = []
         for key in ("a", "b"):

@@ -131,16 +131,6 @@ def treatment_cells(treatments: Treatments, seed: int) -> tuple[Treatment, ...]:
     return tuple(cells)
 
 
-def check_runs_cover(treatments: Treatments, runs_per_arm: int, spec_path: str) -> None:
-    """--runs against the treatments (the spec's own `runs` is checked when it is loaded)."""
-    from benchsage.errors import SpecError
-
-    cells = treatments.cells
-    if runs_per_arm < cells:
-        raise SpecError(f"--runs {runs_per_arm} cannot cover the {cells} treatments of {spec_path} "
-                        f"({treatments.describe_cells()}): each needs a run in each arm; give at least {cells}")
-
-
 def assign_cells(cells: int, pairs: int, seed: int) -> list[int]:
     """The cell of each pair of runs: randomized complete blocks of the cells."""
     if cells <= 1:

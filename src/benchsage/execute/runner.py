@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 import benchsage
 from benchsage.design.plan import Plan, draw_seed, make_plan, worker_seed
-from benchsage.design.treatments import check_runs_cover, treatment_cells
+from benchsage.design.treatments import treatment_cells
 from benchsage.errors import ExperimentError, SpecError, WorkerError, WorkerLost, WorkerSetupError
 from benchsage.execute.metrics import MetricError, extract
 from benchsage.execute.progress import Progress
@@ -28,6 +28,7 @@ from benchsage.execute.worker import ProcessRequest, ProcessResult, Worker
 from benchsage.spec import Spec, TestSpec, load_spec
 from benchsage.store.journal import Journal, TrialRecord, check_directory_for
 from benchsage.store.table import HARNESS_METRIC_INFO
+from benchsage.treatments import check_runs_cover
 
 
 MIN_RUNS_PER_ARM = 5  # below this the analysis reports no p-value
