@@ -7,6 +7,7 @@ rows stays small and the statistics can be vectorised over all tests at once.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -65,6 +66,10 @@ class TrialTable:
         status), FIRST (-1) for the first trial of a run, NO_PREDECESSOR_INFO (-2) if unknown.
     time: float64 trial start, seconds (epoch or a monotonic clock); NaN when not known.
     primary: bool, whether the row's (test, metric) belongs to the primary correction family.
+    treatment: int32 (rows x len(dims)) codes into dim_levels: the row's level of each treatment
+        dimension ("context", "observer", "factor:NAME", and the context's own values as
+        "context:env_bytes", ...); (rows x 0) when the source has no treatments. A code of -1:
+        not known for this row.
     """
 
     test_names: tuple[str, ...]
@@ -85,9 +90,16 @@ class TrialTable:
     sources: tuple[str, ...] = ()
     warnings: tuple[str, ...] = ()  # things the importer noticed (excluded rows, ...)
     provenance: Mapping[str, Any] = field(default_factory=dict)  # spec, plan, seed, snapshots
+    dims: tuple[str, ...] = ()  # treatment dimensions, in the order of the treatment column's columns
+    dim_levels: tuple[tuple[str, ...], ...] = ()  # each dimension's level names
+    treatment: np.ndarray | None = None  # int32 (rows x dims) codes; None: no treatments
 
     def __post_init__(self) -> None:
         n = len(self.value)
+        if self.treatment is None:
+            object.__setattr__(self, "treatment", np.zeros((n, len(self.dims)), dtype=np.int32))
+        if self.treatment.shape != (n, len(self.dims)) or len(self.dim_levels) != len(self.dims):
+            raise ValueError(f"treatment has shape {self.treatment.shape}, expected ({n}, {len(self.dims)}) for dims {self.dims}")
         for name in ("test", "metric", "arm", "run", "position", "predecessor", "worker", "time", "primary"):
             if len(getattr(self, name)) != n:
                 raise ValueError(f"column {name} has {len(getattr(self, name))} rows, value has {n}")
@@ -107,6 +119,13 @@ class TrialTable:
     def has_times(self) -> bool:
         return bool(len(self.time)) and not bool(np.any(np.isnan(self.time)))
 
+    def levels(self, dim: str) -> tuple[tuple[str, ...], np.ndarray] | None:
+        """A treatment dimension's level names and each row's code (-1: not known), or None."""
+        if dim not in self.dims:
+            return None
+        k = self.dims.index(dim)
+        return self.dim_levels[k], self.treatment[:, k]
+
     def metric_info(self, metric: str) -> MetricInfo:
         return self.metrics_info.get(metric) or HARNESS_METRIC_INFO.get(metric) or MetricInfo(metric, "", "")
 
@@ -124,14 +143,18 @@ class TrialTable:
         worker: Sequence[str] | np.ndarray | None = None,
         time: Sequence[float] | np.ndarray | None = None,
         primary: Sequence[bool] | np.ndarray | None = None,
+        treatments: Mapping[str, Sequence[str | None]] | None = None,
         **meta: Any,
     ) -> "TrialTable":
         """Build a table from plain per-row sequences (strings for categorical columns).
 
         Convenient for tests and small importers; arm values are "fixed"/"random". When run
         and position are given and predecessor is not, predecessors are derived from them.
+        `treatments`: a level per row for each treatment dimension (None: not known).
         """
         n = len(value)
+        if treatments:
+            meta["dims"], meta["dim_levels"], meta["treatment"] = encode_treatments(treatments, n)
         test_names, test_codes = _encode(test)
         metric_names, metric_codes = _encode(metric if metric is not None else ["value"] * n)
         worker_names, worker_codes = _encode(worker if worker is not None else ["local"] * n)
@@ -175,7 +198,7 @@ class TrialTable:
     def select(self, mask: np.ndarray) -> "TrialTable":
         """The rows where mask is true (categories are kept as they are)."""
         cols = {name: getattr(self, name)[mask] for name in _ROW_COLUMNS}
-        return _replace(self, **cols)
+        return _replace(self, treatment=self.treatment[mask], **cols)
 
     def to_pandas(self) -> Any:
         """The table as a pandas DataFrame with readable columns (test, arm, metric, ...)."""
@@ -198,7 +221,36 @@ class TrialTable:
             }
         )
         frame.loc[self.predecessor == NO_PREDECESSOR_INFO, "predecessor"] = None
+        for k, dim in enumerate(self.dims):
+            codes = self.treatment[:, k]
+            frame[dim] = pd.Categorical.from_codes(codes, categories=list(self.dim_levels[k]))
         return frame
+
+
+def encode_treatments(columns: Mapping[str, Sequence[str | None]], n: int) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...], np.ndarray]:
+    """dims, dim_levels and the (n x dims) code matrix of per-row treatment levels (None: -1).
+    Levels are kept in order of first appearance, except that integers are sorted numerically
+    (env_bytes 8 before 64) and contexts by number (c2 before c10)."""
+    dims = tuple(columns)
+    out = np.full((n, len(dims)), -1, dtype=np.int32)
+    levels: list[tuple[str, ...]] = []
+    for k, dim in enumerate(dims):
+        values = columns[dim]
+        if len(values) != n:
+            raise ValueError(f"treatment column {dim} has {len(values)} rows, value has {n}")
+        seen: dict[str, int] = {}
+        for v in values:
+            if v is not None and v != "" and str(v) not in seen:
+                seen[str(v)] = len(seen)
+        names = list(seen)
+        if names and all(re.fullmatch(r"-?\d+", name) for name in names):
+            names.sort(key=int)
+        elif names and all(re.fullmatch(r"c\d+", name) for name in names):  # contexts c1, c2, ..., c12
+            names.sort(key=lambda name: int(name[1:]))
+        index = {name: i for i, name in enumerate(names)}
+        out[:, k] = [index[str(v)] if v is not None and v != "" else -1 for v in values]
+        levels.append(tuple(names))
+    return dims, tuple(levels), out
 
 
 _ROW_COLUMNS = ("test", "metric", "arm", "value", "run", "position", "predecessor", "worker", "time", "primary")
@@ -331,14 +383,36 @@ def concat(tables: Iterable[TrialTable]) -> TrialTable:
             parts[name].append(getattr(t, name))
         for name, info in t.metrics_info.items():
             infos.setdefault(name, info)
+    dims, dim_levels, treatment = _concat_treatments(tables)
     return TrialTable(
         test_names=tuple(test_names),
         metric_names=tuple(metric_names),
         worker_names=tuple(worker_names),
         **{name: np.concatenate(cols) for name, cols in parts.items()},
+        dims=dims,
+        dim_levels=dim_levels,
+        treatment=treatment,
         metrics_info=infos,
         excluded=sum(t.excluded for t in tables),
         sources=tuple(s for t in tables for s in t.sources),
         warnings=tuple(w for t in tables for w in t.warnings),
         provenance={"parts": [dict(t.provenance) for t in tables]},
     )
+
+
+def _concat_treatments(tables: list[TrialTable]) -> tuple[tuple[str, ...], tuple[tuple[str, ...], ...], np.ndarray]:
+    """The union of the tables' treatment dimensions, levels merged by name; -1 where a table
+    lacks a dimension."""
+    dims: list[str] = []
+    for t in tables:
+        dims.extend(d for d in t.dims if d not in dims)
+    levels: dict[str, dict[str, int]] = {d: {} for d in dims}
+    blocks = []
+    for t in tables:
+        block = np.full((len(t), len(dims)), -1, dtype=np.int32)
+        for k, dim in enumerate(t.dims):
+            into = levels[dim]
+            remap = np.array([into.setdefault(name, len(into)) for name in t.dim_levels[k]] + [-1], dtype=np.int32)
+            block[:, dims.index(dim)] = remap[t.treatment[:, k]]
+        blocks.append(block)
+    return tuple(dims), tuple(tuple(levels[d]) for d in dims), np.concatenate(blocks) if blocks else np.zeros((0, len(dims)), np.int32)
