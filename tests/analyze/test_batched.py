@@ -5,8 +5,6 @@ does not handle are analysed in memory, and bad files fail with the in-memory re
 from __future__ import annotations
 
 import csv
-import dataclasses
-import json
 import sys
 from pathlib import Path
 
@@ -17,9 +15,9 @@ from click.testing import CliRunner
 from benchsage.analyze import batched, pipeline
 from benchsage.analyze.diagnostics import _one_vs_rest, pooled_part
 from benchsage.analyze.options import Options
-from benchsage.analyze.verdict import Diagnostics
 from benchsage.analyze.pipeline import analyze_sources, analyze_sources_only
 from benchsage.cli import cli, main
+from benchsage.design.williams import williams_orders
 from benchsage.store.importers import tidy_stream
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -33,28 +31,16 @@ OPTIONS = [
 ]
 
 
-# Diagnostics the batched analysis does not compute yet (it then declines: can_batch).
-NOT_BATCHED = sorted({f.name for f in dataclasses.fields(Diagnostics)} - batched.FILLED)
-
-
-def without_unbatched(text: str) -> str:
-    """The JSON without the diagnostics the batched analysis leaves out, re-encoded compactly."""
-    doc = json.loads(text)
-    for name in NOT_BATCHED:
-        (doc.get("diagnostics") or {}).pop(name, None)
-    return json.dumps(doc, separators=(",", ":"), allow_nan=False)
-
-
 def in_memory(path: Path, options: Options = Options()) -> str:
     analysis, _ = analyze_sources([str(path)], format="tidy", options=options)
-    return without_unbatched(analysis.to_json_text())
+    return analysis.to_json_text()
 
 
 def in_batches(path: Path, options: Options = Options(), *, block_bytes: int = 2048, batch_rows: int = 400) -> str:
     trials = tidy_stream.stream_tidy(path, block_bytes=block_bytes)
     assert trials is not None, "the file was not read block by block"
-    assert batched.can_batch(trials) or NOT_BATCHED
-    return without_unbatched(batched.analyze_compact(trials, options, batch_rows=batch_rows).to_json_text())
+    assert batched.can_batch(trials)
+    return batched.analyze_compact(trials, options, batch_rows=batch_rows).to_json_text()
 
 
 @pytest.fixture(scope="module")
@@ -96,15 +82,21 @@ def write(path: Path, header: list[str], rows: list[list[object]], quote_all: bo
     return path
 
 
-def trials_rows(*, tests: list[str], runs: int, seed: int = 3, metrics: tuple[str, ...] = ("value",), failed: float = 0.02) -> list[list[object]]:
+def trials_rows(*, tests: list[str], runs: int, seed: int = 3, metrics: tuple[str, ...] = ("value",), failed: float = 0.02,
+                williams: bool = False) -> list[list[object]]:
     """Rows test, order, metric, value, run, position, time, status of an interleaved experiment
-    (fixed and random runs alternating), with failed trials (empty value) and ties."""
+    (fixed and random runs alternating), with failed trials (empty value) and ties; the random
+    runs shuffled, or rows of randomized Williams squares."""
     rng = np.random.default_rng(seed)
+    squares = williams_orders(len(tests), np.random.default_rng(seed + 1))
     rows: list[list[object]] = []
     t = 1_700_000_000.0
     for r in range(2 * runs):
         arm = "fixed" if r % 2 == 0 else "random"
-        order = list(range(len(tests))) if arm == "fixed" else list(rng.permutation(len(tests)))
+        if arm == "fixed":
+            order = list(range(len(tests)))
+        else:
+            order = list(next(squares)) if williams else list(rng.permutation(len(tests)))
         for pos, k in enumerate(order):
             ok = rng.random() > failed
             for m, metric in enumerate(metrics):
@@ -132,6 +124,30 @@ def test_missing_optional_columns(tmp_path: Path, dropped: tuple[str, ...]) -> N
     assert in_batches(path, block_bytes=512, batch_rows=100) == in_memory(path)
 
 
+@pytest.mark.parametrize("failed", [0.0, 0.03])
+def test_carryover_balance_adds_up_over_batches(tmp_path: Path, failed: float) -> None:
+    # Complete Williams squares of 6 tests, 3 metrics a trial: balanced without failed trials,
+    # not balanced with them; batches of 1-2 tests and pieces that cut trials apart.
+    rows = trials_rows(tests=[f"t{i}" for i in range(6)], runs=18, metrics=("a", "b", "c"), williams=True, failed=failed)
+    path = write(tmp_path / "williams.csv", HEADER, rows)
+    analysis, _ = analyze_sources([str(path)], format="tidy")
+    balance = analysis.diagnostics.carryover_balance
+    assert balance is not None and balance.balanced is (failed == 0.0) and balance.runs == 18
+    if failed == 0.0:
+        assert (balance.pair_min, balance.pair_max, balance.position_min, balance.position_max) == (3, 3, 3, 3)
+    expected = analysis.to_json_text()
+    for batch_rows in (1, 120, 10**9):
+        assert in_batches(path, block_bytes=700, batch_rows=batch_rows) == expected
+
+
+@pytest.mark.parametrize("column", ["context", "observer", "context:env_bytes", "factor:opt"])
+def test_files_with_treatments_are_analysed_in_memory(tmp_path: Path, column: str) -> None:
+    rows = trials_rows(tests=[f"t{i}" for i in range(4)], runs=10)
+    path = write(tmp_path / "treated.csv", [*HEADER, column], [[*r, "A" if i % 2 else "B"] for i, r in enumerate(rows)])
+    assert tidy_stream.stream_tidy(path, block_bytes=256) is None
+    assert batched.analyze_tidy_file(str(path)) is None
+
+
 def test_files_it_does_not_handle_are_analysed_in_memory(tmp_path: Path) -> None:
     rows = trials_rows(tests=[f"t{i}" for i in range(5)], runs=12)
     cases = {
@@ -148,7 +164,7 @@ def test_files_it_does_not_handle_are_analysed_in_memory(tmp_path: Path) -> None
         path = write(tmp_path / f"{name.replace(' ', '-')}.csv", HEADER, case)
         assert tidy_stream.stream_tidy(path, block_bytes=256) is None, name
         expected = in_memory(path)
-        assert without_unbatched(analyze_sources_only([str(path)], format="tidy").to_json_text()) == expected, name
+        assert analyze_sources_only([str(path)], format="tidy").to_json_text() == expected, name
 
 
 def test_a_test_spanning_workers_is_analysed_in_memory(tmp_path: Path) -> None:
@@ -189,14 +205,13 @@ def test_bad_rows_fail_as_in_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert run() == expected
 
 
-@pytest.mark.xfail(bool(NOT_BATCHED), strict=True, reason=f"batched.py does not compute {NOT_BATCHED} yet: large files are analysed in memory")
 def test_cli_analyses_a_large_file_in_batches(paper_like: Path, streamed: None, monkeypatch: pytest.MonkeyPatch) -> None:
     used: list[bool] = []
     real = batched.analyze_compact
     monkeypatch.setattr(batched, "analyze_compact", lambda *a, **k: used.append(True) or real(*a, **k))
     got = CliRunner().invoke(cli, ["analyze", str(paper_like), "--format", "tidy", "--json"])
     assert got.exit_code == 0 and used == [True]
-    assert without_unbatched(got.output.strip()) == in_memory(paper_like)
+    assert got.output.strip() == in_memory(paper_like)
 
 
 def test_pooled_comparison_does_not_depend_on_row_order() -> None:

@@ -10,7 +10,8 @@ one row per run, the corrections and the pooled comparisons after them. Peak mem
 compact rows plus one batch's work, instead of several copies of every row.
 
 Rows of one test keep their file order within the batch, so sums come out bit for bit the same;
-the pooled comparisons sum half-integer ranks (exact in any order) and take order statistics.
+the pooled comparisons sum half-integer ranks (exact in any order) and take order statistics;
+the carry-over balance counts cells of one test each, so its tally adds up over the batches.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from benchsage.store.table import RANDOM, TrialTable
 BATCH_ROWS = 600_000  # rows analysed at a time: the work of one batch stays near 100 MiB
 # The Diagnostics fields this module fills; a field added to Diagnostics later must be added
 # here too, or analyses that need it are done in memory (can_batch).
-FILLED = frozenset({"interleaving", "position_effects", "carryover", "trends", "workers", "fleet", "identity"})
+FILLED = frozenset({"interleaving", "position_effects", "carryover", "trends", "workers", "fleet", "identity", "carryover_balance"})
 
 
 def can_batch(trials: CompactTrials) -> bool:
@@ -64,7 +65,6 @@ def analyze_compact(trials: CompactTrials, options: Options = Options(), *, batc
     """The analysis of compact rows (can_batch must hold), as analyze_loaded(read_tidy(file))."""
     alpha = options.alpha if options.alpha is not None else 0.05
     correction = options.correction or "bonferroni"
-    names = (trials.test_names, trials.metric_names)
     n_workers = int(np.count_nonzero(np.bincount(trials.worker, minlength=len(trials.worker_names))))
     present = np.flatnonzero(np.bincount(trials.worker, minlength=len(trials.worker_names))).tolist()
     fleet = n_workers > 1
@@ -78,6 +78,7 @@ def analyze_compact(trials: CompactTrials, options: Options = Options(), *, batc
     carry_parts: list[Any] = []
     trend_parts: list[tuple[np.ndarray, ...]] = []
     pooled: list[tuple[np.ndarray, ...]] = []
+    balance = diag.BalanceTally(len(trials.test_names), len(trials.worker_names))
     for table in _batches(trials, batch_rows):
         sv = sort_values(table)
         batch = analyze_table(table, alpha=alpha, correction=correction, ci_method=options.ci_method, ci_level=options.ci_level,
@@ -102,6 +103,7 @@ def analyze_compact(trials: CompactTrials, options: Options = Options(), *, batc
             trend = diag._trend_part(t, starts, comp, comp_test, comp_metric, alpha, correction, parts.min_values, parts.by_value)
             if trend is not None:
                 trend_parts.append(trend)
+            balance.add(t, comp, comp_test)
         del table, sv, batch
 
     from benchsage.analyze.fleet import recorrect
@@ -110,6 +112,8 @@ def analyze_compact(trials: CompactTrials, options: Options = Options(), *, batc
     diagnostics = None
     if options.diagnostics:
         diagnostics = _diagnostics(trials, bins, position_parts, carry_parts, trend_parts, pooled, alpha, correction)
+        # A tidy file records no plan, so no random_orders (as read_tidy's provenance).
+        diagnostics = dataclasses.replace(diagnostics, carryover_balance=balance.result())
     warnings = list(trials.warnings) + notes
     combined = None
     workers: tuple[WorkerVerdicts, ...] = ()

@@ -555,72 +555,127 @@ def carryover_balance(table: TrialTable, comp: np.ndarray | None = None, comp_te
     None when the table knows no run, position and predecessor of any random-arm trial.
     comp, comp_test: _comparisons(table), when the caller has them.
     """
-    if comp is None or comp_test is None:
-        comp, comp_test, _ = _comparisons(table)
-    n = len(table.test_names)
-    known = (table.arm == RANDOM) & (table.run >= 0) & (table.position >= 0) & (table.predecessor != NO_PREDECESSOR_INFO)
-    if not known.any():
-        return None
-    # One row per trial: a trial has a row per metric; keep those of its test's first comparison.
-    tests_seen, first = np.unique(comp_test, return_index=True)
-    first_comp = np.full(n, -1, dtype=np.int64)
-    first_comp[tests_seen] = first
-    rows = np.flatnonzero(known & (comp == first_comp[table.test]))
-    test = table.test[rows].astype(np.int64)
-    position = table.position[rows].astype(np.int64)
-    predecessor = table.predecessor[rows].astype(np.int64)
-    run = table.run[rows]
-    present = np.bincount(table.worker[rows]) > 0
-    worker = (np.cumsum(present) - 1)[table.worker[rows]]  # dense worker codes 0..W-1
-    n_workers = int(present.sum())
-    run_worker = np.full(int(run.max()) + 1, -1, dtype=np.int64)
-    run_worker[run] = worker
-    runs_w = np.bincount(run_worker[run_worker >= 0], minlength=n_workers)
-    runs = int(runs_w.sum())
-    orders = table.provenance.get("random_orders")
-    orders = str(orders) if orders is not None else None
-    if n < 2:
-        return CarryoverBalance(None, "one test: nothing carries over from one test to another", orders, runs, n, None, None, None, None)
+    tally = BalanceTally(len(table.test_names), len(table.worker_names))
+    tally.add(table, comp, comp_test)
+    return tally.result(table.provenance.get("random_orders"))
 
-    beyond = position >= n  # a run with more trials than there are tests
-    pos_min, pos_max = _cell_range(worker[~beyond], test[~beyond] * n + position[~beyond], n * n, n_workers)
-    follows = predecessor >= 0
-    itself = follows & (predecessor == test)
-    pairs = follows & ~itself
-    a, b = predecessor[pairs], test[pairs]
-    pair_min, pair_max = _cell_range(worker[pairs], a * (n - 1) + b - (b > a), n * (n - 1), n_workers)
-    balanced_w = (pos_min == pos_max) & (pos_min > 0) & (pair_min == pair_max) & (pair_min > 0)
-    balanced = bool(balanced_w.all()) and not beyond.any() and not itself.any()
 
-    squares = [Squares.of(int(r), n) for r in runs_w] if orders == "williams" else []
-    rows_per_square = square_rows(n) if squares else None
-    complete = sum(q.complete for q in squares) if squares else None
-    where = f"the {runs} random runs" if n_workers == 1 else f"the {runs} random runs of {n_workers} workers (counted per worker)"
-    if balanced:
-        detail = (f"balanced: in {where} each test came right after each other test {_span(pair_min)} times "
-                  f"and sat at each position {_span(pos_min)} times")
-        if squares:
-            detail += f" ({complete} complete Williams square{'s' if complete != 1 else ''} of {rows_per_square} rows)"
-    else:
-        detail = (f"not balanced: in {where} a test came right after another {int(pair_min.min())}-{int(pair_max.max())} times "
-                  f"and sat at a position {int(pos_min.min())}-{int(pos_max.max())} times")
-        missing = runs * n - len(rows)
-        if missing > 0:
-            detail += f"; {missing} trial{'s are' if missing != 1 else ' is'} missing (failed or not analysed), and their pairs count less"
-        if beyond.any() or itself.any():
-            detail += "; some runs repeat a test"
-        if squares and n_workers == 1 and squares[0].extra:
-            detail += "; " + squares[0].describe(runs)
-        elif squares and any(q.extra for q in squares):
-            detail += (f"; {complete} complete Williams squares of {rows_per_square} rows, and "
-                       f"{sum(1 for q in squares if q.extra)} of {n_workers} workers have an incomplete last square: "
-                       "carry-over is balanced only over complete squares")
-        elif orders == "shuffle":
-            detail += "; shuffled orders balance carry-over only on average (random_orders = \"williams\" balances it)"
-    return CarryoverBalance(
-        balanced, detail, orders, runs, n, int(pair_min.min()), int(pair_max.max()), int(pos_min.min()), int(pos_max.max()),
-        rows_per_square, complete,
-    )
+class BalanceTally:
+    """The counts carryover_balance describes, added up over parts of a table, each part every
+    analysed trial of a range of test codes, the ranges disjoint (analyze/batched.py's batches
+    of tests). The counts are per (worker, test, position) and per (worker, predecessor, test)
+    cell, so each cell is counted whole in the part of its test, and a part counts only the
+    cells of its own tests: the fewest and most over all cells are those over the parts."""
+
+    def __init__(self, n_tests: int, n_workers: int) -> None:
+        self.n = n_tests
+        self.trials = np.zeros(n_workers, dtype=np.int64)  # trials counted, per worker code
+        self.run_worker = np.full(0, -1, dtype=np.int64)  # worker of each run with a counted trial
+        self.covered = np.zeros(n_tests, dtype=bool)  # tests within the ranges of the parts so far
+        # Per worker code, the fewest and most entries in a cell of the parts so far.
+        most = np.iinfo(np.int64).max
+        self.pos_min, self.pos_max = np.full(n_workers, most, dtype=np.int64), np.zeros(n_workers, dtype=np.int64)
+        self.pair_min, self.pair_max = np.full(n_workers, most, dtype=np.int64), np.zeros(n_workers, dtype=np.int64)
+        self.beyond = False  # a run with more trials than there are tests
+        self.itself = False  # a test right after itself
+
+    def add(self, table: TrialTable, comp: np.ndarray | None = None, comp_test: np.ndarray | None = None) -> None:
+        """Count the random-arm trials of `table` (comp, comp_test: _comparisons(table))."""
+        if comp is None or comp_test is None:
+            comp, comp_test, _ = _comparisons(table)
+        n = self.n
+        known = (table.arm == RANDOM) & (table.run >= 0) & (table.position >= 0) & (table.predecessor != NO_PREDECESSOR_INFO)
+        if not known.any():
+            return
+        # One row per trial: a trial has a row per metric; keep those of its test's first comparison.
+        tests_seen, first = np.unique(comp_test, return_index=True)
+        first_comp = np.full(n, -1, dtype=np.int64)
+        first_comp[tests_seen] = first
+        rows = np.flatnonzero(known & (comp == first_comp[table.test]))
+        if len(rows) == 0:
+            return
+        test = table.test[rows].astype(np.int64)
+        position = table.position[rows].astype(np.int64)
+        predecessor = table.predecessor[rows].astype(np.int64)
+        run = table.run[rows]
+        worker = table.worker[rows].astype(np.int64)
+        self.trials += np.bincount(worker, minlength=len(self.trials))
+        size = int(run.max()) + 1
+        if size > len(self.run_worker):
+            self.run_worker = np.concatenate((self.run_worker, np.full(size - len(self.run_worker), -1, dtype=np.int64)))
+        self.run_worker[run] = worker
+        if n < 2:
+            return
+        # The cells of tests lo..hi-1, test-major: (test - lo) * cells per test + cell.
+        lo, hi = int(test.min()), int(test.max()) + 1
+        if self.covered[lo:hi].any():
+            raise ValueError("parts of a carry-over balance count must hold disjoint ranges of tests")
+        self.covered[lo:hi] = True
+        n_workers = len(self.trials)
+        beyond = position >= n
+        self.beyond |= bool(beyond.any())
+        inside = ~beyond
+        least, most = _cell_range(worker[inside], (test[inside] - lo) * n + position[inside], (hi - lo) * n, n_workers)
+        np.minimum(self.pos_min, least, out=self.pos_min)
+        np.maximum(self.pos_max, most, out=self.pos_max)
+        follows = predecessor >= 0
+        itself = follows & (predecessor == test)
+        self.itself |= bool(itself.any())
+        pairs = follows & ~itself
+        a, b = predecessor[pairs], test[pairs]
+        least, most = _cell_range(worker[pairs], (b - lo) * (n - 1) + a - (a > b), (hi - lo) * (n - 1), n_workers)
+        np.minimum(self.pair_min, least, out=self.pair_min)
+        np.maximum(self.pair_max, most, out=self.pair_max)
+
+    def result(self, random_orders: object = None) -> CarryoverBalance | None:
+        """The verdict on everything counted; None when nothing was."""
+        present = np.flatnonzero(self.trials)
+        if len(present) == 0:
+            return None
+        n, n_workers, trials = self.n, len(present), int(self.trials.sum())
+        runs_w = np.bincount(self.run_worker[self.run_worker >= 0], minlength=len(self.trials))[present]
+        runs = int(runs_w.sum())
+        orders = str(random_orders) if random_orders is not None else None
+        if n < 2:
+            return CarryoverBalance(None, "one test: nothing carries over from one test to another", orders, runs, n, None, None, None, None)
+
+        # The cells of tests in no part are empty.
+        everywhere = bool(self.covered.all())
+        pos_min = self.pos_min[present] if everywhere else np.zeros(n_workers, dtype=np.int64)
+        pair_min = self.pair_min[present] if everywhere else np.zeros(n_workers, dtype=np.int64)
+        pos_max, pair_max = self.pos_max[present], self.pair_max[present]
+        balanced_w = (pos_min == pos_max) & (pos_min > 0) & (pair_min == pair_max) & (pair_min > 0)
+        balanced = bool(balanced_w.all()) and not self.beyond and not self.itself
+
+        squares = [Squares.of(int(r), n) for r in runs_w] if orders == "williams" else []
+        rows_per_square = square_rows(n) if squares else None
+        complete = sum(q.complete for q in squares) if squares else None
+        where = f"the {runs} random runs" if n_workers == 1 else f"the {runs} random runs of {n_workers} workers (counted per worker)"
+        if balanced:
+            detail = (f"balanced: in {where} each test came right after each other test {_span(pair_min)} times "
+                      f"and sat at each position {_span(pos_min)} times")
+            if squares:
+                detail += f" ({complete} complete Williams square{'s' if complete != 1 else ''} of {rows_per_square} rows)"
+        else:
+            detail = (f"not balanced: in {where} a test came right after another {int(pair_min.min())}-{int(pair_max.max())} times "
+                      f"and sat at a position {int(pos_min.min())}-{int(pos_max.max())} times")
+            missing = runs * n - trials
+            if missing > 0:
+                detail += f"; {missing} trial{'s are' if missing != 1 else ' is'} missing (failed or not analysed), and their pairs count less"
+            if self.beyond or self.itself:
+                detail += "; some runs repeat a test"
+            if squares and n_workers == 1 and squares[0].extra:
+                detail += "; " + squares[0].describe(runs)
+            elif squares and any(q.extra for q in squares):
+                detail += (f"; {complete} complete Williams squares of {rows_per_square} rows, and "
+                           f"{sum(1 for q in squares if q.extra)} of {n_workers} workers have an incomplete last square: "
+                           "carry-over is balanced only over complete squares")
+            elif orders == "shuffle":
+                detail += "; shuffled orders balance carry-over only on average (random_orders = \"williams\" balances it)"
+        return CarryoverBalance(
+            balanced, detail, orders, runs, n, int(pair_min.min()), int(pair_max.max()), int(pos_min.min()), int(pos_max.max()),
+            rows_per_square, complete,
+        )
 
 
 def _span(counts: np.ndarray) -> str:

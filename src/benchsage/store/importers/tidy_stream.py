@@ -6,16 +6,17 @@ reduced here to what the analysis reads, per analysed row: the value (float64), 
 predecessor and worker as int16, arm as int8, the run as int32 and the position as int16 or
 int32 (20-22 bytes); start times become one start per run. Only files of the usual shape are
 read this way: every row with a run and a position, each run's rows together and in position
-order, each run label used by one worker. For any other file, and for any problem in the file
-(whose one-line error the in-memory reader words), stream_tidy returns None and the caller
-reads the file with read_tidy, which gives the same analysis.
+order, each run label used by one worker, no treatment columns (has_treatments). For any
+other file, and for any problem in the file (whose one-line error the in-memory reader
+words), stream_tidy returns None and the caller reads the file with read_tidy, which gives the
+same analysis.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -127,11 +128,17 @@ def stream_tidy(path: str | Path, *, block_bytes: int = BLOCK_BYTES) -> CompactT
     path = Path(path)
     try:
         found, want, _ = _csv.plan(path, **REQUEST)
-        if "run" not in found or "position" not in found:
+        if "run" not in found or "position" not in found or has_treatments(found):
             return None
         return _stream(path, found, block_bytes=block_bytes)
     except (_Decline, DataError, pa.ArrowException, OSError):
         return None
+
+
+def has_treatments(columns: Sequence[str]) -> bool:
+    """Whether a header names treatment columns (context, observer, context:NAME, factor:NAME):
+    the in-memory reader gives every row its treatment, which compact rows do not carry."""
+    return any(c in ("context", "observer") or c.startswith(("context:", "factor:")) for c in columns)
 
 
 def _pieces(path: Path, block_bytes: int) -> Iterator[bytes]:
