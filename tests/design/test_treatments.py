@@ -5,6 +5,7 @@ without treatments plans what it planned before; bad treatment specs are one-lin
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 from collections import Counter
@@ -94,17 +95,27 @@ def test_a_spec_without_treatments_plans_what_it_planned_before() -> None:
 def test_plan_json_lists_each_runs_treatment(tmp_path: Path) -> None:
     path = tmp_path / "experiment.toml"
     path.write_text('[experiment]\nname = "t"\nruns = 4\nseed = 4\n' + TESTS + '[context]\nvariants = 2\naslr = [true, false]\n')
+    for name in ("o2", "o3"):
+        (tmp_path / name).write_text("#!/bin/sh\n")
+        (tmp_path / name).chmod(0o755)
     done = subprocess.run([sys.executable, "-m", "benchsage", "plan", str(path), "--json"], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     assert [c["context"] for c in doc["treatments"]] == ["c1", "c2"]
     assert sorted(c["aslr"] for c in doc["treatments"]) == [False, True]
     assert Counter(r["treatment"]["context"] for r in doc["runs"]) == {"c1": 4, "c2": 4}
-    # `run` says plainly that it does not apply them yet, and measures nothing
-    ran = subprocess.run([sys.executable, "-m", "benchsage", "run", str(path), "-o", str(tmp_path / "out")],
+    # `run` carries out exactly the plan shown, treatments included
+    ran = subprocess.run([sys.executable, "-m", "benchsage", "run", str(path), "-o", str(tmp_path / "out"), "--json"],
                          capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    assert ran.returncode == 2 and "[context]" in ran.stderr and "Traceback" not in ran.stderr
-    assert not (tmp_path / "out").exists()
+    assert ran.returncode == 0, ran.stderr
+    conn = sqlite3.connect(tmp_path / "out" / "journal.sqlite")
+    try:
+        recorded = [(arm, json.loads(order), t) for arm, order, t in conn.execute("SELECT arm, test_order, treatment FROM runs ORDER BY id")]
+    finally:
+        conn.close()
+    names = [t["name"] for t in doc["tests"]]
+    assert recorded == [(r["arm"], [names.index(n) for n in r["order"]], [c["context"] for c in doc["treatments"]].index(r["treatment"]["context"]))
+                        for r in doc["runs"]]
 
 
 @pytest.mark.parametrize("body, runs, expected", [

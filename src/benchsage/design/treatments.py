@@ -84,6 +84,25 @@ class Treatment:
         return out
 
 
+def dimension_labels(described: dict[str, Any]) -> dict[str, str]:
+    """A treatment's level of each dimension, from its description (Treatment.describe(), as
+    the journal records it): "context", the context's own values as "context:env_bytes", ...,
+    "observer" and "factor:NAME" (the tidy table's treatment columns)."""
+    out: dict[str, str] = {}
+    if "context" in described:
+        out["context"] = str(described["context"])
+        for key in ("env_bytes", "cwd_bytes", "cpus", "aslr", "link_order"):
+            if key in described:
+                value = described[key]
+                out[f"context:{key}"] = (" ".join(value) if isinstance(value, list) else
+                                         str(value).lower() if isinstance(value, bool) else str(value))
+    if "observer" in described:
+        out["observer"] = str(described["observer"])
+    for name, level in (described.get("factors") or {}).items():
+        out[f"factor:{name}"] = str(level)
+    return out
+
+
 def _rng(seed: int, what: str) -> np.random.Generator:
     digest = hashlib.sha256(f"{seed}\0treatments\0{what}".encode()).digest()
     return np.random.Generator(np.random.PCG64(int.from_bytes(digest[:8], "big")))

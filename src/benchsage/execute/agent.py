@@ -124,8 +124,9 @@ def _reset_peak_rss() -> None:
 
 
 def _child(path: str, argv: List[str], env: Mapping[str, str], cwd: str, fds: Tuple[int, int, int], report: int,
-           cpus: Optional[List[int]] = None, join: Any = None) -> None:
-    """In the forked child: own process group, cgroup, CPUs, cwd, stdio, default signals, then exec.
+           cpus: Optional[List[int]] = None, join: Any = None, aslr: Optional[bool] = None) -> None:
+    """In the forked child: own process group, cgroup, CPUs, ASLR, cwd, stdio, default signals,
+    then exec.
 
     The child reports the monotonic time just before execve (the trial's clock starts at its
     exec, so the cost of forking the agent is not measured), or why it could not start. A
@@ -141,7 +142,10 @@ def _child(path: str, argv: List[str], env: Mapping[str, str], cwd: str, fds: Tu
         if cpus:
             stage = "cpus"
             os.sched_setaffinity(0, cpus)
-            stage = "chdir"
+        if aslr is not None:
+            stage = "aslr"
+            _set_aslr(aslr)
+        stage = "chdir"
         os.chdir(cwd)
         stage = "exec"
         for target, fd in enumerate(fds):
@@ -158,6 +162,81 @@ def _child(path: str, argv: List[str], env: Mapping[str, str], cwd: str, fds: Tu
             pass
     finally:
         os._exit(127)
+
+
+ADDR_NO_RANDOMIZE = 0x0040000  # personality(2) flag: no address-space randomisation after exec
+_libc: Any = None
+
+
+def _personality(persona: int) -> int:
+    """personality(2); 0xffffffff reads the current persona without changing it."""
+    global _libc
+    if _libc is None:
+        import ctypes
+
+        _libc = ctypes.CDLL(None, use_errno=True)
+        _libc.personality.argtypes = [ctypes.c_ulong]
+        _libc.personality.restype = ctypes.c_int
+    result = _libc.personality(persona)
+    if result == -1:
+        import ctypes
+
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code))
+    return result
+
+
+def _set_aslr(on: bool) -> None:
+    """Address-space randomisation for what this process execs next: on clears
+    ADDR_NO_RANDOMIZE (which the agent may have inherited, e.g. under `setarch -R`), off sets it
+    (as `setarch -R` does). The kernel's randomize_va_space still applies on top."""
+    current = _personality(0xFFFFFFFF)
+    wanted = current & ~ADDR_NO_RANDOMIZE if on else current | ADDR_NO_RANDOMIZE
+    if wanted != current:
+        _personality(wanted)
+
+
+def padded_cwd(cwd: str, extra: int) -> str:
+    """A real directory whose path is `extra` bytes longer than `cwd` and in which `cwd`'s
+    entries are reachable by the same relative names, for a trial's working directory.
+
+    Below `cwd`: hidden directories named by underscores (".____/____"), components at most 255
+    bytes, holding a symbolic link to each entry of `cwd` (added when missing, so what a reset
+    creates there is seen too). One or two extra bytes cannot be a directory of their own: the
+    path is then `cwd` + "/" or "/." (the same directory, spelled longer, as $PWD shows it)."""
+    cwd = cwd.rstrip("/") or "/"
+    if extra <= 0:
+        return cwd
+    if extra <= 2:
+        return cwd + "/."[:extra]
+    parts = []
+    left = extra
+    while left > 0:
+        size = min(left, 256)  # "/" + up to 255 bytes
+        if left - size in (1, 2):  # never leave a remainder too short for a component
+            size -= 3
+        parts.append("_" * (size - 1))
+        left -= size
+    parts[0] = "." + parts[0][1:]
+    top = os.path.join(cwd, parts[0])
+    path = os.path.join(cwd, *parts)
+    os.makedirs(path, exist_ok=True)
+    try:
+        names = os.listdir(cwd)
+        have = set(os.listdir(path))
+    except OSError:
+        return path
+    for name in names:
+        if name not in have and os.path.join(cwd, name) != top and not _is_pad(name):
+            try:
+                os.symlink(os.path.join(cwd, name), os.path.join(path, name))
+            except OSError:
+                pass
+    return path
+
+
+def _is_pad(name: str) -> bool:
+    return len(name) > 1 and name[0] == "." and name.strip("_") == "."
 
 
 class _Stdin:
@@ -230,6 +309,8 @@ def run_process(
     channel: Optional[_Stdin] = None,
     cpus: Optional[List[int]] = None,
     trial: bool = False,
+    aslr: Optional[bool] = None,
+    cwd_pad: int = 0,
 ) -> Dict[str, Any]:
     """Run `command` in its own process group and measure it; never raises for the command.
 
@@ -237,12 +318,27 @@ def run_process(
     With `channel`, the agent's stdin is watched too: if it closes, the trial is killed and
     ControllerGone raised. `cpus`: pin the command to these CPUs. `trial`: a trial (not a reset):
     measured in a cgroup of its own and by the package energy counters where the host allows,
-    and whatever it leaves running is killed (and counted) when it ends. Returns a dict (the
-    protocol's result, with bytes not yet encoded).
+    and whatever it leaves running is killed (and counted) when it ends. `aslr`: address-space
+    randomisation on or off for the command (None: as the agent has it). `cwd_pad`: run in a
+    directory whose path is this many bytes longer than `cwd` (padded_cwd), $PWD set to it.
+    Returns a dict (the protocol's result, with bytes not yet encoded).
     """
     full_env = dict(os.environ)
     if env:
         full_env.update(env)
+    if cwd_pad:
+        try:
+            cwd = padded_cwd(cwd, cwd_pad)
+        except OSError as exc:
+            return _failed("cannot start %r: cannot create a working directory %d bytes longer than %r: %s"
+                           % (command, cwd_pad, cwd, exc.strerror), time.time(), "exec")
+        full_env["PWD"] = cwd
+    if aslr is not None:
+        try:
+            _personality(0xFFFFFFFF)  # loads libc here rather than in the forked child; reads only
+        except (OSError, AttributeError) as exc:
+            return _failed("cannot start %r: cannot turn address-space randomisation %s: %s"
+                           % (command, "on" if aslr else "off", exc), time.time(), "exec")
     how, path, argv = plan_spawn(command, full_env)
     started = time.time()
     bad = [k for k, v in full_env.items() if "\0" in k or "\0" in v or "=" in k]
@@ -265,7 +361,7 @@ def run_process(
             control.finish(cgroup, 0)
         return _failed("cannot start %r: fork failed: %s" % (command, exc.strerror), started, how)
     if pid == 0:  # pragma: no cover - the child execs or exits
-        _child(path, argv, full_env, cwd, (_stdin_fd(), out_w, err_w), rep_w, cpus, cgroup.join if cgroup is not None else None)
+        _child(path, argv, full_env, cwd, (_stdin_fd(), out_w, err_w), rep_w, cpus, cgroup.join if cgroup is not None else None, aslr)
     try:
         os.setpgid(pid, pid)  # also done in the child: whichever runs first
     except OSError:
@@ -290,7 +386,8 @@ def run_process(
             finished = True
             stage, _, code = failure.decode().partition(":")
             reason = os.strerror(int(code or 0))
-            where = ("working directory %r" % cwd) if stage == "chdir" else ("CPUs %s" % cpus) if stage == "cpus" else repr(path)
+            where = {"chdir": "working directory %r" % cwd, "cpus": "CPUs %s" % cpus,
+                     "aslr": "address-space randomisation %s (personality)" % ("on" if aslr else "off")}.get(stage, repr(path))
             return _failed("cannot start %r: %s: %s" % (command, where, reason), started, how)
         t0 = float(stamp)
         os.set_blocking(out_r, False)
@@ -884,6 +981,8 @@ class Agent:
                 channel=self.channel,
                 cpus=request.get("cpus"),
                 trial=bool(request.get("trial")),
+                aslr=request.get("aslr"),
+                cwd_pad=int(request.get("cwd_pad") or 0),
             )
             return {"result": _encode(result)}, True
         if op == "boot_id":

@@ -154,6 +154,8 @@ class AgentWorker:
                 "collect": list(request.collect),
                 "cpus": list(request.cpus) if request.cpus else None,
                 "trial": request.trial,
+                **({"aslr": request.aslr} if request.aslr is not None else {}),
+                **({"cwd_pad": request.cwd_pad} if request.cwd_pad else {}),
             },
             timeout=reply_timeout,
         )

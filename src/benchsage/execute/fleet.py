@@ -89,6 +89,12 @@ def check_cpus(spec: Spec, workers: list[AgentWorker]) -> None:
             if why:
                 problems.append(f"worker {worker.name}: test '{test.name}' is pinned to {why}")
                 break
+        context = spec.treatments.context
+        for cpus in (context.cpus or ()) if context else ():
+            why = check(cpus, host)
+            if why:
+                problems.append(f"worker {worker.name}: [context] key 'cpus' pins trials to {why}")
+                break
     if problems:
         raise WorkerSetupError("; ".join(problems) + "; nothing ran")
 

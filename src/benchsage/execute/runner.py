@@ -24,6 +24,7 @@ from benchsage.design.treatments import treatment_cells
 from benchsage.errors import ExperimentError, SpecError, WorkerError, WorkerLost, WorkerSetupError
 from benchsage.execute.metrics import MetricError, extract
 from benchsage.execute.progress import Progress
+from benchsage.execute.treatments import Applier
 from benchsage.execute.worker import ProcessRequest, ProcessResult, Worker
 from benchsage.spec import Spec, TestSpec, load_spec
 from benchsage.store.journal import Journal, TrialRecord, check_directory_for
@@ -185,6 +186,11 @@ class Runner:
             )
             for t in spec.tests
         ]
+        meta = journal.meta()
+        cells = treatment_cells(spec.treatments, meta["seed"]) if spec.treatments.cells > 1 else ()
+        self._applier = Applier(spec, cells, self._requests)
+        self._built: dict[str, str | None] = {}  # worker -> context of its last successful link-order build
+        self._failed_contexts: dict[str, dict[str, str]] = {}  # worker -> {context: why its build failed}
         self._stop = threading.Event()
         self._lost: dict[str, str] = {}
         self._current: dict[str, int] = {}  # worker -> number of the run in flight
@@ -240,6 +246,8 @@ class Runner:
         self.progress.stop()
         if self._lost:
             raise ExperimentError(self._lost_message())
+        if any(self._failed_contexts.values()):
+            raise SpecError(self._failed_contexts_message())
 
     def _assign(self, runs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
         by_worker: dict[str, list[dict[str, Any]]] = {}
@@ -253,6 +261,17 @@ class Runner:
         if unknown:
             raise SpecError(f"{self.journal.path}: the journal has runs for workers the spec does not name: {', '.join(unknown)}")
         return by_worker
+
+    def _failed_contexts_message(self) -> str:
+        done, trials = self.journal.progress()
+        skipped = sum(1 for r in self.journal.runs() if r["status"] == "skipped")
+        failed = "; ".join(
+            f"{context}{' on worker ' + worker if len(self.workers) > 1 else ''} ({why})"
+            for worker, contexts in sorted(self._failed_contexts.items()) for context, why in sorted(contexts.items())
+        )
+        return (f"{self.spec.path}: [context] key 'link_order': the build failed for {failed}; their {skipped} runs were skipped, "
+                f"the other {done} runs ({trials} trials) are measured in {self._directory}; fix the build, then "
+                f"`benchsage resume {self._directory}` runs the skipped ones")
 
     def _lost_message(self) -> str:
         done, trials = self.journal.progress()
@@ -280,7 +299,7 @@ class Runner:
     def _carry_out(self, worker: Any, runs: list[dict[str, Any]]) -> None:
         first = runs[0]["id"] if runs else 0
         for run in runs:
-            if run["status"] == "done":
+            if run["status"] in ("done", "skipped"):
                 continue
             number = run["id"] - first + 1
             while True:
@@ -320,8 +339,18 @@ class Runner:
         attempt_id, attempt = journal.begin_attempt(run["id"], worker.name)
         self._current[worker.name] = number
         self.progress.run_started(run["id"], run["arm"], attempt, worker=worker.name)
+        cell = run.get("treatment")
+        failed = self._failed_contexts.get(worker.name, {})
+        context = self._applier.cells[cell].context if self._applier.active and cell is not None else None
+        if context is not None and context.label in failed:
+            journal.finish_attempt(attempt_id, run["id"], "context-failed", f"context {context.label}: {failed[context.label]}")
+            self._current.pop(worker.name, None)
+            self.progress.run_done(run["id"], run["arm"], worker=worker.name)
+            return
         try:
             self._reset(worker, number, attempt_id)
+            if not self._prepare(worker, run, number, attempt_id):
+                return
             snapshot = worker.snapshot([], spec.folder, self._commands)
             snapshot["spec_hash"] = spec.digest
             journal.record_snapshot(attempt_id, snapshot)
@@ -331,7 +360,7 @@ class Runner:
                 if self._stop.is_set():
                     raise _Stopped()
                 test = spec.tests[test_id]
-                result = worker.run(self._requests[test_id])
+                result = worker.run(self._applier.request(test_id, cell))
                 if result.note:
                     self.progress.message(f"{self._prefix(worker)}{result.note}")
                 outcome = classify(test, result)
@@ -359,6 +388,35 @@ class Runner:
         self._current.pop(worker.name, None)
         journal.finish_attempt(attempt_id, run["id"], "done")
         self.progress.run_done(run["id"], run["arm"], worker=worker.name)
+
+    def _prepare(self, worker: Any, run: dict[str, Any], number: int, attempt_id: int) -> bool:
+        """Run the steps of the run's treatment (a link-order build, factor setups) after its
+        reset. False when its context's build failed: the run is then skipped (finished
+        "context-failed"), as are that context's later runs on this worker."""
+        for step in self._applier.steps(run.get("treatment"), self._built.get(worker.name)):
+            result = worker.run(step.request)
+            status = "ok" if result.ok else "timeout" if result.timed_out else "failed"
+            self.journal.record_setup(attempt_id, step.kind, step.what, step.request.command, status, result.exit_status,
+                                      result.wall_time, result.stdout, result.stderr)
+            if status == "ok":
+                if step.kind == "build":
+                    self._built[worker.name] = step.what.removeprefix("context ")
+                continue
+            why = result.error or (f"did not finish within {step.request.timeout:g} s" if result.timed_out else f"exit status {result.exit_status}")
+            last = _last_line(result.stderr) or _last_line(result.stdout)
+            why += f": {last}" if last else ""
+            if step.kind == "build":
+                context = step.what.removeprefix("context ")
+                self._built[worker.name] = None
+                self._failed_contexts.setdefault(worker.name, {})[context] = why
+                self.journal.finish_attempt(attempt_id, run["id"], "context-failed", f"{step.what}: link-order build failed: {why}")
+                self._current.pop(worker.name, None)
+                self.progress.message(f"{self._prefix(worker)}the link-order build for {step.what} failed ({why}); "
+                                      f"its runs are skipped, the others go on")
+                self.progress.run_done(run["id"], run["arm"], worker=worker.name)
+                return False
+            raise _ResetFailed(f"{self._prefix(worker)}{step.what}: the setup `{step.request.command}` failed before run {number} ({why})")
+        return True
 
     def _prefix(self, worker: Any) -> str:
         return f"worker {worker.name}: " if len(self.workers) > 1 or worker.kind != "local" else ""

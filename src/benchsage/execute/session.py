@@ -11,21 +11,21 @@ import os
 from benchsage.execute.fleet import check_cpus, close_all, connect_all, make_workers
 from benchsage.execute.progress import make_progress
 from benchsage.execute.runner import Runner, create_experiment, experiment_digest, resolve_runs_and_seed, spec_from_journal
-from benchsage.errors import SpecError
-from benchsage.spec import Spec, load_spec
+from benchsage.execute.treatments import check_wrappers
+from benchsage.spec import load_spec
 from benchsage.store.journal import Journal, check_directory_for
 
 
 def start(spec_path: str, directory: str, *, runs: int | None = None, seed: int | None = None, quiet: bool = False) -> None:
     """Plan the experiment into a new journal, then execute it on every worker."""
     spec = load_spec(spec_path)
-    _refuse_unapplied(spec)
     runs_per_arm, seed = resolve_runs_and_seed(spec, runs, seed)
     check_directory_for(directory, experiment_digest(spec, runs_per_arm, seed))
     workers = make_workers(spec, directory)
     try:
         connect_all(workers)
         check_cpus(spec, workers)
+        check_wrappers(spec, workers)
         journal, _plan = create_experiment(spec, directory, seed=seed, runs=runs)
         progress = make_progress(quiet)
         for warning in spec.warnings:
@@ -52,19 +52,10 @@ def resume(directory: str, *, quiet: bool = False) -> None:
         try:
             connect_all(workers)
             check_cpus(spec, workers)
+            check_wrappers(spec, workers)
             Runner(spec, journal, workers, progress).execute()
         finally:
             close_all(workers)
     finally:
         journal.close()
 
-
-def _refuse_unapplied(spec: Spec) -> None:
-    """Treatments are planned (`benchsage plan` shows every run's) but this version does not
-    apply them to trials yet: running would measure every run alike and label them apart."""
-    t = spec.treatments
-    unapplied = [key for key, present in (("[context]", t.context), ("[observer]", t.observer),
-                                          ("[[factor]]", t.factors), ("[[compare]]", t.compare)) if present]
-    if unapplied:
-        raise SpecError(f"{spec.path}: {', '.join(unapplied)}: planned by `benchsage plan` but not yet applied or analysed "
-                        "by `benchsage run`; remove them to run the experiment")

@@ -25,6 +25,8 @@ class ProcessRequest:
     collect: tuple[str, ...] = ()  # files to read back after the process ends (results files)
     cpus: tuple[int, ...] | None = None  # pin the command to these CPUs (sched_setaffinity before exec)
     trial: bool = False  # a trial, not a reset: its own cgroup and energy where the host allows; leftovers killed
+    aslr: bool | None = None  # address-space randomisation on/off for the command (personality); None: unchanged
+    cwd_pad: int = 0  # run in a real directory whose path is this many bytes longer than cwd (agent.padded_cwd)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,21 @@ JOURNAL_NAME = "journal.sqlite"
 FORMAT_VERSION = "1"
 TAIL_BYTES = 8192  # stdout/stderr bytes stored per trial
 
+_SETUPS_TABLE = """
+CREATE TABLE IF NOT EXISTS setups (          -- commands run before a run's trials (treatments)
+    id INTEGER PRIMARY KEY,
+    attempt_id INTEGER NOT NULL REFERENCES attempts(id),
+    kind TEXT NOT NULL,              -- build (a context's link order) | setup (a factor's level)
+    what TEXT NOT NULL,              -- "context c3", "factor smt=on"
+    command TEXT NOT NULL,
+    status TEXT NOT NULL,            -- ok | failed | timeout
+    exit_status INTEGER,
+    wall REAL,
+    stdout BLOB,
+    stderr BLOB
+);
+"""
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS tests (
@@ -40,7 +55,7 @@ CREATE TABLE IF NOT EXISTS runs (
     arm TEXT NOT NULL CHECK (arm IN ('fixed', 'random')),
     arm_index INTEGER NOT NULL,
     test_order TEXT NOT NULL,        -- JSON list of test ids
-    status TEXT NOT NULL DEFAULT 'planned',  -- planned | running | done | failed
+    status TEXT NOT NULL DEFAULT 'planned',  -- planned | running | done | failed | skipped (its context's build failed)
     worker TEXT NOT NULL DEFAULT 'local',    -- the worker that carries this run out
     treatment INTEGER                -- index into meta "treatments" (contexts, observer, factors); NULL: none
 );
@@ -49,7 +64,7 @@ CREATE TABLE IF NOT EXISTS attempts (
     run_id INTEGER NOT NULL REFERENCES runs(id),
     number INTEGER NOT NULL,         -- 1 for the first attempt of the run
     worker TEXT NOT NULL,
-    status TEXT NOT NULL,            -- running | done | interrupted | reset-failed | failed
+    status TEXT NOT NULL,            -- running | done | interrupted | reset-failed | failed | context-failed
     started REAL NOT NULL,
     ended REAL,
     snapshot TEXT,                   -- JSON environment snapshot
@@ -89,7 +104,7 @@ CREATE TABLE IF NOT EXISTS trial_values (
     PRIMARY KEY (trial_id, metric)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS trials_by_attempt ON trials(attempt_id);
-"""
+""" + _SETUPS_TABLE
 
 
 @dataclass(frozen=True)
@@ -286,7 +301,8 @@ class Journal:
                 "UPDATE attempts SET status = 'interrupted', ended = COALESCE(ended, ?), detail = COALESCE(detail, 'interrupted') WHERE status = 'running'",
                 (time.time(),),
             )
-            self.conn.execute("UPDATE runs SET status = 'planned' WHERE status IN ('running', 'failed')")
+            # Skipped runs (their context's link-order build failed) are tried again: the build may be fixed.
+            self.conn.execute("UPDATE runs SET status = 'planned' WHERE status IN ('running', 'failed', 'skipped')")
         return cur.rowcount
 
     @_locked
@@ -308,6 +324,24 @@ class Journal:
                 "UPDATE attempts SET reset_status = ?, reset_exit = ?, reset_wall = ?, reset_stdout = ?, reset_stderr = ? WHERE id = ?",
                 (status, exit_status, wall, stdout[-TAIL_BYTES:], stderr[-TAIL_BYTES:], attempt_id),
             )
+
+    @_locked
+    def record_setup(self, attempt_id: int, kind: str, what: str, command: str, status: str, exit_status: int | None,
+                     wall: float | None, stdout: bytes, stderr: bytes) -> None:
+        with _transaction(self.conn):
+            self.conn.execute(
+                "INSERT INTO setups(attempt_id, kind, what, command, status, exit_status, wall, stdout, stderr) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (attempt_id, kind, what, command, status, exit_status, wall, stdout[-TAIL_BYTES:], stderr[-TAIL_BYTES:]),
+            )
+
+    @_locked
+    def setups(self) -> list[dict[str, Any]]:
+        try:
+            rows = self.conn.execute("SELECT attempt_id, kind, what, command, status, exit_status, wall FROM setups ORDER BY id").fetchall()
+        except sqlite3.OperationalError:  # an older journal opened read-only
+            return []
+        keys = ("attempt_id", "kind", "what", "command", "status", "exit_status", "wall")
+        return [dict(zip(keys, row)) for row in rows]
 
     @_locked
     def record_snapshot(self, attempt_id: int, snapshot: Mapping[str, Any]) -> None:
@@ -349,7 +383,7 @@ class Journal:
     @_locked
     def finish_attempt(self, attempt_id: int, run_id: int, status: str, detail: str | None = None) -> None:
         """Close an attempt; a done run is flushed to disk (fsync) before returning."""
-        run_status = {"done": "done", "interrupted": "planned"}.get(status, "failed")
+        run_status = {"done": "done", "interrupted": "planned", "context-failed": "skipped"}.get(status, "failed")
         durable = status == "done"
         if durable:
             self.conn.execute("PRAGMA synchronous=FULL")
@@ -370,6 +404,10 @@ class Journal:
 
 
 def _add_missing_columns(conn: sqlite3.Connection) -> None:
+    try:
+        conn.execute(_SETUPS_TABLE)  # tables added since format 1 was first written
+    except sqlite3.OperationalError:
+        pass  # a read-only journal: readers treat the table as empty
     for table, column, decl in _ADDED_COLUMNS:
         have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
         if column not in have:

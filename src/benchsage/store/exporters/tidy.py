@@ -6,6 +6,7 @@ import os
 
 import pyarrow as pa
 
+from benchsage.design.treatments import dimension_labels
 from benchsage.store.importers.benchsage import trial_boot_ids
 from benchsage.store.journal import Journal
 from benchsage.store.table import OPTIONAL_HARNESS_METRICS
@@ -14,9 +15,16 @@ COLUMNS = ("test", "order", "metric", "value", "unit", "run", "position", "prede
 
 
 def tidy_table(directory: str | os.PathLike[str]) -> pa.Table:
-    """Every trial of the completed run attempts, one row per metric, in time order."""
+    """Every trial of the completed run attempts, one row per metric, in time order; with
+    treatments, a column per treatment dimension (context, context:env_bytes, ..., observer,
+    factor:NAME), as the tidy importer reads them back."""
     journal = Journal.open(directory)
     try:
+        described = journal.meta().get("treatments") or []
+        cell_labels = [dimension_labels(d) for d in described]
+        dims = list(dict.fromkeys(k for labels in cell_labels for k in labels))
+        cell_of_run = {r["id"]: r["treatment"] for r in journal.runs()}
+        extra: dict[str, list] = {d: [] for d in dims}
         tests = journal.tests()
         names = [t["name"] for t in tests]
         metrics = [[(m["name"], m.get("unit", "")) for m in t["metrics"]] for t in tests]
@@ -45,6 +53,9 @@ def tidy_table(directory: str | os.PathLike[str]) -> pa.Table:
                 cols["time"].append(started)
                 cols["status"].append(status)
                 cols["reason"].append(reason)
+                cell = cell_of_run.get(run_id)
+                for d in dims:
+                    extra[d].append(cell_labels[cell].get(d) if cell is not None else None)
     finally:
         journal.close()
     schema = pa.schema(
@@ -52,6 +63,6 @@ def tidy_table(directory: str | os.PathLike[str]) -> pa.Table:
             ("test", pa.string()), ("order", pa.string()), ("metric", pa.string()), ("value", pa.float64()),
             ("unit", pa.string()), ("run", pa.int64()), ("position", pa.int64()), ("predecessor", pa.string()),
             ("worker", pa.string()), ("boot_id", pa.string()), ("time", pa.float64()), ("status", pa.string()), ("reason", pa.string()),
-        ]
+        ] + [(d, pa.string()) for d in dims]
     )
-    return pa.table(cols, schema=schema)
+    return pa.table({**cols, **extra}, schema=schema)

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from benchsage.store.journal import Journal
-from benchsage.store.table import FIRST, HARNESS_METRICS, MetricInfo, TrialTable
+from benchsage.design.treatments import dimension_labels
+from benchsage.store.table import FIRST, HARNESS_METRICS, MetricInfo, TrialTable, encode_treatments
 
 
 def read_experiment(path: str | os.PathLike[str]) -> TrialTable:
@@ -148,6 +149,19 @@ def _read(journal: Journal, directory: str) -> TrialTable:
         "alpha": meta.get("alpha"),
         "correction": meta.get("correction"),
     }
+    described = meta.get("treatments") or []
+    dims: tuple[str, ...] = ()
+    dim_levels: tuple[tuple[str, ...], ...] = ()
+    treatment = None
+    if described:
+        dims, dim_levels, treatment = _treatment_columns(described, runs, run[src])
+        provenance.update(_treatment_provenance(meta))
+        skipped = [r for r in runs if r["status"] == "skipped"]
+        if skipped:
+            contexts = sorted({str(described[r["treatment"]].get("context")) for r in skipped if r["treatment"] is not None},
+                              key=lambda c: (len(c), c))
+            warnings.append(f"{directory}: the link-order build failed for context(s) {', '.join(contexts)}: their {len(skipped)} "
+                            "runs were skipped and are not in the analysis")
     run_boot_ids = {r: boot_ids[r] for r in done_attempts if boot_ids.get(r) is not None}
     if run_boot_ids:
         provenance["run_boot_ids"] = run_boot_ids
@@ -170,7 +184,47 @@ def _read(journal: Journal, directory: str) -> TrialTable:
         sources=(directory,),
         warnings=tuple(warnings),
         provenance=provenance,
+        dims=dims,
+        dim_levels=dim_levels,
+        treatment=treatment,
     )
+
+
+def _treatment_columns(described: list[dict[str, Any]], runs: list[dict[str, Any]], row_runs: np.ndarray) -> tuple[Any, Any, np.ndarray]:
+    """The table's treatment dimensions, from the treatment each row's run carried."""
+    cell_labels = [dimension_labels(d) for d in described]
+    dims = list(dict.fromkeys(k for labels in cell_labels for k in labels))
+    cell_of_run = {r["id"]: r["treatment"] for r in runs}
+    run_ids = np.unique(row_runs)
+    cells = np.array([cell_of_run.get(int(r)) if cell_of_run.get(int(r)) is not None else -1 for r in run_ids], dtype=np.int64)
+    per_row_cell = cells[np.searchsorted(run_ids, row_runs)] if len(row_runs) else np.zeros(0, dtype=np.int64)
+    dims_t, levels, cell_codes = encode_treatments({d: [labels.get(d) for labels in cell_labels] for d in dims}, len(cell_labels))
+    # Rows get their cell's codes; a row whose run carries no cell gets -1 everywhere.
+    padded = np.vstack([cell_codes, np.full((1, len(dims_t)), -1, dtype=np.int32)])
+    return dims_t, levels, np.ascontiguousarray(padded[per_row_cell])
+
+
+def _treatment_provenance(meta: dict[str, Any]) -> dict[str, Any]:
+    """What the analyses of treatments need from the spec: the declared comparisons, the
+    observer's lightest level, the factors' levels in declared order."""
+    from benchsage.spec import load_spec
+
+    try:
+        spec = load_spec(meta["spec_path"], text=meta["spec_text"], generated=meta.get("generated") or None)
+    except Exception:  # noqa: BLE001 - the spec's folder may be gone; the data still stands
+        return {}
+    t = spec.treatments
+    out: dict[str, Any] = {"treatments": meta.get("treatments") or []}
+    if t.compare:
+        out["compare"] = [{"a": c.a, "b": c.b, "metric": c.metric} for c in t.compare]
+    if t.observer:
+        out["observer_baseline"] = t.observer.baseline
+        out["observer_levels"] = [name for name, _ in t.observer.levels]
+    if t.factors:
+        out["factors"] = [{"name": f.name, "levels": list(f.levels)} for f in t.factors]
+    if t.context:
+        out["context_dimensions"] = list(t.context.dimensions)
+    return out
 
 
 def trial_boot_ids(conn: sqlite3.Connection) -> dict[int, str | None]:

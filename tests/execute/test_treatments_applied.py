@@ -1,0 +1,192 @@
+"""Treatments really applied: every trial runs under its run's context (environment padding, a
+longer working directory, ASLR, the link order built before its runs), observer wrapper and
+factor levels (setup command and variable), as recorded in the journal and read back by the
+analysis and the tidy export; a failing link-order build skips its context and the rest goes
+on; a wrapper that is not installed stops the experiment before anything runs."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchsage.design.treatments import dimension_labels
+from benchsage.execute import agent
+
+PROBE = r"""import os, sys
+print(json.dumps({
+    "pad": len(os.environ.get("BENCHSAGE_ENV_PAD", "-")) if "BENCHSAGE_ENV_PAD" in os.environ else None,
+    "cwd": os.getcwd(), "pwd": os.environ.get("PWD"),
+    "persona": open("/proc/self/personality").read().strip(),
+    "level": os.environ.get("LEVEL"), "setup": open("setup.txt").read().strip(),
+    "built": open("built.txt").read().strip(), "wrapped": os.environ.get("WRAPPED"),
+    "data": open("data.txt").read().strip()}))
+"""
+
+
+def bench(cwd: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "benchsage", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def _journal(directory: Path) -> tuple[dict, list, list, list]:
+    conn = sqlite3.connect(directory / "journal.sqlite")
+    try:
+        meta = {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM meta")}
+        runs = conn.execute("SELECT id, arm, status, treatment FROM runs ORDER BY id").fetchall()
+        trials = conn.execute(
+            "SELECT t.run_id, s.name, t.status, t.stdout_tail, t.stderr_tail FROM trials t JOIN tests s ON s.id = t.test_id "
+            "JOIN attempts a ON a.id = t.attempt_id WHERE a.status = 'done' ORDER BY t.id").fetchall()
+        setups = conn.execute("SELECT a.run_id, u.kind, u.what, u.command, u.status FROM setups u "
+                              "JOIN attempts a ON a.id = u.attempt_id ORDER BY u.id").fetchall()
+    finally:
+        conn.close()
+    return meta, runs, trials, setups
+
+
+def _write_probe(tmp_path: Path) -> None:
+    (tmp_path / "probe.py").write_text("import json\n" + PROBE)
+    (tmp_path / "data.txt").write_text("relative paths still work\n")
+
+
+def test_every_trial_runs_under_its_runs_treatment(tmp_path: Path) -> None:
+    _write_probe(tmp_path)
+    spec = tmp_path / "experiment.toml"
+    spec.write_text(
+        '[experiment]\nname = "applied"\nruns = 8\nseed = 11\n'
+        f'[[test]]\nname = "probe"\ncommand = "{sys.executable} {tmp_path}/probe.py"\n'
+        '[[test]]\nname = "shell"\ncommand = "sh -c \'echo wrapped=$WRAPPED level=$LEVEL\'"\n'
+        '[context]\nvariants = 2\nenv_bytes = [100, 3000]\ncwd_bytes = [10, 300]\naslr = [true, false]\n'
+        'link_order = {objects = ["a.o", "b.o", "c.o"], build = "echo {objects} > built.txt"}\n'
+        '[observer]\nlevels = {plain = "", tagged = "env WRAPPED=yes"}\n'
+        '[[factor]]\nname = "mode"\nlevels = ["lo", "hi"]\nenv = "LEVEL"\nsetup = "echo {level} > setup.txt"\n'
+    )
+    done = bench(tmp_path, "run", str(spec), "-o", "out", "--json")
+    assert done.returncode == 0, done.stderr
+    meta, runs, trials, setups = _journal(tmp_path / "out")
+    cells = meta["treatments"]
+    assert len(cells) == 2 * 2 * 2 and all(status == "done" for _, _, status, _ in runs)
+    assert {t for *_, t in runs} == set(range(8))  # every cell measured
+    cell_of = {run_id: cells[t] for run_id, _, _, t in runs}
+    seen_contexts = set()
+    for run_id, name, status, out, _err in trials:
+        assert status == "ok", (name, out)
+        cell = cell_of[run_id]
+        text = bytes(out).decode()
+        if name == "shell":
+            assert text.split() == [f"wrapped={'yes' if cell['observer'] == 'tagged' else ''}", f"level={cell['factors']['mode']}"]
+            continue
+        got = json.loads(text)
+        seen_contexts.add(cell["context"])
+        assert got["pad"] == cell["env_bytes"]
+        assert len(got["cwd"]) == len(str(tmp_path)) + cell["cwd_bytes"]  # a real directory that much longer
+        assert got["pwd"] == got["cwd"] and got["data"] == "relative paths still work"
+        assert int(got["persona"], 16) & agent.ADDR_NO_RANDOMIZE == (0 if cell["aslr"] else agent.ADDR_NO_RANDOMIZE)
+        assert got["built"] == " ".join(cell["link_order"])  # built in this context's order before the run
+        assert got["setup"] == got["level"] == cell["factors"]["mode"]
+        assert got["wrapped"] == ("yes" if cell["observer"] == "tagged" else None)
+    assert seen_contexts == {"c1", "c2"}
+    # Setups before every run; a build only when the worker's last build was another context's.
+    builds = [(run_id, what) for run_id, kind, what, _c, status in setups if kind == "build"]
+    contexts_in_time = [cell_of[r]["context"] for r, *_ in runs]
+    changes = 1 + sum(1 for a, b in zip(contexts_in_time, contexts_in_time[1:]) if a != b)
+    assert len(builds) == changes and all(status == "ok" for *_, status in setups)
+    assert sum(1 for _r, kind, *_ in setups if kind == "setup") == len(runs)
+
+    # The analysis and the tidy export carry a column per treatment dimension.
+    assert bench(tmp_path, "export", "out", "--format", "csv", "-o", "tidy.csv").returncode == 0
+    with open(tmp_path / "tidy.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    by_run = {int(r["run"]): r for r in rows}
+    for run_id, labels in ((r, dimension_labels(c)) for r, c in cell_of.items()):
+        assert {k: by_run[run_id][k] for k in labels} == labels
+    assert {"context", "context:env_bytes", "context:cwd_bytes", "context:aslr", "context:link_order", "observer",
+            "factor:mode"} <= set(rows[0])
+
+
+def test_a_failing_link_order_build_skips_its_context_and_resume_runs_it_when_fixed(tmp_path: Path) -> None:
+    (tmp_path / "build.sh").write_text('#!/bin/sh\n[ -e "broken-$1" ] && { echo "cannot link $1 first" >&2; exit 3; }\n'
+                                       'echo "$@" > built.txt\n')
+    spec = tmp_path / "experiment.toml"
+    spec.write_text(
+        '[experiment]\nname = "build"\nruns = 4\nseed = 3\n'
+        '[[test]]\nname = "show"\ncommand = "cat built.txt"\n'
+        '[[test]]\nname = "idle"\ncommand = "true"\n'
+        '[context]\nvariants = 4\nlink_order = {objects = ["a.o", "b.o", "c.o"], build = "sh build.sh {objects}"}\n'
+    )
+    planned = json.loads(bench(tmp_path, "plan", str(spec), "--json").stdout)
+    firsts = {c["context"]: c["link_order"][0] for c in planned["treatments"]}
+    victim = next(first for first in firsts.values() if list(firsts.values()).count(first) < 4)
+    broken = sorted(c for c, first in firsts.items() if first == victim)
+    (tmp_path / f"broken-{victim}").write_text("")
+
+    failed = bench(tmp_path, "run", str(spec), "-o", "out")
+    assert failed.returncode == 2, failed.stderr
+    last = failed.stderr.strip().splitlines()[-1]
+    assert "[context] key 'link_order'" in last and all(c in last for c in broken) and "cannot link" in last
+    assert "Traceback" not in failed.stderr
+    meta, runs, trials, setups = _journal(tmp_path / "out")
+    status_of = {meta["treatments"][t]["context"]: set() for *_, t in runs}
+    for _id, _arm, status, t in runs:
+        status_of[meta["treatments"][t]["context"]].add(status)
+    assert all(status_of[c] == {"skipped"} for c in broken)
+    assert all(status_of[c] == {"done"} for c in status_of if c not in broken)
+    assert trials and all(bytes(out).decode().split() == meta["treatments"][[t for i, _a, _s, t in runs if i == run][0]]["link_order"]
+                          for run, name, _st, out, _e in trials if name == "show")
+    analysis = json.loads(bench(tmp_path, "analyze", "out", "--json").stdout)
+    assert any("link-order build failed" in w and broken[0] in w for w in analysis["warnings"])
+
+    os.remove(tmp_path / f"broken-{victim}")  # fixed: resume runs the skipped contexts
+    resumed = bench(tmp_path, "resume", "out")
+    assert resumed.returncode == 0, resumed.stderr
+    _meta, runs, trials, _setups = _journal(tmp_path / "out")
+    assert all(status == "done" for _, _, status, _ in runs)
+    assert len(trials) == 2 * len(runs)
+
+
+def test_an_observer_wrapper_that_is_not_installed_stops_before_anything_runs(tmp_path: Path) -> None:
+    spec = tmp_path / "experiment.toml"
+    spec.write_text(
+        '[experiment]\nname = "wrapper"\nruns = 2\n'
+        '[[test]]\ncommand = "true"\n'
+        '[observer]\nlevels = {none = "", tracer = "no-such-tracer-benchsage --quiet --"}\n'
+    )
+    done = bench(tmp_path, "run", str(spec), "-o", "out")
+    assert done.returncode == 2
+    line = done.stderr.strip().splitlines()[-1]
+    assert "[observer]" in line and "'tracer'" in line and "no-such-tracer-benchsage" in line and "not installed" in line
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "out" / "journal.sqlite").exists()
+
+
+@pytest.mark.parametrize("extra", [0, 1, 2, 3, 4, 255, 256, 257, 258, 259, 600])
+def test_padded_working_directory_is_exactly_longer_and_sees_the_entries(tmp_path: Path, extra: int) -> None:
+    (tmp_path / "input.txt").write_text("x")
+    path = agent.padded_cwd(str(tmp_path), extra)
+    assert len(path) == len(str(tmp_path)) + extra
+    assert os.path.isdir(path) and os.path.samefile(os.path.join(path, "input.txt"), tmp_path / "input.txt")
+    assert all(len(part) <= 255 for part in path.split("/"))
+    # Asked again (the next trial), the same directory; a file made since in cwd is linked too.
+    (tmp_path / "later.txt").write_text("y")
+    assert agent.padded_cwd(str(tmp_path), extra) == path and os.path.exists(os.path.join(path, "later.txt"))
+
+
+def test_aslr_off_and_on_reach_the_trial(tmp_path: Path) -> None:
+    off = agent.run_process("cat /proc/self/personality", str(tmp_path), aslr=False)
+    on = agent.run_process("setarch -R cat /proc/self/personality", str(tmp_path), aslr=True)  # setarch sets it again
+    plain = agent.run_process("cat /proc/self/personality", str(tmp_path), aslr=True)
+    assert int(off["stdout"], 16) & agent.ADDR_NO_RANDOMIZE
+    assert int(on["stdout"], 16) & agent.ADDR_NO_RANDOMIZE
+    assert not int(plain["stdout"], 16) & agent.ADDR_NO_RANDOMIZE
+    # Stack addresses differ between runs with randomisation and repeat without it.
+    probe = "sh -c 'grep stack /proc/self/maps'"
+    fixed = {agent.run_process(probe, str(tmp_path), aslr=False)["stdout"] for _ in range(3)}
+    moving = {agent.run_process(probe, str(tmp_path), aslr=True)["stdout"] for _ in range(3)}
+    if open("/proc/sys/kernel/randomize_va_space").read().strip() != "0":
+        assert len(fixed) == 1 and len(moving) == 3
