@@ -16,6 +16,7 @@ from benchsage.analyze.diagnostics import Parts
 from benchsage.analyze.measurement import rss_floor_notes
 from benchsage.analyze.options import Options
 from benchsage.analyze.order import ValueOrder, analyze_table, sort_values
+from benchsage.analyze.treatments import TreatmentOptions, analyze_treatments
 from benchsage.analyze.verdict import Analysis, Diagnostics
 from benchsage.store.importers.detect import load_sources
 from benchsage.store.table import TrialTable
@@ -24,9 +25,10 @@ _A = TypeVar("_A")
 _B = TypeVar("_B")
 
 
-def analyze_sources(sources: Sequence[str], *, format: str = "auto", options: Options = Options()) -> tuple[Analysis, TrialTable]:
+def analyze_sources(sources: Sequence[str], *, format: str = "auto", options: Options = Options(),
+                    treatments: TreatmentOptions = TreatmentOptions()) -> tuple[Analysis, TrialTable]:
     table = load_sources(list(sources), format=format)
-    return analyze_loaded(table, options), table
+    return analyze_loaded(table, options, treatments), table
 
 
 # A single tidy file at least this large is read block by block and analysed in batches of tests
@@ -35,16 +37,18 @@ def analyze_sources(sources: Sequence[str], *, format: str = "auto", options: Op
 STREAM_BYTES = 160 << 20
 
 
-def analyze_sources_only(sources: Sequence[str], *, format: str = "auto", options: Options = Options()) -> Analysis:
+def analyze_sources_only(sources: Sequence[str], *, format: str = "auto", options: Options = Options(),
+                         treatments: TreatmentOptions = TreatmentOptions()) -> Analysis:
     """analyze_sources' Analysis, for a caller that does not need the trial table: a large tidy
-    file (STREAM_BYTES) is then analysed without holding its rows in memory as a table."""
-    if len(sources) == 1 and _large_tidy(sources[0], format):
+    file (STREAM_BYTES) is then analysed without holding its rows in memory as a table (unless
+    comparisons are asked for: they need the table)."""
+    if len(sources) == 1 and not treatments.compare and _large_tidy(sources[0], format):
         from benchsage.analyze.batched import analyze_tidy_file
 
         analysis = analyze_tidy_file(sources[0], options)
         if analysis is not None:
             return analysis
-    return analyze_sources(sources, format=format, options=options)[0]
+    return analyze_sources(sources, format=format, options=options, treatments=treatments)[0]
 
 
 def _large_tidy(source: str, format: str) -> bool:
@@ -62,11 +66,15 @@ def _large_tidy(source: str, format: str) -> bool:
         return False
 
 
-def analyze_loaded(table: TrialTable, options: Options = Options()) -> Analysis:
-    """Analyse a table; an experiment's own alpha and correction apply unless overridden."""
+def analyze_loaded(table: TrialTable, options: Options = Options(), treatments: TreatmentOptions = TreatmentOptions()) -> Analysis:
+    """Analyse a table; an experiment's own alpha and correction apply unless overridden.
+    With treatments, their analyses are added, and the order analysis examines the rows
+    treatments.order_rows keeps (the lightest observer level)."""
     prov = table.provenance
     alpha = options.alpha if options.alpha is not None else float(prov.get("alpha") or 0.05)
     correction = options.correction or str(prov.get("correction") or "bonferroni")
+    treated = analyze_treatments(table, alpha=alpha, correction=correction, options=treatments)
+    table = treated.order_table
     # The order analysis and the diagnostics share one sort of the values. On a large table the
     # diagnostics' effects run in a thread while this one does the order analysis and the
     # design checks: numpy releases the GIL in its sorts, gathers and arithmetic (on two vCPUs
@@ -107,7 +115,11 @@ def analyze_loaded(table: TrialTable, options: Options = Options()) -> Analysis:
         warnings.extend(more)
     if diagnostics is not None and diagnostics.interleaving is not None and diagnostics.interleaving.interleaved is False:
         warnings.append(f"the arms were not interleaved in time ({diagnostics.interleaving.detail}): drift over time can look like an order effect")
-    return dataclasses.replace(analysis, diagnostics=diagnostics, warnings=tuple(dict.fromkeys(warnings)))
+    warnings.extend(treated.warnings)
+    return dataclasses.replace(
+        analysis, diagnostics=diagnostics, warnings=tuple(dict.fromkeys(warnings)), comparisons=treated.comparisons,
+        context_effects=treated.context_effects, observer=treated.observer, factorial=treated.factorial,
+    )
 
 
 def _fleet(

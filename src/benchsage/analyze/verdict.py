@@ -10,9 +10,12 @@ import json
 import math
 import secrets
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Generic, Iterator, Mapping, Sequence, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, Iterator, Mapping, Sequence, TypeVar, overload
 
 from benchsage.analyze.identity import Identity
+
+if TYPE_CHECKING:  # imported for annotations only: the treatment analyses load scipy
+    from benchsage.analyze.treatments import ComparisonRow, ContextEffect, FactorialRow, ObserverEffect
 
 _Row = TypeVar("_Row")
 
@@ -274,6 +277,9 @@ class WorkerVerdicts:
         }
 
 
+TREATMENT_KEYS = ("comparisons", "context_effects", "observer", "factorial")
+
+
 @dataclass(frozen=True)
 class Analysis:
     """Everything `benchsage analyze` concludes about one data set."""
@@ -295,6 +301,12 @@ class Analysis:
     # Data from more than one worker: how the rows combine them, and each worker's own verdict.
     combined: Combined | None = None
     workers: tuple[WorkerVerdicts, ...] = ()
+    # Treatments (analyze/treatments.py): None when the data has none of that kind; the JSON
+    # then has no such key.
+    comparisons: tuple[ComparisonRow, ...] | None = None
+    context_effects: tuple[ContextEffect, ...] | None = None
+    observer: tuple[ObserverEffect, ...] | None = None
+    factorial: tuple[FactorialRow, ...] | None = None
 
     @property
     def significant_tests(self) -> tuple[TestVerdict, ...]:
@@ -319,6 +331,10 @@ class Analysis:
         if self.combined is not None:
             out["combined"] = {"workers": self.combined.workers, "method": self.combined.method}
             out["workers"] = [w.to_json() for w in self.workers]
+        for name in TREATMENT_KEYS:
+            rows = getattr(self, name)
+            if rows is not None:
+                out[name] = [row.to_json() for row in rows]
         if self.diagnostics is not None:
             d = self.diagnostics
             out["diagnostics"] = {
