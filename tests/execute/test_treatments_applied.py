@@ -26,7 +26,7 @@ print(json.dumps({
     "persona": open("/proc/self/personality").read().strip(),
     "level": os.environ.get("LEVEL"), "setup": open("setup.txt").read().strip(),
     "built": open("built.txt").read().strip(), "wrapped": os.environ.get("WRAPPED"),
-    "data": open("data.txt").read().strip()}))
+    "data": open("data.txt").read().strip(), "cpus": sorted(os.sched_getaffinity(0))}))
 """
 
 
@@ -63,6 +63,7 @@ def test_every_trial_runs_under_its_runs_treatment(tmp_path: Path) -> None:
         f'[[test]]\nname = "probe"\ncommand = "{sys.executable} {tmp_path}/probe.py"\n'
         '[[test]]\nname = "shell"\ncommand = "sh -c \'echo wrapped=$WRAPPED level=$LEVEL\'"\n'
         '[context]\nvariants = 2\nenv_bytes = [100, 3000]\ncwd_bytes = [10, 300]\naslr = [true, false]\n'
+        'cpus = ["0", "1"]\n'
         'link_order = {objects = ["a.o", "b.o", "c.o"], build = "echo {objects} > built.txt"}\n'
         '[observer]\nlevels = {plain = "", tagged = "env WRAPPED=yes"}\n'
         '[[factor]]\nname = "mode"\nlevels = ["lo", "hi"]\nenv = "LEVEL"\nsetup = "echo {level} > setup.txt"\n'
@@ -91,6 +92,7 @@ def test_every_trial_runs_under_its_runs_treatment(tmp_path: Path) -> None:
         assert got["built"] == " ".join(cell["link_order"])  # built in this context's order before the run
         assert got["setup"] == got["level"] == cell["factors"]["mode"]
         assert got["wrapped"] == ("yes" if cell["observer"] == "tagged" else None)
+        assert got["cpus"] == [int(cell["cpus"])]
     assert seen_contexts == {"c1", "c2"}
     # Setups before every run; a build only when the worker's last build was another context's.
     builds = [(run_id, what) for run_id, kind, what, _c, status in setups if kind == "build"]
@@ -106,7 +108,7 @@ def test_every_trial_runs_under_its_runs_treatment(tmp_path: Path) -> None:
     by_run = {int(r["run"]): r for r in rows}
     for run_id, labels in ((r, dimension_labels(c)) for r, c in cell_of.items()):
         assert {k: by_run[run_id][k] for k in labels} == labels
-    assert {"context", "context:env_bytes", "context:cwd_bytes", "context:aslr", "context:link_order", "observer",
+    assert {"context", "context:env_bytes", "context:cwd_bytes", "context:aslr", "context:cpus", "context:link_order", "observer",
             "factor:mode"} <= set(rows[0])
 
 
