@@ -135,11 +135,26 @@ def _default_directory(spec_path: str) -> str:
 @click.option("--runs", type=click.IntRange(min=1), default=None, help="Runs per arm (overrides the spec).")
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed of the plan (overrides the spec).")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
-def plan(spec: str, runs: int | None, seed: int | None, as_json: bool) -> None:
-    """Print the plan (runs, arms, orders) and an estimate of its duration; run nothing."""
+@click.option("--pilot", type=click.Path(path_type=str), default=None,
+              help="A finished pilot experiment DIR (or data file) of the same tests: advise the runs per arm each test needs.")
+@click.option("--effect", type=click.FloatRange(0, min_open=True), default=None,
+              help="With --pilot: the order effect to detect, in percent (default: the spec's min_effect, else 2).")
+def plan(spec: str, runs: int | None, seed: int | None, as_json: bool, pilot: str | None, effect: float | None) -> None:
+    """Print the plan (runs, arms, orders) and an estimate of its duration; run nothing. With
+    --pilot, also the runs per arm each test needs to detect an order effect with 80% power."""
     from benchsage.design.estimate import describe_plan
 
+    if effect is not None and pilot is None:
+        raise UsageError("--effect needs --pilot DIR: the advice resamples a pilot experiment's values")
+    advice = None
+    if pilot is not None:
+        from benchsage.design.advice import advise
+
+        advice = advise(spec, pilot, effect=effect)
     doc = describe_plan(spec, runs=runs, seed=seed)
+    if advice is not None:
+        doc["advice"] = advice.to_json()
+        doc["advice_summary"] = advice.summary_json()
     if as_json:
         click.echo(json.dumps(doc, indent=2))
         return

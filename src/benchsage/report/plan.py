@@ -47,6 +47,8 @@ def render_plan(doc: dict[str, Any], console: Console) -> None:
         parts.append("unknown: no earlier experiment of this spec in results/, and not every test has a timeout to bound it")
     per_worker = " per worker, all workers in parallel" if len(workers) > 1 else ""
     console.print("Duration: " + "; ".join(parts) + per_worker, markup=False, highlight=False)
+    if doc.get("advice"):
+        render_advice(doc["advice"], doc["advice_summary"], doc["runs_per_arm"], console)
 
 
 def _random_orders(doc: dict[str, Any]) -> str:
@@ -95,3 +97,60 @@ def _cell_text(cell: dict[str, Any], *, short: bool) -> str:
         words.append(f"observer {cell['observer']}" if not short else str(cell["observer"]))
     words += [f"{name}={level}" for name, level in (cell.get("factors") or {}).items()]
     return " ".join(words)
+
+
+def render_advice(rows: list[dict[str, Any]], summary: dict[str, Any], planned: int, console: Console) -> None:
+    """`plan --pilot`: the runs per arm each test needs (design.advice), what they cost, and
+    what the sequential design saves where resets dominate."""
+    alpha = f"alpha/m = {summary['alpha']:g}/{summary['m']} = {summary['alpha_test']:.3g}"
+    console.print(f"Run advice from the pilot {summary['pilot']}: runs per arm to detect an order effect of "
+                  f"{summary['effect_pct']:g}% with {summary['power'] * 100:g}% power, Kruskal-Wallis at {alpha} (Bonferroni"
+                  f"{'; conservative for Holm' if summary['correction'] == 'holm' else ''}), by resampling the pilot's values:",
+                  markup=False, highlight=False)
+    table = Table(show_edge=False, header_style="bold" if console.is_terminal else "")
+    table.add_column("test")
+    table.add_column("metric")
+    for name in ("cv", "runs per arm", "power", "expected duration"):
+        table.add_column(name, justify="right")
+    for r in rows:
+        table.add_row(r["test"], r["metric"], "-" if r["cv"] is None else f"{r['cv']:.3g}", _runs(r["runs_per_arm"], summary),
+                      f"{r['power']:.2f}", "-" if r["expected_seconds"] is None else format_duration(r["expected_seconds"]))
+    console.print(table)
+    console.print(_advice_summary(rows, summary, planned), markup=False, highlight=False)
+    if summary.get("sequential"):
+        console.print(_sequential(summary), markup=False, highlight=False)
+    for note in summary.get("notes") or ():
+        console.print(f"note: {note}", markup=False, highlight=False)
+
+
+def _runs(n: int | None, summary: dict[str, Any]) -> str:
+    return str(n) if n is not None else f"more than {summary['max_runs']}"
+
+
+def _advice_summary(rows: list[dict[str, Any]], summary: dict[str, Any], planned: int) -> str:
+    need = summary["runs_per_arm"]
+    enough = sum(1 for r in rows if r["runs_per_arm"] is not None and r["runs_per_arm"] <= planned)
+    if need is None:
+        text = f"{summary['test']} needs more than {summary['max_runs']} runs per arm: its values are too noisy for this effect"
+    else:
+        text = f"The experiment needs {need} runs per arm (for {summary['test']})"
+        if summary["expected_seconds"] is not None:
+            text += f": about {format_duration(summary['expected_seconds'])} per worker"
+    if summary["run_seconds"] is None:
+        text += " (the pilot's data files record no run durations)"
+    return text + f". The plan has {planned} runs per arm: enough for {enough} of {len(rows)}."
+
+
+def _sequential(summary: dict[str, Any]) -> str:
+    seq = summary["sequential"]
+    share = summary["reset_seconds"] / summary["run_seconds"] * 100 if summary["run_seconds"] else 0.0
+
+    def saved(case: dict[str, Any]) -> str:
+        time_saved = f", {format_duration(case['saved_seconds'])}" if case["saved_seconds"] is not None else ""
+        return f"{case['expected_runs']:.1f} runs per arm (saving {case['saved_runs']:.1f}{time_saved})"
+
+    return (f"Resets take {share:.0f}% of a run ({summary['reset_seconds']:.3g} s of {summary['run_seconds']:.3g} s): with "
+            f'stop = "sequential", runs = {seq["max_runs"]}, looks = {seq["looks"]}, expect {saved(seq["if_effect"])} if every '
+            f"test has the effect (found on {summary['test']} in {seq['power'] * 100:.0f}% of cases), "
+            f"{saved(seq['if_no_effect'])} if none has.")
+

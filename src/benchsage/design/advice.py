@@ -1,0 +1,467 @@
+"""Run advice from a pilot: how many runs per arm each test needs to find an order effect.
+
+A finished pilot experiment (or imported data) holds each test's own values. Resampled into
+simulated experiments whose fixed arm is PCT % slower, they show how often the analysis's own
+test (Kruskal-Wallis at the family-wise corrected alpha) would find the effect at n runs per
+arm; the smallest n with 80 % power is the advice. No normal formula: the pilot's skew, tails
+and ties are kept. The pilot's run and reset durations turn runs into time, and where resets
+dominate, a simulation of the sequential design says how many runs stopping early saves.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+from scipy import special
+
+from benchsage.errors import DataError, UsageError
+from benchsage.spec import Spec, TestSpec, load_spec
+from benchsage.stats.sequential import (
+    DECIDED_EFFECT,
+    UNDECIDED,
+    SequentialDesign,
+    decide_step,
+    mann_whitney_z,
+    relative_interval,
+    shift_ci,
+)
+from benchsage.store.table import ARMS, TrialTable
+
+POWER = 0.8  # the power the advice is for
+DEFAULT_EFFECT = 2.0  # percent: CONTRACT.md's default min_effect
+DEFAULT_LOOKS = 5  # interim analyses of the sequential design, when the spec names none
+MIN_PILOT_RUNS = 5  # per arm: the analysis gives no p-value below 5 (execute.runner.MIN_RUNS_PER_ARM)
+MAX_RUNS = 1000  # per arm: beyond this the advice says "more than"
+REPS = 4000  # simulated experiments per candidate n: Monte-Carlo sd of a power of 0.8 is 0.0063
+SEQUENTIAL_REPS = 400  # simulated sequential experiments per scenario
+SEED = 1
+CHUNK_VALUES = 2_000_000  # simulated values held at once (about 16 MB each array)
+PAIR_BUDGET = 400_000_000  # pairwise differences the sequential no-effect rule may compute in all
+
+
+@dataclass(frozen=True)
+class TestAdvice:
+    """One (test, primary metric): the pilot's spread and the runs per arm it needs.
+
+    runs_per_arm: None when even MAX_RUNS per arm do not reach the power (`power` is then the
+    power at MAX_RUNS). values: the pilot values resampled (both arms pooled).
+    """
+
+    __test__ = False  # not a pytest test class
+
+    test: str
+    metric: str
+    cv: float | None
+    values: int
+    runs_per_arm: int | None
+    power: float
+    expected_seconds: float | None
+
+    def to_json(self, effect_pct: float) -> dict[str, Any]:
+        row: dict[str, Any] = {"test": self.test, "metric": self.metric, "cv": self.cv, "runs_per_arm": self.runs_per_arm,
+                               "power": round(self.power, 4), "effect_pct": effect_pct, "pilot_values": self.values,
+                               "expected_seconds": self.expected_seconds}
+        if self.runs_per_arm is None:
+            row["note"] = f"more than {MAX_RUNS} runs per arm"
+        return row
+
+
+@dataclass(frozen=True)
+class PilotTimes:
+    """Medians over the pilot's completed runs: a whole run (reset, snapshot and trials), its
+    reset, and the sum of the tests' median trial durations."""
+
+    run_seconds: float
+    reset_seconds: float
+    trial_seconds: float
+
+    @property
+    def resets_dominate(self) -> bool:
+        return self.reset_seconds > self.trial_seconds
+
+
+@dataclass(frozen=True)
+class SequentialSaving:
+    """The sequential design with `max_runs` runs per arm at most, simulated on the pilot's
+    resampled values: the expected runs per arm at which it stops when every test has the
+    order effect and when none has, and how often it finds an effect that is there."""
+
+    max_runs: int
+    looks: int
+    min_effect: float
+    runs_if_effect: float
+    runs_if_none: float
+    power: float
+    no_effect_rule: bool  # False: left out to bound the work, so the runs are an upper bound
+    reps: int
+    method: str
+
+    def to_json(self, run_seconds: float | None) -> dict[str, Any]:
+        def saved(runs: float) -> dict[str, Any]:
+            runs_saved = self.max_runs - runs
+            return {"expected_runs": round(runs, 2), "saved_runs": round(runs_saved, 2),
+                    "saved_seconds": None if run_seconds is None else round(2 * runs_saved * run_seconds, 3)}
+
+        return {"max_runs": self.max_runs, "looks": self.looks, "min_effect": self.min_effect,
+                "if_effect": saved(self.runs_if_effect), "if_no_effect": saved(self.runs_if_none),
+                "power": round(self.power, 4), "reps": self.reps, "method": self.method}
+
+
+@dataclass(frozen=True)
+class Advice:
+    """Runs per arm for every (test, primary metric) of the spec, and what they cost."""
+
+    pilot: str
+    effect_pct: float
+    alpha: float
+    correction: str
+    alpha_test: float
+    tests: tuple[TestAdvice, ...]
+    times: PilotTimes | None
+    sequential: SequentialSaving | None
+    method: str
+    notes: tuple[str, ...]
+
+    @property
+    def largest(self) -> TestAdvice:
+        return _largest(self.tests)
+
+    def to_json(self) -> list[dict[str, Any]]:
+        """CONTRACT.md's `advice` list."""
+        return [t.to_json(self.effect_pct) for t in self.tests]
+
+    def summary_json(self) -> dict[str, Any]:
+        """Everything the rows share: the effect, the test, the durations, the sequential saving."""
+        largest = self.largest
+        return {
+            "pilot": self.pilot,
+            "effect_pct": self.effect_pct,
+            "power": POWER,
+            "alpha": self.alpha,
+            "correction": self.correction,
+            "alpha_test": self.alpha_test,
+            "m": len(self.tests),
+            "runs_per_arm": largest.runs_per_arm,
+            "test": largest.test,
+            "expected_seconds": largest.expected_seconds,
+            "run_seconds": None if self.times is None else self.times.run_seconds,
+            "reset_seconds": None if self.times is None else self.times.reset_seconds,
+            "trial_seconds": None if self.times is None else self.times.trial_seconds,
+            "max_runs": MAX_RUNS,
+            "reps": REPS,
+            "seed": SEED,
+            "method": self.method,
+            "sequential": None if self.sequential is None else self.sequential.to_json(self.times.run_seconds if self.times else None),
+            "notes": list(self.notes),
+        }
+
+
+def advise(spec_path: str, pilot: str, *, effect: float | None = None) -> Advice:
+    """Advice for the experiment in `spec_path` from the pilot experiment directory or data
+    file `pilot`. effect: the order effect to detect, in percent (default: the spec's
+    min_effect, else 2). Raises UsageError when the pilot ran other tests than the spec, and
+    DataError when it has too few values to resample from."""
+    from benchsage.store.importers.detect import load_sources
+
+    spec = load_spec(spec_path)
+    effect_pct = float(effect) if effect is not None else _spec_number(spec, "min_effect", DEFAULT_EFFECT)
+    if not Path(pilot).exists():
+        raise DataError(f"--pilot {pilot}: no such experiment directory or data file")
+    table = load_sources([pilot])
+    _check_tests(spec, table, pilot)
+    pools = _pools(spec, table, pilot)
+    m = len(pools)
+    alpha_test = spec.alpha / m
+    z_crit = _critical_z(alpha_test)
+    factor = 1.0 + effect_pct / 100.0
+    times = pilot_times(pilot, len(spec.tests))
+    rng = np.random.default_rng(SEED)
+    rows = []
+    for (test, metric), pool in pools.items():
+        n, power = smallest_runs(pool, factor, z_crit, np.random.default_rng(rng.integers(2**63)))
+        seconds = None if times is None or n is None else round(2 * n * times.run_seconds, 3)
+        rows.append(TestAdvice(test, metric, _cv(pool), len(pool), n, power, seconds))
+    advice_rows = tuple(rows)
+    largest = _largest(advice_rows)
+    sequential = None
+    if times is not None and times.resets_dominate and largest.runs_per_arm is not None:
+        sequential = sequential_saving(spec, list(pools.values()), factor, largest.runs_per_arm, advice_rows.index(largest),
+                                       np.random.default_rng(rng.integers(2**63)))
+    notes = _notes(spec, table, pools)
+    return Advice(
+        pilot=pilot,
+        effect_pct=effect_pct,
+        alpha=spec.alpha,
+        correction=spec.correction,
+        alpha_test=alpha_test,
+        tests=advice_rows,
+        times=times,
+        sequential=sequential,
+        method=_method(spec, m, effect_pct, alpha_test),
+        notes=notes,
+    )
+
+
+def _largest(tests: Sequence[TestAdvice]) -> TestAdvice:
+    """The test that needs the most runs (None counts as more than any number)."""
+    return max(tests, key=lambda t: (t.runs_per_arm is None, t.runs_per_arm or 0))
+
+
+# --------------------------------------------------------------------------------------------
+# The pilot's values
+
+
+def _check_tests(spec: Spec, table: TrialTable, pilot: str) -> None:
+    """The pilot must have run exactly the spec's tests (by name)."""
+    have = set(table.test_names)
+    want = [t.name for t in spec.tests]
+    missing = [name for name in want if name not in have]
+    extra = [name for name in table.test_names if name not in set(want)]
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"not in the pilot: {', '.join(missing)}")
+        if extra:
+            parts.append(f"not in the spec: {', '.join(extra)}")
+        raise UsageError(
+            f"--pilot {pilot}: its tests differ from those of {spec.path} ({'; '.join(parts)}); "
+            "run advice needs a pilot of the same tests (run the spec itself with few runs, e.g. --runs 10)"
+        )
+
+
+def _pools(spec: Spec, table: TrialTable, pilot: str) -> dict[tuple[str, str], np.ndarray]:
+    """Each (test, primary metric)'s pilot values, both arms pooled, in the spec's test order.
+
+    The primary metrics are the spec's; a test none of whose spec metrics the pilot has (imported
+    data names metrics its own way) takes the pilot's primary metrics. A pilot with fewer than
+    MIN_PILOT_RUNS values in an arm of any of them is a DataError saying how many more runs."""
+    finite = np.isfinite(table.value)
+    pools: dict[tuple[str, str], np.ndarray] = {}
+    short: list[tuple[int, str]] = []
+    for t in spec.tests:
+        code = table.test_names.index(t.name)
+        mine = finite & (table.test == code)
+        for metric in _metrics(t, table, mine):
+            known = metric in table.metric_names
+            rows = mine & (table.metric == table.metric_names.index(metric)) if known else np.zeros(len(table), dtype=bool)
+            counts = np.bincount(table.arm[rows].astype(np.int64), minlength=2)
+            if counts.min() < MIN_PILOT_RUNS:
+                have = " and ".join(f"{counts[i]} {ARMS[i]}" for i in (0, 1))
+                short.append((MIN_PILOT_RUNS - int(counts.min()), f"{t.name} ({metric}): {have}"))
+            pools[(t.name, metric)] = np.ascontiguousarray(table.value[rows], dtype=np.float64)
+    if short:
+        more = max(k for k, _ in short)
+        raise DataError(
+            f"--pilot {pilot}: too few values to resample from ({'; '.join(text for _, text in short)}): run advice needs "
+            f"at least {MIN_PILOT_RUNS} per arm, {more} more; run a pilot with at least {MIN_PILOT_RUNS} runs per arm "
+            f"(benchsage run {spec.path} --runs {MIN_PILOT_RUNS})"
+        )
+    return pools
+
+
+def _metrics(test: TestSpec, table: TrialTable, rows: np.ndarray) -> list[str]:
+    """The test's primary metrics that the pilot has values of (see _pools)."""
+    present = {table.metric_names[i] for i in np.unique(table.metric[rows])}
+    mine = [m for m in test.primary_metrics if m in present]
+    if mine:
+        return mine
+    pilot_primary = {table.metric_names[i] for i in np.unique(table.metric[rows & table.primary])}
+    return [m for m in table.metric_names if m in pilot_primary] or list(test.primary_metrics)
+
+
+def _cv(pool: np.ndarray) -> float | None:
+    """std / mean (ddof 0, as the analysis's cv_fixed and cv_random), None where the mean is 0."""
+    mean = float(pool.mean()) if len(pool) else 0.0
+    return round(float(pool.std()) / mean, 6) if mean else None
+
+
+def _notes(spec: Spec, table: TrialTable, pools: dict[tuple[str, str], np.ndarray]) -> tuple[str, ...]:
+    notes = []
+    declared = {(t.name, m) for t in spec.tests for m in t.primary_metrics}
+    other = sorted({f"{t} ({m})" for t, m in pools if (t, m) not in declared})
+    if other:
+        notes.append(f"the pilot has none of the spec's metrics for {', '.join(other)}: advised on the pilot's own")
+    if len(table.worker_names) > 1:
+        notes.append(f"the values of the pilot's {len(table.worker_names)} workers are pooled: the analysis compares the arms "
+                     "within each worker, so this advice is conservative")
+    return tuple(notes)
+
+
+def pilot_times(pilot: str, n_tests: int) -> PilotTimes | None:
+    """Median run, reset and trial durations of a benchsage pilot's completed runs, from its
+    journal; None for imported data (no durations) or a journal without completed runs."""
+    from benchsage.store.journal import Journal
+
+    if not (Path(pilot).is_dir() and Journal.exists(pilot)):
+        return None
+    journal = Journal.open(pilot)
+    try:
+        attempts = [a for a in journal.attempts() if a["status"] == "done" and a["ended"] is not None]
+        durations: dict[int, list[float]] = {}
+        for row in journal.trial_rows(analysed_only=True):
+            durations.setdefault(row[4], []).append(row[9])
+    finally:
+        journal.close()
+    if not attempts:
+        return None
+    run = statistics.median(a["ended"] - a["started"] for a in attempts)
+    resets = [a["reset_wall"] for a in attempts if a["reset_wall"] is not None]
+    trials = sum(statistics.median(d) for d in durations.values())
+    return PilotTimes(run_seconds=round(run, 4), reset_seconds=round(statistics.median(resets), 4) if resets else 0.0,
+                      trial_seconds=round(trials, 4))
+
+
+# --------------------------------------------------------------------------------------------
+# Power by resampling
+
+
+def _critical_z(alpha_test: float) -> float:
+    """|z| at which the two-sided p of Kruskal-Wallis (chi-squared, 1 df, H = z^2) is alpha_test."""
+    return float(-special.ndtri(alpha_test / 2.0))
+
+
+class PowerCurve:
+    """Bootstrap experiments from one test's pilot values: `reps` experiments of n runs per arm,
+    the fixed arm's values multiplied by `factor`. The first n draws of each arm are the same at
+    every n (common random numbers), so the estimated power moves smoothly with n and the search
+    over n is not misled by Monte-Carlo noise between neighbouring n."""
+
+    def __init__(self, pool: np.ndarray, factor: float, z_crit: float, rng: np.random.Generator, reps: int = REPS) -> None:
+        self.pool = np.asarray(pool, dtype=np.float64)
+        self.factor = factor
+        self.z_crit = z_crit
+        self.rng = rng
+        self.reps = reps
+        self.index = np.zeros((reps, 2, 0), dtype=np.int32)
+
+    def power(self, n: int) -> float:
+        """Share of the simulated experiments in which the analysis finds the order effect:
+        Kruskal-Wallis H = z^2 of the tie-corrected Mann-Whitney z, p <= alpha_test."""
+        if n > self.index.shape[2]:
+            more = self.rng.integers(0, len(self.pool), size=(self.reps, 2, n - self.index.shape[2]), dtype=np.int32)
+            self.index = np.concatenate([self.index, more], axis=2)
+        found = 0
+        per = max(1, CHUNK_VALUES // (2 * n))
+        for start in range(0, self.reps, per):
+            x = self.pool[self.index[start:start + per, :, :n]]
+            z = mann_whitney_z(x[:, 0, :] * self.factor, x[:, 1, :]).z
+            with np.errstate(invalid="ignore"):
+                found += int((np.abs(z) >= self.z_crit).sum())  # NaN (all values equal): not found
+        return found / self.reps
+
+
+def smallest_runs(pool: np.ndarray, factor: float, z_crit: float, rng: np.random.Generator, *, reps: int = REPS,
+                  target: float = POWER, max_runs: int = MAX_RUNS) -> tuple[int | None, float]:
+    """The smallest runs per arm (>= MIN_PILOT_RUNS) whose simulated power reaches `target`, and
+    that power; (None, power at max_runs) when max_runs is not enough. Doubling from
+    MIN_PILOT_RUNS, then bisection."""
+    curve = PowerCurve(pool, factor, z_crit, rng, reps)
+    lo, n = MIN_PILOT_RUNS - 1, MIN_PILOT_RUNS
+    while True:
+        p = curve.power(n)
+        if p >= target:
+            hi, p_hi = n, p
+            break
+        if n >= max_runs:
+            return None, p
+        lo, n = n, min(2 * n, max_runs)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        p = curve.power(mid)
+        if p >= target:
+            hi, p_hi = mid, p
+        else:
+            lo = mid
+    return hi, p_hi
+
+
+def _method(spec: Spec, m: int, effect_pct: float, alpha_test: float) -> str:
+    holm = "; with Holm this is its first, strictest step, so the advice is conservative" if spec.correction == "holm" else ""
+    return (
+        f"bootstrap from each test's pilot values (both arms pooled), {REPS} simulated experiments per candidate "
+        f"number of runs, the fixed arm {effect_pct:g}% larger; Kruskal-Wallis (tie-corrected) at alpha/m = "
+        f"{spec.alpha:g}/{m} = {alpha_test:.3g} (Bonferroni over the {m} primary comparisons{holm}); the smallest runs per "
+        f"arm with power >= {POWER:g}, by doubling from {MIN_PILOT_RUNS} and bisection (seed {SEED})"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# The sequential design on the same resampled values
+
+
+def sequential_saving(spec: Spec, pools: Sequence[np.ndarray], factor: float, max_runs: int, focus: int,
+                      rng: np.random.Generator, *, reps: int = SEQUENTIAL_REPS) -> SequentialSaving:
+    """Simulate the sequential design (`max_runs` runs per arm, the spec's looks and min_effect)
+    on the pilot's resampled values, every test with the effect (factor) and none with it; its
+    power is that on pools[focus], the test that needs the most runs."""
+    looks = min(int(_spec_number(spec, "looks", DEFAULT_LOOKS)), max_runs)
+    min_effect = _spec_number(spec, "min_effect", DEFAULT_EFFECT)
+    design = SequentialDesign(max_runs, looks, spec.alpha, spec.correction, min_effect)
+    points = design.look_points()
+    pairs = reps * len(pools) * sum(p * p for p in points)
+    no_effect_rule = pairs <= PAIR_BUDGET
+    with_effect = _simulate(design, pools, factor, reps, rng, no_effect_rule)
+    without = _simulate(design, pools, 1.0, reps, rng, no_effect_rule)
+    bound = "" if no_effect_rule else (" The no-effect rule was left out (its intervals would take too long to simulate), "
+                                       "so these runs are an upper bound.")
+    method = (f"{design.method(len(pools))}; simulated {reps} times on the pilot's resampled values with every test "
+              f"{(factor - 1) * 100:g}% larger in the fixed arm, and {reps} times with no order effect.{bound}")
+    return SequentialSaving(max_runs, looks, min_effect, with_effect[0], without[0], float(with_effect[1][focus]), no_effect_rule,
+                            reps, method)
+
+
+def _simulate(design: SequentialDesign, pools: Sequence[np.ndarray], factor: float, reps: int, rng: np.random.Generator,
+              no_effect_rule: bool) -> tuple[float, np.ndarray]:
+    """(mean runs per arm at which the experiment stops, each test's share of experiments in
+    which it was decided "effect")."""
+    m, n = len(pools), design.max_runs
+    runs = 0.0
+    effect = np.zeros(m)
+    per = max(1, CHUNK_VALUES // (m * 2 * n))
+    for start in range(0, reps, per):
+        size = min(per, reps - start)
+        x = np.stack([pool[rng.integers(0, len(pool), size=(size, 2, n))] for pool in pools], axis=1)
+        x[:, :, 0, :] *= factor
+        stop_runs, state = sequential_stops(design, x, no_effect_rule)
+        runs += float(stop_runs.sum())
+        effect += (state == DECIDED_EFFECT).sum(axis=0)
+    return runs / reps, effect / reps
+
+
+def sequential_stops(design: SequentialDesign, x: np.ndarray, no_effect_rule: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Every look of `design` on values x (reps, m, 2, max_runs), as SequentialDesign.decide
+    takes them one experiment at a time: the runs per arm at which each experiment stops (every
+    test decided, or the last look) and the tests' final states."""
+    reps, m = x.shape[:2]
+    points = design.look_points()
+    crit = design.critical(m)
+    state = np.full((reps, m), UNDECIDED, dtype=np.int8)
+    stop = np.full(reps, points[-1])
+    zs = []
+    for k, p in enumerate(points):
+        f, r = x[:, :, 0, :p], x[:, :, 1, :p]
+        zs.append(np.abs(mann_whitney_z(f, r).z) if p >= design.min_values else np.full((reps, m), np.nan))
+        within = np.zeros((reps, m), dtype=bool)
+        open_ = state == UNDECIDED
+        if no_effect_rule and p >= design.min_values and open_.any():
+            rows, cols = np.nonzero(open_)
+            ci = shift_ci(f[rows, cols], r[rows, cols], crit[k])
+            lo, hi = relative_interval(ci.low, ci.high, np.median(f[rows, cols], axis=1))
+            with np.errstate(invalid="ignore"):
+                within[rows, cols] = (lo >= -design.min_effect) & (hi <= design.min_effect)
+        was_open = (state == UNDECIDED).any(axis=1)
+        state, _ = decide_step(design, k, np.stack(zs, axis=2), within, state)
+        stop = np.where(was_open & ~(state == UNDECIDED).any(axis=1), p, stop)
+    return stop, state
+
+
+def _spec_number(spec: Spec, key: str, default: float) -> float:
+    """A number of the spec's sequential settings ([experiment] min_effect, looks), or the default
+    when the spec has none."""
+    value = getattr(spec, key, None)
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else default
