@@ -10,6 +10,7 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path
 
+import markupsafe
 import numpy as np
 import pytest
 
@@ -301,6 +302,43 @@ def test_provenance_of_a_large_journal_stays_small(tiny: tuple[Analysis, TrialTa
     assert "more characters not shown" in shown
 
 
+AMP_SCRIPT_TEST = "<script>document.title='pwned'</script> & <b>co</b> &amp;"
+
+
+@pytest.fixture(scope="module")
+def amp_report(make_table, analyze, make_diagnostics, tmp_path_factory: pytest.TempPathFactory) -> Path:  # type: ignore[no-untyped-def]
+    table = make_table(2, 8, seed=6, names=[AMP_SCRIPT_TEST, "./other.sh"])
+    path = tmp_path_factory.mktemp("amp") / "report.html"
+    write_report(analyze(table, make_diagnostics([AMP_SCRIPT_TEST])), table, path)
+    return path
+
+
+def test_templates_autoescape_every_place_a_test_name_is_printed(amp_report: Path) -> None:
+    text = amp_report.read_text(encoding="utf-8")
+    escaped = "&lt;script&gt;document.title=&#39;pwned&#39;&lt;/script&gt; &amp; &lt;b&gt;co&lt;/b&gt; &amp;amp;"
+    # Tests table, detail heading, position, carry-over (as test and as predecessor) and trend rows.
+    assert text.count(escaped) >= 6
+    assert "</script> &" not in text and "& <b>" not in text
+    page = Page(text)
+    assert_nothing_injected(page)
+    assert AMP_SCRIPT_TEST in page.all_text  # decoded, the name reads exactly as written
+
+
+def test_templates_ship_with_the_package() -> None:
+    import fnmatch
+    import tomllib
+
+    root = Path(__file__).resolve().parents[2]
+    globs = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["benchsage"]
+    package = root / "src" / "benchsage"
+    templates = sorted((package / "report" / "templates").iterdir())
+    assert templates
+    for path in templates:
+        relative = path.relative_to(package).as_posix()
+        assert any(fnmatch.fnmatch(relative, g) for g in globs), relative
+    assert report_html._environment().autoescape is True
+
+
 def test_report_is_deterministic(tiny: tuple[Analysis, TrialTable]) -> None:
     assert render_report(*tiny) == render_report(*tiny)
 
@@ -351,6 +389,21 @@ def test_browser_shows_injected_markup_as_text_and_runs_nothing(xss_report: Path
         assert literal in page.all_text, literal
     # The sorter, allowed by the policy's hash, did run.
     assert re.search(r'<html[^>]* data-sortable="\d+"', dom)
+
+
+@pytest.mark.browser
+@needs_chromium
+def test_browser_shows_a_name_with_script_and_ampersand_as_text(amp_report: Path) -> None:
+    dom = browser.dump_dom(amp_report)
+    page = Page(dom)
+    assert "pwned" not in re.findall(r"<title>(.*?)</title>", dom)[0]
+    assert_nothing_injected(page)
+    shown = page.all_text
+    assert shown.count(AMP_SCRIPT_TEST) >= 6  # table, detail, diagnostics rows: all text
+    # Chromium serialises the text node back with only what must be escaped in text.
+    cells = [c for c in re.findall(r'<td class="name">(?:<a [^>]*>)?(.*?)(?:</a>)?</td>', dom) if "pwned" in c]
+    assert len(cells) >= 5
+    assert set(cells) == {"&lt;script&gt;document.title='pwned'&lt;/script&gt; &amp; &lt;b&gt;co&lt;/b&gt; &amp;amp;"}
 
 
 @pytest.mark.browser
@@ -485,7 +538,7 @@ def test_a_fleets_workers_section(tmp_path: Path) -> None:
     assert "van Elteren χ²" in tables and "KW H" not in tables
     assert section.count(">KW H</th>") == 4  # each worker's table and the test across workers
     fleet_rows = section[section.index("median per worker"):]
-    assert fleet_rows.count(f"{report_html._e(HOSTILE_WORKER)}</td></tr>") == 3  # the outlier of every test
+    assert fleet_rows.count(f"{markupsafe.escape(HOSTILE_WORKER)}</td></tr>") == 3  # the outlier of every test
 
 
 def test_an_identical_fleet_and_a_single_worker_report(tmp_path: Path, small_report: Path) -> None:
