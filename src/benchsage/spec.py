@@ -25,6 +25,9 @@ DEFAULT_RUNS = 10
 DEFAULT_ALPHA = 0.05
 DEFAULT_RESET_TIMEOUT = 60.0
 GENERATOR_TIMEOUT = 60.0
+FIXED_STOP = "fixed"  # `stop`: every planned run
+SEQUENTIAL_STOP = "sequential"  # `stop`: looks between runs, stop when every test is decided (design/sequential.py)
+DEFAULT_MIN_EFFECT = 2.0  # percent
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,9 @@ class Spec:
     random_orders: str = SHUFFLE  # the random arm's orders: "shuffle" or "williams" (design/plan.py)
     warnings: tuple[str, ...] = ()  # what is allowed but worth saying (an A/A test), shown by plan and run
     treatments: Treatments = Treatments()  # contexts, observer levels, factors, comparisons (treatments.py)
+    stop: str = FIXED_STOP  # "fixed" or "sequential"
+    looks: int | None = None  # sequential: interim analyses; None: design.sequential.default_looks(runs)
+    min_effect: float = DEFAULT_MIN_EFFECT  # sequential: percent; a smaller shift is decided "no-effect"
 
     @property
     def folder(self) -> str:
@@ -144,7 +150,8 @@ class Spec:
 # --------------------------------------------------------------------------------------------
 # Loading and validation
 
-_EXPERIMENT_KEYS = {"name", "runs", "seed", "alpha", "correction", "timeout", "env", "cwd", "output_limit", "cpus", "random_orders"}
+_EXPERIMENT_KEYS = {"name", "runs", "seed", "alpha", "correction", "timeout", "env", "cwd", "output_limit", "cpus", "random_orders",
+                   "stop", "looks", "min_effect"}
 _TEST_KEYS = {"name", "command", "timeout", "env", "cwd", "metric", "cpus"}
 _METRIC_KEYS = {"name", "regex", "json", "file", "line", "unit", "better"}
 _RESET_KEYS = {"command", "timeout", "env", "cwd", "kind"}
@@ -367,6 +374,7 @@ def load_spec(
     random_orders = _string(w, "[experiment]", exp, "random_orders", default=SHUFFLE)
     if random_orders not in RANDOM_ORDERS:
         raise w.error("[experiment]", f"key 'random_orders' must be \"shuffle\" or \"williams\", got {random_orders!r}")
+    stop, looks, min_effect = _stopping(w, exp, int(runs or DEFAULT_RUNS))
     default_timeout = _number(w, "[experiment]", exp, "timeout", None)
     output_limit = _integer(w, "[experiment]", exp, "output_limit", DEFAULT_OUTPUT_LIMIT, minimum=1024)
     global_env = _env(w, "[experiment]", exp, {})
@@ -474,7 +482,31 @@ def load_spec(
         random_orders=random_orders or SHUFFLE,
         warnings=tuple(warnings),
         treatments=treatments,
+        stop=stop,
+        looks=looks,
+        min_effect=min_effect,
     )
+
+
+def _stopping(w: _Where, exp: Mapping[str, Any], runs: int) -> tuple[str, int | None, float]:
+    """`stop`, `looks` and `min_effect`: the last two only mean something with stop = "sequential",
+    so giving them without it is an error rather than a silently fixed experiment."""
+    stop = _string(w, "[experiment]", exp, "stop", default=FIXED_STOP)
+    if stop not in (FIXED_STOP, SEQUENTIAL_STOP):
+        raise w.error("[experiment]", f"key 'stop' must be \"fixed\" or \"sequential\", got {stop!r}")
+    looks = _integer(w, "[experiment]", exp, "looks", None, minimum=1)
+    if looks is not None and looks > runs:
+        raise w.error("[experiment]", f"key 'looks' ({looks}) is larger than 'runs' ({runs}): each look needs at least one "
+                      "new run per arm; lower 'looks' or raise 'runs'")
+    min_effect = _number(w, "[experiment]", exp, "min_effect", DEFAULT_MIN_EFFECT)
+    assert min_effect is not None
+    given = [key for key in ("looks", "min_effect") if key in exp]
+    if stop == FIXED_STOP and given:
+        keys = " and ".join(f"'{key}'" for key in given)
+        several = len(given) > 1
+        raise w.error("[experiment]", f"{'keys' if several else 'key'} {keys} only {'apply' if several else 'applies'} with "
+                      f"stop = \"sequential\"; add it, or remove {'them' if several else 'it'} to carry out every planned run")
+    return stop or FIXED_STOP, looks, min_effect
 
 
 def read_spec_text(path: str, shown: str) -> str:

@@ -13,6 +13,7 @@ import statistics
 from typing import Any
 
 from benchsage.design.plan import draw_seed, make_plan, worker_seed
+from benchsage.design.sequential import SequentialPlan
 from benchsage.design.williams import Squares
 from benchsage.spec import Spec, load_spec
 
@@ -63,7 +64,19 @@ def describe_plan(spec_path: str, *, runs: int | None = None, seed: int | None =
         "estimate": _estimate(spec, n_runs),
         "warnings": list(spec.warnings),
         "treatments": [cell.describe() for cell in cells] if len(cells) > 1 else [],
+        "stop": spec.stop,
+        "sequential": _sequential(spec, runs_per_arm),
     }
+
+
+def _sequential(spec: Spec, runs_per_arm: int) -> dict[str, Any] | None:
+    """With stop = "sequential": when the looks happen (runs per arm on each worker) and how they decide."""
+    plan = SequentialPlan.of(spec, runs_per_arm)
+    if plan is None:
+        return None
+    family = sum(len(t.primary_metrics) for t in spec.tests)
+    return {"looks": plan.looks, "look_points": list(plan.points), "max_runs": runs_per_arm, "min_effect": plan.min_effect,
+            "method": plan.method(family)}
 
 
 def _squares(squares: Squares | None) -> dict[str, int] | None:

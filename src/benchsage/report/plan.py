@@ -19,6 +19,8 @@ def render_plan(doc: dict[str, Any], console: Console) -> None:
                   f"{doc['total_runs']} runs, {doc['total_trials']} trials; seed {doc['seed']}{seed_note}", markup=False, highlight=False)
     console.print(f"Reset before every run: {doc['reset'] or '(none: runs will not start from a clean state)'}", markup=False, highlight=False)
     console.print(_random_orders(doc), markup=False, highlight=False)
+    if doc.get("sequential"):
+        console.print(_stopping(doc), markup=False, highlight=False)
     cells = doc.get("treatments") or []
     if cells:
         console.print(f"Treatments: {len(cells)}, each run carries one (both runs of a pair the same), "
@@ -58,6 +60,15 @@ def _random_orders(doc: dict[str, Any]) -> str:
     described = Squares(squares["rows"], squares["complete"], squares["extra_runs"]).describe(doc["runs_per_arm"])
     each = " (each worker, its own squares)" if len(doc.get("workers") or []) > 1 else ""
     return f"Random orders: randomized Williams squares{each}; {described}"
+
+
+def _stopping(doc: dict[str, Any]) -> str:
+    seq = doc["sequential"]
+    points = ", ".join(str(p) for p in seq["look_points"])
+    where = " on every worker" if len(doc.get("workers") or []) > 1 else ""
+    return (f"Stopping: sequential, {seq['looks']} look{'s' if seq['looks'] != 1 else ''} after {points} runs per arm{where}; "
+            f"the experiment stops at the first look where every test is decided (an order effect, or one shown smaller "
+            f"than {seq['min_effect']:g}%), so it may end before all {doc['total_runs']} runs; the duration below is for all of them")
 
 
 def _render_workers(workers: list[dict[str, Any]], console: Console) -> None:

@@ -313,6 +313,33 @@ def _diagnostics(d: Diagnostics, console: Console, st: _Styles) -> None:
     console.print()
 
 
+def _sequential(analysis: Analysis, console: Console, st: _Styles) -> None:
+    """A sequential experiment: where it stopped, of how many runs, and each test's decision."""
+    seq = analysis.sequential
+    if seq is None:
+        return
+    s = seq.summary
+    taken, planned, most = len(s["looks"]), len(s["planned_looks"]), s["max_runs"]
+    stopped = s["stopped_at_runs"]
+    if stopped is None:
+        head = f"{taken} of {planned} looks taken so far (the experiment is unfinished), at most {most} runs per arm"
+    elif stopped < most:
+        head = f"stopped at {stopped} of {most} runs per arm, at look {taken} of {planned}: every test is decided"
+    else:
+        head = f"all {most} runs per arm carried out ({planned} look{'s' if planned != 1 else ''})"
+    _line(console, f"Sequential stopping: {head}", st.title)
+    table = _table([("test", "left"), ("metric", "left"), ("decision", "left"), ("at runs", "right")], st)
+    for v in analysis.tests:
+        if v.primary:
+            row = seq.row(v.test, v.metric)
+            decided, at_runs = row["decided"], row["decided_at_runs"]
+            style = st.significant if decided == "effect" else st.verdict_none if decided == "no-effect" else ""
+            table.add_row(Text(v.test), Text(v.metric), decided or "undecided", NULL if at_runs is None else str(at_runs), style=style)
+    _print_table(console, table)
+    _line(console, f"Method: {s['method']}. The tables above test the runs done as if their number had been fixed.", st.dim)
+    console.print()
+
+
 MAX_FLEET_MEDIANS = 6  # a fleet's per-worker medians spelled out up to this many workers
 
 
@@ -395,6 +422,7 @@ def render_analysis(analysis: Analysis, console: Console) -> None:
     sentence = verdict_sentence(analysis)
     _line(console, sentence, st.verdict_effect if analysis.order_matters else st.verdict_none)
     console.print()
+    _sequential(analysis, console, st)
     _workers(analysis, console, st)
     if analysis.diagnostics is not None:
         _fleet(analysis.diagnostics, console, st)
