@@ -20,14 +20,16 @@ from typing import Any, Sequence
 
 import benchsage
 from benchsage.design.plan import Plan, draw_seed, make_plan, worker_seed
+from benchsage.design.sequential import SequentialPlan
 from benchsage.design.treatments import treatment_cells
 from benchsage.errors import ExperimentError, SpecError, WorkerError, WorkerLost, WorkerSetupError
 from benchsage.execute.metrics import MetricError, extract
 from benchsage.execute.progress import Progress
+from benchsage.execute.sequential import Looks
 from benchsage.execute.treatments import Applier
 from benchsage.execute.worker import ProcessRequest, ProcessResult, Worker
 from benchsage.spec import Spec, TestSpec, load_spec
-from benchsage.store.journal import Journal, TrialRecord, check_directory_for
+from benchsage.store.journal import NOT_NEEDED, Journal, TrialRecord, check_directory_for
 from benchsage.store.table import HARNESS_METRIC_INFO
 from benchsage.treatments import check_runs_cover
 
@@ -94,6 +96,7 @@ def create_experiment(spec: Spec, directory: str, *, seed: int | None = None, ru
     plans = [(w, make_plan(names, runs_per_arm, worker_seed(seed, w.name, len(spec.workers)), spec.random_orders, cells))
              for w in spec.workers]
     plan = plans[0][1]
+    sequential = SequentialPlan.of(spec, runs_per_arm)
     meta = {
         "name": spec.name,
         "spec_digest": digest,
@@ -108,6 +111,8 @@ def create_experiment(spec: Spec, directory: str, *, seed: int | None = None, ru
         "treatments": [cell.describe() for cell in cells] if spec.treatments.cells > 1 else [],
         "alpha": spec.alpha,
         "correction": spec.correction,
+        "stop": spec.stop,
+        "sequential": sequential.to_meta() if sequential is not None else None,
         "reset": spec.reset.command if spec.reset else None,
         "created": time.time(),
         "tool_version": benchsage.__version__,
@@ -133,6 +138,7 @@ def resolve_runs_and_seed(spec: Spec, runs: int | None, seed: int | None) -> tup
     if runs_per_arm < 1:
         raise SpecError(f"--runs must be at least 1, got {runs_per_arm}")
     check_runs_cover(spec.treatments, runs_per_arm, spec.path)
+    SequentialPlan.of(spec, runs_per_arm)  # a `looks` above --runs is bad input before anything starts
     return runs_per_arm, seed if seed is not None else spec.seed if spec.seed is not None else draw_seed()
 
 
@@ -201,6 +207,7 @@ class Runner:
         worker was lost or the user interrupted; everything measured until then is kept."""
         journal = self.journal
         interrupted = journal.interrupt_unfinished()
+        self._looks = Looks.open(journal, self.progress, self._stop)  # sequential stopping; None: every run
         runs = journal.runs()
         tests = self.spec.tests
         by_worker = self._assign(runs)
@@ -294,13 +301,17 @@ class Runner:
             if not isinstance(exc, _Stopped):
                 self._lost[worker.name] = f"worker {worker.name}: {type(exc).__name__}: {exc}"
         finally:
+            if self._looks is not None:
+                self._looks.leave(worker.name)
             finished.put(worker.name)
 
     def _carry_out(self, worker: Any, runs: list[dict[str, Any]]) -> None:
         first = runs[0]["id"] if runs else 0
         for run in runs:
-            if run["status"] in ("done", "skipped"):
+            if run["status"] in ("done", "skipped", NOT_NEEDED):
                 continue
+            if self._looks is not None and not self._looks.may_start(worker.name, run):
+                return  # decided (the run is not needed), or waiting for a look this session cannot take
             number = run["id"] - first + 1
             while True:
                 if self._stop.is_set():
@@ -333,6 +344,8 @@ class Runner:
                 except WorkerError as exc:
                     self._lost[worker.name] = str(exc)
                     return
+            if self._looks is not None:
+                self._looks.run_finished(worker.name, run)
 
     def _run_one(self, worker: Any, run: dict[str, Any], number: int) -> None:
         journal, spec = self.journal, self.spec

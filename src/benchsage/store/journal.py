@@ -41,6 +41,16 @@ CREATE TABLE IF NOT EXISTS setups (          -- commands run before a run's tria
     stderr BLOB
 );
 """
+_LOOKS_TABLE = """
+CREATE TABLE IF NOT EXISTS looks (           -- the interim analyses of a sequential experiment
+    id INTEGER PRIMARY KEY,          -- 0-based look
+    runs INTEGER NOT NULL,           -- runs per arm on each worker that it analysed
+    time REAL NOT NULL,              -- epoch seconds
+    record TEXT NOT NULL             -- JSON: stats.sequential.Look.to_record()
+);
+"""
+NOT_NEEDED = "not-needed"  # the status of a planned run a sequential experiment stopped before
+FINISHED = ("done", NOT_NEEDED)  # run statuses that leave nothing to carry out
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -56,6 +66,7 @@ CREATE TABLE IF NOT EXISTS runs (
     arm_index INTEGER NOT NULL,
     test_order TEXT NOT NULL,        -- JSON list of test ids
     status TEXT NOT NULL DEFAULT 'planned',  -- planned | running | done | failed | skipped (its context's build failed)
+                                             -- | not-needed (a sequential experiment stopped before it)
     worker TEXT NOT NULL DEFAULT 'local',    -- the worker that carries this run out
     treatment INTEGER                -- index into meta "treatments" (contexts, observer, factors); NULL: none
 );
@@ -104,7 +115,7 @@ CREATE TABLE IF NOT EXISTS trial_values (
     PRIMARY KEY (trial_id, metric)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS trials_by_attempt ON trials(attempt_id);
-""" + _SETUPS_TABLE
+""" + _SETUPS_TABLE + _LOOKS_TABLE
 
 
 @dataclass(frozen=True)
@@ -344,6 +355,45 @@ class Journal:
         return [dict(zip(keys, row)) for row in rows]
 
     @_locked
+    def looks(self) -> list[dict[str, Any]]:
+        """The looks of a sequential experiment, in order: {id, runs, time, record}."""
+        try:
+            rows = self.conn.execute("SELECT id, runs, time, record FROM looks ORDER BY id").fetchall()
+        except sqlite3.OperationalError:  # an older journal opened read-only
+            return []
+        return [{"id": i, "runs": n, "time": t, "record": json.loads(r)} for i, n, t, r in rows]
+
+    @_locked
+    def look_values(self, runs: int) -> list[tuple[int, str, str, float]]:
+        """(test id, arm, metric, value) of the ok trials of the done attempts of the first `runs`
+        runs of each arm on every worker (arm_index < runs): what a look at `runs` runs per arm
+        analyses. wall_time from the trial, every other metric from its recorded values."""
+        where = "WHERE a.status = 'done' AND t.status = 'ok' AND r.arm_index < ?"
+        joins = "JOIN attempts a ON t.attempt_id = a.id JOIN runs r ON t.run_id = r.id"
+        rows = self.conn.execute(
+            f"""SELECT t.test_id, r.arm, 'wall_time', t.wall_time FROM trials t {joins} {where}
+                UNION ALL
+                SELECT t.test_id, r.arm, v.metric, v.value FROM trial_values v JOIN trials t ON v.trial_id = t.id {joins} {where}""",
+            (runs, runs),
+        ).fetchall()
+        return [(int(test), arm, metric, float(value)) for test, arm, metric, value in rows]
+
+    @_locked
+    def record_look(self, index: int, runs: int, record: Mapping[str, Any], not_needed: Sequence[int] = ()) -> None:
+        """Journal a look and, when it stopped the experiment, mark the planned runs it made
+        unnecessary, in one transaction flushed to disk: a resumed experiment never takes a look
+        again nor carries out a run the look ruled out."""
+        self.conn.execute("PRAGMA synchronous=FULL")
+        try:
+            with _transaction(self.conn):
+                self.conn.execute("INSERT INTO looks(id, runs, time, record) VALUES (?, ?, ?, ?)",
+                                  (index, runs, time.time(), json.dumps(record, allow_nan=False)))
+                self.conn.executemany("UPDATE runs SET status = ? WHERE id = ? AND status IN ('planned', 'skipped')",
+                                      [(NOT_NEEDED, run_id) for run_id in not_needed])
+        finally:
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+
+    @_locked
     def record_snapshot(self, attempt_id: int, snapshot: Mapping[str, Any]) -> None:
         with _transaction(self.conn):
             self.conn.execute("UPDATE attempts SET snapshot = ? WHERE id = ?", (json.dumps(snapshot, default=str), attempt_id))
@@ -406,6 +456,7 @@ class Journal:
 def _add_missing_columns(conn: sqlite3.Connection) -> None:
     try:
         conn.execute(_SETUPS_TABLE)  # tables added since format 1 was first written
+        conn.execute(_LOOKS_TABLE)
     except sqlite3.OperationalError:
         pass  # a read-only journal: readers treat the table as empty
     for table, column, decl in _ADDED_COLUMNS:
@@ -455,6 +506,6 @@ def check_directory_for(directory: str, spec_digest: str) -> None:
         raise UsageError(
             f"{directory}: already holds a different experiment ('{meta.get('name')}', another spec); choose another -o DIR"
         )
-    if all(r["status"] == "done" for r in runs):
+    if all(r["status"] in FINISHED for r in runs):
         raise UsageError(f"{directory}: already holds this experiment, finished; analyze it with `benchsage analyze {directory}` or choose another -o DIR")
     raise UsageError(f"{directory}: already holds this experiment, unfinished; continue it with `benchsage resume {directory}`")
