@@ -168,6 +168,17 @@ class Result:
         return pd.concat(frames, ignore_index=True)
 
     @property
+    def sequential(self) -> dict[str, Any] | None:
+        """A sequential experiment's looks, the JSON's "sequential" object, with each test's
+        decision under "decisions" (rows of test, metric, decided, decided_at_runs); None for
+        an experiment of a fixed number of runs."""
+        s = self.analysis.sequential
+        if s is None:
+            return None
+        decisions = [{"test": v.test, "metric": v.metric, **s.row(v.test, v.metric)} for v in self.analysis.tests if v.primary]
+        return {**s.summary, "decisions": decisions}
+
+    @property
     def diagnostics(self) -> Diagnostics:
         return Diagnostics(self.analysis)
 

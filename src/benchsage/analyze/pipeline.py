@@ -16,6 +16,7 @@ from benchsage.analyze.diagnostics import Parts
 from benchsage.analyze.measurement import rss_floor_notes
 from benchsage.analyze.options import Options
 from benchsage.analyze.order import ValueOrder, analyze_table, sort_values
+from benchsage.analyze.sequential import sequential_verdict
 from benchsage.analyze.treatments import TreatmentOptions, analyze_treatments
 from benchsage.analyze.verdict import Analysis, Diagnostics
 from benchsage.store.importers.detect import load_sources
@@ -119,6 +120,7 @@ def analyze_loaded(table: TrialTable, options: Options = Options(), treatments: 
     return dataclasses.replace(
         analysis, diagnostics=diagnostics, warnings=tuple(dict.fromkeys(warnings)), comparisons=treated.comparisons,
         context_effects=treated.context_effects, observer=treated.observer, factorial=treated.factorial,
+        sequential=sequential_verdict(prov),
     )
 
 

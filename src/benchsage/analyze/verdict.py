@@ -281,6 +281,24 @@ TREATMENT_KEYS = ("comparisons", "context_effects", "observer", "factorial")
 
 
 @dataclass(frozen=True)
+class Sequential:
+    """The looks of a sequential experiment (CONTRACT.md "Fewer runs").
+
+    summary: the JSON's "sequential" object (looks, stopped_at_runs, max_runs, method, ...);
+    decisions: by (test, metric), its decision ("effect", "no-effect" or None) and the runs per
+    arm on each worker when it was made, as of the last look.
+    """
+
+    summary: Mapping[str, Any]
+    decisions: Mapping[tuple[str, str], tuple[str | None, int | None]]
+
+    def row(self, test: str, metric: str) -> dict[str, Any]:
+        """A test row's "decided" and "decided_at_runs" (null for a metric outside the family)."""
+        decided, at_runs = self.decisions.get((test, metric), (None, None))
+        return {"decided": decided, "decided_at_runs": at_runs}
+
+
+@dataclass(frozen=True)
 class Analysis:
     """Everything `benchsage analyze` concludes about one data set."""
 
@@ -307,6 +325,8 @@ class Analysis:
     context_effects: tuple[ContextEffect, ...] | None = None
     observer: tuple[ObserverEffect, ...] | None = None
     factorial: tuple[FactorialRow, ...] | None = None
+    # A sequential experiment's looks; None otherwise, and the JSON has no "sequential" key.
+    sequential: Sequential | None = None
 
     @property
     def significant_tests(self) -> tuple[TestVerdict, ...]:
@@ -335,6 +355,10 @@ class Analysis:
             rows = getattr(self, name)
             if rows is not None:
                 out[name] = [row.to_json() for row in rows]
+        if self.sequential is not None:
+            out["sequential"] = dict(self.sequential.summary)
+            for row in out["tests"]:
+                row.update(self.sequential.row(row["test"], row["metric"]))
         if self.diagnostics is not None:
             d = self.diagnostics
             out["diagnostics"] = {

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from benchsage.store.journal import Journal
+from benchsage.store.journal import FINISHED, Journal
 from benchsage.design.treatments import dimension_labels
 from benchsage.store.table import FIRST, HARNESS_METRICS, MetricInfo, TrialTable, encode_treatments
 
@@ -119,7 +119,7 @@ def _read(journal: Journal, directory: str) -> TrialTable:
             f"{directory}: {len(redone)} interrupted run attempt(s) were redone from their reset; their trials are kept in the journal but not analysed"
         )
     runs = journal.runs()
-    unfinished = [r for r in runs if r["status"] != "done"]
+    unfinished = [r for r in runs if r["status"] not in FINISHED]  # runs a sequential stop made unnecessary are not missing
     if unfinished:
         warnings.append(
             f"{directory}: the experiment is unfinished ({len(runs) - len(unfinished)} of {len(runs)} runs done); "
@@ -149,6 +149,8 @@ def _read(journal: Journal, directory: str) -> TrialTable:
         "alpha": meta.get("alpha"),
         "correction": meta.get("correction"),
     }
+    if meta.get("sequential"):  # the looks of a sequential experiment, for the analysis's "sequential"
+        provenance["sequential"] = {"plan": meta["sequential"], "looks": [look["record"] for look in journal.looks()]}
     described = meta.get("treatments") or []
     dims: tuple[str, ...] = ()
     dim_levels: tuple[tuple[str, ...], ...] = ()
