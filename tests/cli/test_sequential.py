@@ -1,0 +1,195 @@
+"""Sequential stopping as users script it: `benchsage run` with stop = "sequential" stops at the
+first look where every test is decided; bad values of its keys are one line and exit 2.
+
+The experiments here are real runs of sleep-based tests (tiny noise, generous min_effect) whose
+order effect is made by the tests themselves: each appends its name to a trace file the reset
+empties, and `d` is fast only when `a` and `b` ran before it in that order, which the fixed
+order always does and a random order does one time in six.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EFFECT = """
+[experiment]
+name = "sequential-effect"
+runs = 30
+seed = 5
+stop = "sequential"
+looks = 3
+min_effect = 10.0
+
+[reset]
+command = ": > trace"
+
+[[test]]
+name = "a"
+command = "sleep 0.1; printf a >> trace"
+
+[[test]]
+name = "b"
+command = "sleep 0.1; printf b >> trace"
+
+[[test]]
+name = "d"
+command = "if [ \\"$(cat trace)\\" = ab ]; then sleep 0.02; else sleep 0.1; fi"
+"""
+
+NO_EFFECT = """
+[experiment]
+name = "sequential-no-effect"
+runs = 30
+seed = 2
+stop = "sequential"
+looks = 3
+min_effect = 10.0
+
+[reset]
+command = "true"
+
+[[test]]
+name = "short"
+command = "sleep 0.05"
+
+[[test]]
+name = "long"
+command = "sleep 0.1"
+"""
+
+
+def bench(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "benchsage", *args], cwd=cwd, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=300)
+
+
+def statuses(directory: Path) -> dict[str, int]:
+    conn = sqlite3.connect(directory / "journal.sqlite")
+    try:
+        return dict(conn.execute("SELECT status, COUNT(*) FROM runs GROUP BY status").fetchall())
+    finally:
+        conn.close()
+
+
+def run_json(tmp_path: Path, text: str) -> tuple[dict, subprocess.CompletedProcess]:
+    spec = tmp_path / "experiment.toml"
+    spec.write_text(text)
+    done = bench("run", str(spec), "-o", "out", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout), done
+
+
+def test_a_strong_order_effect_stops_early_decided_effect(tmp_path: Path) -> None:
+    doc, done = run_json(tmp_path, EFFECT)
+    seq = doc["sequential"]
+    # Looks at 10, 20, 30 runs per arm. At 10 no boundary can be crossed (|z| <= 3.78 with 10
+    # values per arm, below 4.31); at 20 d's order effect crosses and a and b are shown
+    # within +-10 %: every test is decided and the last 20 planned runs are not needed.
+    assert seq["max_runs"] == 30 and seq["planned_looks"] == [10, 20, 30]
+    assert [look["runs"] for look in seq["looks"]] == [10, 20]
+    assert seq["stopped_at_runs"] == 20 and seq["looks"][-1]["decided"] == 3
+    assert 0 < seq["looks"][0]["alpha_spent"] < seq["looks"][1]["alpha_spent"] < 0.05
+    assert "O'Brien-Fleming" in seq["method"] and "Bonferroni over 3 tests" in seq["method"]
+    rows = {t["test"]: t for t in doc["tests"] if t["primary"]}
+    assert {name: (r["decided"], r["decided_at_runs"]) for name, r in rows.items()} == {
+        "a": ("no-effect", 20), "b": ("no-effect", 20), "d": ("effect", 20)}
+    assert all(r["n_fixed"] == r["n_random"] == 20 for r in rows.values())
+    # Rows of other metrics are outside the family: null, but present.
+    others = [t for t in doc["tests"] if not t["primary"]]
+    assert others and all(t["decided"] is None and t["decided_at_runs"] is None for t in others)
+    assert statuses(tmp_path / "out") == {"done": 40, "not-needed": 20}
+    assert not any("unfinished" in w for w in doc["warnings"])
+    assert "look 2 of 3 at 20 runs per arm: 3 of 3 tests decided (effect: d; no-effect: a, b); every test is decided: " \
+           "the experiment stops, 20 planned runs are not needed" in done.stderr
+    # resume has nothing left to do: the runs the look ruled out are never carried out.
+    again = bench("resume", "out", "--json", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert statuses(tmp_path / "out") == {"done": 40, "not-needed": 20}
+    assert json.loads(again.stdout)["sequential"] == seq
+    # The terminal report says where it stopped and each decision.
+    text = bench("analyze", "out", cwd=tmp_path).stdout
+    assert "Sequential stopping: stopped at 20 of 30 runs per arm, at look 2 of 3: every test is decided" in text
+    assert re.search(r"^a +wall_time +no-effect +20$", text, re.M) and re.search(r"^d +wall_time +effect +20$", text, re.M)
+
+
+def test_no_order_effect_is_decided_no_effect(tmp_path: Path) -> None:
+    doc, _ = run_json(tmp_path, NO_EFFECT)
+    seq = doc["sequential"]
+    assert seq["stopped_at_runs"] is not None and seq["stopped_at_runs"] < 30
+    assert {t["test"]: t["decided"] for t in doc["tests"] if t["primary"]} == {"short": "no-effect", "long": "no-effect"}
+    done_runs = statuses(tmp_path / "out")
+    assert done_runs == {"done": 2 * seq["stopped_at_runs"], "not-needed": 60 - 2 * seq["stopped_at_runs"]}
+
+
+def test_a_fixed_experiment_has_no_sequential_fields(tmp_path: Path) -> None:
+    doc, _ = run_json(tmp_path, NO_EFFECT.replace('stop = "sequential"\nlooks = 3\nmin_effect = 10.0\n', "")
+                      .replace("runs = 30", "runs = 5"))
+    assert "sequential" not in doc
+    assert all("decided" not in t and "decided_at_runs" not in t for t in doc["tests"])
+
+
+def test_plan_shows_the_looks_and_that_the_run_may_stop_early(tmp_path: Path) -> None:
+    spec = tmp_path / "experiment.toml"
+    spec.write_text(EFFECT.replace("looks = 3\n", ""))
+    doc = json.loads(bench("plan", str(spec), "--json", cwd=tmp_path).stdout)
+    assert doc["stop"] == "sequential"
+    assert doc["sequential"]["looks"] == 4 and doc["sequential"]["look_points"] == [8, 15, 23, 30]  # ceil(k 30 / 4)
+    text = bench("plan", str(spec), cwd=tmp_path).stdout
+    assert "Stopping: sequential, 4 looks after 8, 15, 23, 30 runs per arm" in " ".join(text.split())
+    assert "may end before all 60 runs" in " ".join(text.split())
+    # Few runs: fewer looks, each adding at least 5 runs per arm.
+    assert json.loads(bench("plan", str(spec), "--json", "--runs", "12", cwd=tmp_path).stdout)["sequential"]["look_points"] == [6, 12]
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("looks = 31", "key 'looks' (31) is larger than 'runs' (30)"),
+        ("looks = 0", "key 'looks' must be at least 1, got 0"),
+        ("looks = -2", "key 'looks' must be at least 1, got -2"),
+        ("looks = 2.5", "key 'looks' must be an integer"),
+        ("min_effect = 0", "key 'min_effect' must be positive, got 0"),
+        ("min_effect = -1.5", "key 'min_effect' must be positive, got -1.5"),
+        ("min_effect = \"2%\"", "key 'min_effect' must be a number"),
+        ("stop = \"early\"", "key 'stop' must be \"fixed\" or \"sequential\", got 'early'"),
+    ],
+)
+def test_bad_values_are_one_line_naming_the_key(tmp_path: Path, line: str, message: str) -> None:
+    key = line.split(" = ")[0]
+    text = "\n".join(line if row.startswith(key + " = ") else row for row in EFFECT.splitlines())
+    spec = tmp_path / "experiment.toml"
+    spec.write_text(text)
+    for command in (["run", str(spec), "-o", "out"], ["plan", str(spec)]):
+        done = bench(*command, cwd=tmp_path)
+        assert done.returncode == 2, (command, done.stderr)
+        assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+        assert done.stderr.startswith("benchsage: error: experiment.toml: [experiment]: ") and message in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("keys", [("looks = 3",), ("min_effect = 10.0",), ("looks = 3", "min_effect = 10.0")])
+def test_looks_and_min_effect_need_stop_sequential(tmp_path: Path, keys: tuple[str, ...]) -> None:
+    fixed = "\n".join(row for row in EFFECT.splitlines() if not row.startswith(("stop = ", "looks = ", "min_effect = ")))
+    spec = tmp_path / "experiment.toml"
+    spec.write_text(fixed.replace("seed = 5", "seed = 5\n" + "\n".join(keys)))
+    done = bench("run", str(spec), "-o", "out", cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    names = " and ".join(f"'{k.split(' = ')[0]}'" for k in keys)
+    assert f"{names} only appl" in done.stderr and 'with stop = "sequential"' in done.stderr
+
+
+def test_runs_on_the_command_line_below_looks_is_bad_input(tmp_path: Path) -> None:
+    spec = tmp_path / "experiment.toml"
+    spec.write_text(EFFECT)
+    for command in (["run", str(spec), "-o", "out", "--runs", "2"], ["plan", str(spec), "--runs", "2"]):
+        done = bench(*command, cwd=tmp_path)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+        assert "[experiment]: key 'looks' (3) is larger than --runs 2" in done.stderr
+    assert not (tmp_path / "out").exists()
