@@ -19,6 +19,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
+from benchsage.design.sequential import default_looks
+
 NOISE = "od -An -w24 -N24 -tu2 /dev/urandom | awk '{{s=0; for(i=1;i<=NF;i++) s+=$i/65536; print \"v: \" 100*(1+{cv}*(s-6))}}'"
 
 
@@ -75,6 +77,7 @@ def test_advice_rows_follow_the_contract_and_noise(advice: dict) -> None:
     for name, r in rows.items():
         assert {"test", "metric", "cv", "runs_per_arm"} <= set(r) and r["metric"] == "v"
         assert r["pilot_values"] == 20 and r["effect_pct"] == 2.0 and r["power"] >= 0.8
+        assert r["values_per_arm"] == r["runs_per_arm"]  # one worker
         assert r["cv"] == pytest.approx(TESTS[name], rel=0.5)  # 20 values: the CV's sampling error is ~16%
     assert rows["noisy"]["runs_per_arm"] > 4 * rows["quiet"]["runs_per_arm"] / 2
     summary = advice["advice_summary"]
@@ -102,7 +105,7 @@ def test_durations_come_from_the_journal_and_resets_dominate(advice: dict) -> No
     for r in advice["advice"]:
         assert r["expected_seconds"] == pytest.approx(2 * r["runs_per_arm"] * summary["run_seconds"], rel=1e-3)
     seq = summary["sequential"]
-    assert seq["max_runs"] == summary["runs_per_arm"] and seq["looks"] == min(5, seq["max_runs"])
+    assert seq["max_runs"] == summary["runs_per_arm"] and seq["looks"] == default_looks(seq["max_runs"])  # the spec names none
     for case in ("if_effect", "if_no_effect"):
         c = seq[case]
         assert 0 <= c["saved_runs"] <= seq["max_runs"] and c["expected_runs"] + c["saved_runs"] == pytest.approx(seq["max_runs"])
@@ -142,6 +145,25 @@ def test_imported_data_gives_the_same_advice_without_durations(pilot: Path, advi
     assert summary["run_seconds"] is None and summary["sequential"] is None and doc["advice"][0]["expected_seconds"] is None
     text = bench("plan", "spec.toml", "--pilot", "pilot.csv", cwd=pilot).stdout
     assert "record no run durations" in " ".join(text.split())
+
+
+def test_a_fleets_runs_per_arm_are_shared_out_over_its_workers(tmp_path: Path) -> None:
+    workers = ('\n[[worker]]\nname = "a"\nkind = "command"\ntransport = ["env", "A=1"]\n'
+               '\n[[worker]]\nname = "b"\nkind = "command"\ntransport = ["env", "B=1"]\n')
+    (tmp_path / "spec.toml").write_text(spec_text({"noisy": 0.04}) + workers)
+    done = bench("run", "spec.toml", "-o", "pilot", "--runs", "5", "--quiet", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    done = bench("plan", "spec.toml", "--pilot", "pilot", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    (row,) = doc["advice"]
+    assert row["pilot_values"] == 20 and row["runs_per_arm"] == math.ceil(row["values_per_arm"] / 2)
+    summary = doc["advice_summary"]
+    assert "2 workers" in summary["method"] and any("2 workers are pooled" in note for note in summary["notes"])
+    assert row["expected_seconds"] == pytest.approx(2 * row["runs_per_arm"] * summary["run_seconds"], rel=1e-3)
+    seq = summary["sequential"]  # the runner's design: both workers' values pooled, looks in runs per worker
+    assert seq["max_runs"] == row["runs_per_arm"] and "2 workers pooled" in seq["method"]
+    assert seq["if_effect"]["expected_runs"] <= row["runs_per_arm"]
 
 
 def one_line_error(done: subprocess.CompletedProcess) -> str:

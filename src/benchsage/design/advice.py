@@ -19,6 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 from scipy import special
 
+from benchsage.design.sequential import SequentialPlan, default_looks
 from benchsage.errors import DataError, UsageError
 from benchsage.spec import Spec, TestSpec, load_spec
 from benchsage.stats.sequential import (
@@ -33,8 +34,6 @@ from benchsage.stats.sequential import (
 from benchsage.store.table import ARMS, TrialTable
 
 POWER = 0.8  # the power the advice is for
-DEFAULT_EFFECT = 2.0  # percent: CONTRACT.md's default min_effect
-DEFAULT_LOOKS = 5  # interim analyses of the sequential design, when the spec names none
 MIN_PILOT_RUNS = 5  # per arm: the analysis gives no p-value below 5 (execute.runner.MIN_RUNS_PER_ARM)
 MAX_RUNS = 1000  # per arm: beyond this the advice says "more than"
 REPS = 4000  # simulated experiments per candidate n: Monte-Carlo sd of a power of 0.8 is 0.0063
@@ -48,8 +47,10 @@ PAIR_BUDGET = 400_000_000  # pairwise differences the sequential no-effect rule 
 class TestAdvice:
     """One (test, primary metric): the pilot's spread and the runs per arm it needs.
 
-    runs_per_arm: None when even MAX_RUNS per arm do not reach the power (`power` is then the
-    power at MAX_RUNS). values: the pilot values resampled (both arms pooled).
+    values_per_arm: the values per arm the analysis needs, None when even MAX_RUNS do not reach
+    the power (`power` is then the power at MAX_RUNS); runs_per_arm: the runs per arm on each
+    worker that give them (the spec's `runs`: values_per_arm / workers, rounded up). values: the
+    pilot values resampled (both arms pooled).
     """
 
     __test__ = False  # not a pytest test class
@@ -59,12 +60,14 @@ class TestAdvice:
     cv: float | None
     values: int
     runs_per_arm: int | None
+    values_per_arm: int | None
     power: float
     expected_seconds: float | None
 
     def to_json(self, effect_pct: float) -> dict[str, Any]:
         row: dict[str, Any] = {"test": self.test, "metric": self.metric, "cv": self.cv, "runs_per_arm": self.runs_per_arm,
-                               "power": round(self.power, 4), "effect_pct": effect_pct, "pilot_values": self.values,
+                               "values_per_arm": self.values_per_arm, "power": round(self.power, 4), "effect_pct": effect_pct,
+                               "pilot_values": self.values,
                                "expected_seconds": self.expected_seconds}
         if self.runs_per_arm is None:
             row["note"] = f"more than {MAX_RUNS} runs per arm"
@@ -169,7 +172,7 @@ def advise(spec_path: str, pilot: str, *, effect: float | None = None) -> Advice
     from benchsage.store.importers.detect import load_sources
 
     spec = load_spec(spec_path)
-    effect_pct = float(effect) if effect is not None else _spec_number(spec, "min_effect", DEFAULT_EFFECT)
+    effect_pct = float(effect) if effect is not None else spec.min_effect
     if not Path(pilot).exists():
         raise DataError(f"--pilot {pilot}: no such experiment directory or data file")
     table = load_sources([pilot])
@@ -180,19 +183,21 @@ def advise(spec_path: str, pilot: str, *, effect: float | None = None) -> Advice
     z_crit = _critical_z(alpha_test)
     factor = 1.0 + effect_pct / 100.0
     times = pilot_times(pilot, len(spec.tests))
+    workers = len(spec.workers)
     rng = np.random.default_rng(SEED)
     rows = []
     for (test, metric), pool in pools.items():
-        n, power = smallest_runs(pool, factor, z_crit, np.random.default_rng(rng.integers(2**63)))
-        seconds = None if times is None or n is None else round(2 * n * times.run_seconds, 3)
-        rows.append(TestAdvice(test, metric, _cv(pool), len(pool), n, power, seconds))
+        n, power = smallest_runs(pool, factor, z_crit, int(rng.integers(2**63)))
+        runs = None if n is None else math.ceil(n / workers)
+        seconds = None if times is None or runs is None else round(2 * runs * times.run_seconds, 3)
+        rows.append(TestAdvice(test, metric, _cv(pool), len(pool), runs, n, power, seconds))
     advice_rows = tuple(rows)
     largest = _largest(advice_rows)
     sequential = None
     if times is not None and times.resets_dominate and largest.runs_per_arm is not None:
         sequential = sequential_saving(spec, list(pools.values()), factor, largest.runs_per_arm, advice_rows.index(largest),
                                        np.random.default_rng(rng.integers(2**63)))
-    notes = _notes(spec, table, pools)
+    notes = _notes(spec, table, pools, alpha_test)
     return Advice(
         pilot=pilot,
         effect_pct=effect_pct,
@@ -280,8 +285,12 @@ def _cv(pool: np.ndarray) -> float | None:
     return round(float(pool.std()) / mean, 6) if mean else None
 
 
-def _notes(spec: Spec, table: TrialTable, pools: dict[tuple[str, str], np.ndarray]) -> tuple[str, ...]:
+def _notes(spec: Spec, table: TrialTable, pools: dict[tuple[str, str], np.ndarray], alpha_test: float) -> tuple[str, ...]:
     notes = []
+    shown = _pilot_effects(table, list(pools), alpha_test)
+    if shown:
+        notes.append(f"the pilot already shows an order effect on {', '.join(shown)} (Kruskal-Wallis p <= {alpha_test:.3g}): "
+                     "both arms pooled widen its values, so the advice for it is conservative")
     declared = {(t.name, m) for t in spec.tests for m in t.primary_metrics}
     other = sorted({f"{t} ({m})" for t, m in pools if (t, m) not in declared})
     if other:
@@ -290,6 +299,19 @@ def _notes(spec: Spec, table: TrialTable, pools: dict[tuple[str, str], np.ndarra
         notes.append(f"the values of the pilot's {len(table.worker_names)} workers are pooled: the analysis compares the arms "
                      "within each worker, so this advice is conservative")
     return tuple(notes)
+
+
+def _pilot_effects(table: TrialTable, keys: list[tuple[str, str]], alpha_test: float) -> list[str]:
+    """The (test, metric)s whose pilot arms already differ at the corrected level."""
+    shown = []
+    for test, metric in keys:
+        if metric not in table.metric_names:
+            continue
+        rows = (table.test == table.test_names.index(test)) & (table.metric == table.metric_names.index(metric)) & np.isfinite(table.value)
+        z = mann_whitney_z(table.value[rows & (table.arm == 0)], table.value[rows & (table.arm == 1)]).z
+        if np.isfinite(z) and special.chdtrc(1.0, z * z) <= alpha_test:
+            shown.append(f"{test} ({metric})")
+    return shown
 
 
 def pilot_times(pilot: str, n_tests: int) -> PilotTimes | None:
@@ -327,40 +349,73 @@ def _critical_z(alpha_test: float) -> float:
 
 class PowerCurve:
     """Bootstrap experiments from one test's pilot values: `reps` experiments of n runs per arm,
-    the fixed arm's values multiplied by `factor`. The first n draws of each arm are the same at
-    every n (common random numbers), so the estimated power moves smoothly with n and the search
-    over n is not misled by Monte-Carlo noise between neighbouring n."""
+    the fixed arm's values multiplied by `factor`, tested as the analysis tests them.
 
-    def __init__(self, pool: np.ndarray, factor: float, z_crit: float, rng: np.random.Generator, reps: int = REPS) -> None:
-        self.pool = np.asarray(pool, dtype=np.float64)
+    A bootstrap sample is fully described by how often it drew each distinct pilot value, so,
+    from n runs per arm up to half the distinct values on, an experiment is two multinomial count
+    vectors and its rank statistic comes from the counts: the work grows with the number of
+    distinct pilot values, not with n, and a thousand runs per arm cost what fifty do. Smaller
+    experiments rank their drawn values. The draws at each n come from a generator seeded by
+    (seed, n): power(n) is reproducible, whatever order the search asks for it in.
+    """
+
+    def __init__(self, pool: np.ndarray, factor: float, z_crit: float, seed: int, reps: int = REPS) -> None:
+        self.values, self.inverse, multiplicity = np.unique(np.asarray(pool, dtype=np.float64), return_inverse=True, return_counts=True)
+        self.prob = multiplicity / multiplicity.sum()
         self.factor = factor
         self.z_crit = z_crit
-        self.rng = rng
+        self.seed = seed
         self.reps = reps
-        self.index = np.zeros((reps, 2, 0), dtype=np.int32)
+        # Both arms' possible values sorted once: the fixed arm's (x factor) first, then the random arm's.
+        merged = np.concatenate([self.values * factor, self.values])
+        self.order = np.argsort(merged, kind="stable")
+        ordered = merged[self.order]
+        self.starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])  # first slot of each run of tied values
+        self.fixed_slot = self.order < len(self.values)
+
+    def z(self, fixed_counts: np.ndarray, random_counts: np.ndarray) -> np.ndarray:
+        """The tie-corrected Mann-Whitney z of each experiment (rows: how often each distinct
+        pilot value was drawn into each arm), as stats.sequential.mann_whitney_z computes it from
+        the values themselves; z^2 is the analysis's Kruskal-Wallis H. NaN where every value is equal."""
+        n0 = fixed_counts.sum(axis=1).astype(np.float64)
+        n1 = random_counts.sum(axis=1).astype(np.float64)
+        n = n0 + n1
+        counts = np.concatenate([fixed_counts, random_counts], axis=1)[:, self.order].astype(np.float64)
+        tied = np.add.reduceat(counts, self.starts, axis=1)  # values in each run of ties
+        tied_fixed = np.add.reduceat(counts * self.fixed_slot, self.starts, axis=1)
+        rank = np.cumsum(tied, axis=1) - (tied - 1.0) / 2.0  # the average rank of each run
+        u = (tied_fixed * rank).sum(axis=1) - n0 * (n0 + 1.0) / 2.0
+        tie = (tied**3 - tied).sum(axis=1)
+        var = n0 * n1 / 12.0 * ((n + 1.0) - tie / (n * (n - 1.0)))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(var > 1e-12 * n0 * n1, (u - n0 * n1 / 2.0) / np.sqrt(np.maximum(var, 0.0)), np.nan)
 
     def power(self, n: int) -> float:
         """Share of the simulated experiments in which the analysis finds the order effect:
-        Kruskal-Wallis H = z^2 of the tie-corrected Mann-Whitney z, p <= alpha_test."""
-        if n > self.index.shape[2]:
-            more = self.rng.integers(0, len(self.pool), size=(self.reps, 2, n - self.index.shape[2]), dtype=np.int32)
-            self.index = np.concatenate([self.index, more], axis=2)
+        Kruskal-Wallis p <= alpha_test, i.e. |z| >= z_crit."""
+        rng = np.random.default_rng([self.seed, n])
+        k = len(self.values)
+        by_counts = 2 * n >= k
         found = 0
-        per = max(1, CHUNK_VALUES // (2 * n))
+        per = max(1, CHUNK_VALUES // (2 * (k if by_counts else n)))
         for start in range(0, self.reps, per):
-            x = self.pool[self.index[start:start + per, :, :n]]
-            z = mann_whitney_z(x[:, 0, :] * self.factor, x[:, 1, :]).z
+            size = min(per, self.reps - start)
+            if by_counts:
+                z = self.z(rng.multinomial(n, self.prob, size=size), rng.multinomial(n, self.prob, size=size))
+            else:
+                x = self.values[self.inverse[rng.integers(0, len(self.inverse), size=(size, 2, n))]]
+                z = mann_whitney_z(x[:, 0, :] * self.factor, x[:, 1, :]).z
             with np.errstate(invalid="ignore"):
                 found += int((np.abs(z) >= self.z_crit).sum())  # NaN (all values equal): not found
         return found / self.reps
 
 
-def smallest_runs(pool: np.ndarray, factor: float, z_crit: float, rng: np.random.Generator, *, reps: int = REPS,
+def smallest_runs(pool: np.ndarray, factor: float, z_crit: float, seed: int, *, reps: int = REPS,
                   target: float = POWER, max_runs: int = MAX_RUNS) -> tuple[int | None, float]:
     """The smallest runs per arm (>= MIN_PILOT_RUNS) whose simulated power reaches `target`, and
     that power; (None, power at max_runs) when max_runs is not enough. Doubling from
     MIN_PILOT_RUNS, then bisection."""
-    curve = PowerCurve(pool, factor, z_crit, rng, reps)
+    curve = PowerCurve(pool, factor, z_crit, seed, reps)
     lo, n = MIN_PILOT_RUNS - 1, MIN_PILOT_RUNS
     while True:
         p = curve.power(n)
@@ -386,62 +441,70 @@ def _method(spec: Spec, m: int, effect_pct: float, alpha_test: float) -> str:
         f"bootstrap from each test's pilot values (both arms pooled), {REPS} simulated experiments per candidate "
         f"number of runs, the fixed arm {effect_pct:g}% larger; Kruskal-Wallis (tie-corrected) at alpha/m = "
         f"{spec.alpha:g}/{m} = {alpha_test:.3g} (Bonferroni over the {m} primary comparisons{holm}); the smallest runs per "
-        f"arm with power >= {POWER:g}, by doubling from {MIN_PILOT_RUNS} and bisection (seed {SEED})"
+        f"arm with power >= {POWER:g}, by doubling from {MIN_PILOT_RUNS} and bisection (seed {SEED}){_fleet(len(spec.workers))}"
     )
+
+
+def _fleet(workers: int) -> str:
+    if workers == 1:
+        return ""
+    return (f"; {workers} workers: each runs the values per arm / {workers}, rounded up (the analysis compares the arms "
+            "within each worker; the power assumes the workers measure alike)")
 
 
 # --------------------------------------------------------------------------------------------
 # The sequential design on the same resampled values
 
 
-def sequential_saving(spec: Spec, pools: Sequence[np.ndarray], factor: float, max_runs: int, focus: int,
+def sequential_saving(spec: Spec, pools: Sequence[np.ndarray], factor: float, runs: int, focus: int,
                       rng: np.random.Generator, *, reps: int = SEQUENTIAL_REPS) -> SequentialSaving:
-    """Simulate the sequential design (`max_runs` runs per arm, the spec's looks and min_effect)
+    """Simulate the sequential design the runner would carry out with `runs` runs per arm (the
+    spec's looks, else the default for those runs; its min_effect; its workers' values pooled)
     on the pilot's resampled values, every test with the effect (factor) and none with it; its
     power is that on pools[focus], the test that needs the most runs."""
-    looks = min(int(_spec_number(spec, "looks", DEFAULT_LOOKS)), max_runs)
-    min_effect = _spec_number(spec, "min_effect", DEFAULT_EFFECT)
-    design = SequentialDesign(max_runs, looks, spec.alpha, spec.correction, min_effect)
-    points = design.look_points()
-    pairs = reps * len(pools) * sum(p * p for p in points)
+    looks = min(spec.looks or default_looks(runs), runs)
+    plan = SequentialPlan(runs, looks, len(spec.workers), spec.alpha, spec.correction, spec.min_effect)
+    design = plan.design
+    pairs = reps * len(pools) * sum(p * p for p in design.look_points())
     no_effect_rule = pairs <= PAIR_BUDGET
     with_effect = _simulate(design, pools, factor, reps, rng, no_effect_rule)
     without = _simulate(design, pools, 1.0, reps, rng, no_effect_rule)
+    points = np.asarray(plan.points)
     bound = "" if no_effect_rule else (" The no-effect rule was left out (its intervals would take too long to simulate), "
                                        "so these runs are an upper bound.")
-    method = (f"{design.method(len(pools))}; simulated {reps} times on the pilot's resampled values with every test "
+    method = (f"{plan.method(len(pools))}; simulated {reps} times on the pilot's resampled values with every test "
               f"{(factor - 1) * 100:g}% larger in the fixed arm, and {reps} times with no order effect.{bound}")
-    return SequentialSaving(max_runs, looks, min_effect, with_effect[0], without[0], float(with_effect[1][focus]), no_effect_rule,
-                            reps, method)
+    return SequentialSaving(runs, looks, spec.min_effect, float(points[with_effect[0]].mean()), float(points[without[0]].mean()),
+                            float(with_effect[1][focus]), no_effect_rule, reps, method)
 
 
 def _simulate(design: SequentialDesign, pools: Sequence[np.ndarray], factor: float, reps: int, rng: np.random.Generator,
-              no_effect_rule: bool) -> tuple[float, np.ndarray]:
-    """(mean runs per arm at which the experiment stops, each test's share of experiments in
+              no_effect_rule: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(the look at which each simulated experiment stops, each test's share of experiments in
     which it was decided "effect")."""
     m, n = len(pools), design.max_runs
-    runs = 0.0
+    stops = []
     effect = np.zeros(m)
     per = max(1, CHUNK_VALUES // (m * 2 * n))
     for start in range(0, reps, per):
         size = min(per, reps - start)
         x = np.stack([pool[rng.integers(0, len(pool), size=(size, 2, n))] for pool in pools], axis=1)
         x[:, :, 0, :] *= factor
-        stop_runs, state = sequential_stops(design, x, no_effect_rule)
-        runs += float(stop_runs.sum())
+        stop, state = sequential_stops(design, x, no_effect_rule)
+        stops.append(stop)
         effect += (state == DECIDED_EFFECT).sum(axis=0)
-    return runs / reps, effect / reps
+    return np.concatenate(stops), effect / reps
 
 
 def sequential_stops(design: SequentialDesign, x: np.ndarray, no_effect_rule: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Every look of `design` on values x (reps, m, 2, max_runs), as SequentialDesign.decide
-    takes them one experiment at a time: the runs per arm at which each experiment stops (every
+    takes them one experiment at a time: the look (0-based) at which each experiment stops (every
     test decided, or the last look) and the tests' final states."""
     reps, m = x.shape[:2]
     points = design.look_points()
     crit = design.critical(m)
     state = np.full((reps, m), UNDECIDED, dtype=np.int8)
-    stop = np.full(reps, points[-1])
+    stop = np.full(reps, len(points) - 1)
     zs = []
     for k, p in enumerate(points):
         f, r = x[:, :, 0, :p], x[:, :, 1, :p]
@@ -456,12 +519,6 @@ def sequential_stops(design: SequentialDesign, x: np.ndarray, no_effect_rule: bo
                 within[rows, cols] = (lo >= -design.min_effect) & (hi <= design.min_effect)
         was_open = (state == UNDECIDED).any(axis=1)
         state, _ = decide_step(design, k, np.stack(zs, axis=2), within, state)
-        stop = np.where(was_open & ~(state == UNDECIDED).any(axis=1), p, stop)
+        stop = np.where(was_open & ~(state == UNDECIDED).any(axis=1), k, stop)
     return stop, state
 
-
-def _spec_number(spec: Spec, key: str, default: float) -> float:
-    """A number of the spec's sequential settings ([experiment] min_effect, looks), or the default
-    when the spec has none."""
-    value = getattr(spec, key, None)
-    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else default
