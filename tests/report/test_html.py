@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import hashlib
+import itertools
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -18,6 +19,7 @@ from benchsage.analyze.verdict import Analysis
 from benchsage.design.plan import make_plan
 from benchsage.errors import UsageError
 from benchsage.report import html as report_html
+from benchsage.report import plots
 from benchsage.report.html import render_report, write_report
 from benchsage.store.table import TrialTable
 
@@ -492,6 +494,216 @@ def test_the_confidence_level_of_the_analysis_is_the_one_shown(make_table, analy
     assert "median fixed [90% CI]" in text and "Median and 90% CI per test" in text
     assert "by arm (black: median, 90% CI)" in text
     assert "95%" not in Page(text).all_text
+
+
+# -- treatments: comparisons, context effects, observer effect, factorial designs -----------------
+
+CLAIM_A = "o3 <i>fast</i> & co"
+CLAIM_B = "o2"
+TREATMENT_SECTIONS = ("verdict", "comparisons", "tables", "figures", "detail", "contexts", "observer", "factorial",
+                      "diagnostics", "provenance", "warnings")
+
+
+def treatment_table(seed: int = 0, contexts: int = 8, reps: int = 3) -> TrialTable:
+    """o3 vs o2 measured in `contexts` contexts (env_bytes, cpus), with and without strace, on a
+    2^2 design (smt, governor), in both arms. o3 is 7% faster, except in contexts with 2,600
+    environment bytes or more, where it is 10% slower (Mytkowicz et al.'s flip); strace adds 35%;
+    smt on saves 10%, the performance governor 3%."""
+    rng = np.random.default_rng(seed)
+    env = rng.integers(0, 4096, contexts)
+    env[:3] = (3000, 3800, 100)  # contexts on both sides of the flip
+    cols: dict[str, list] = {k: [] for k in ("test", "arm", "value", "run", "position", "context", "env", "cpus", "observer", "smt", "gov")}
+    run = 0
+    for c, obs, smt, gov, arm, _ in itertools.product(range(contexts), ("none", "strace"), ("off", "on"), ("powersave", "performance"),
+                                                      ("fixed", "random"), range(reps)):
+        order = [CLAIM_A, CLAIM_B] if arm == "fixed" or rng.random() < 0.5 else [CLAIM_B, CLAIM_A]
+        for pos, test in enumerate(order):
+            value = 1.0 if test == CLAIM_B else (0.93 if env[c] < 2600 else 1.1)
+            value *= (1.35 if obs == "strace" else 1.0) * (0.9 if smt == "on" else 1.0) * (0.97 if gov == "performance" else 1.0)
+            value *= 1 + 0.01 * rng.standard_normal()
+            for k, x in zip(cols, (test, arm, value, run, pos, f"c{c}", str(env[c]), str(c % 2), obs, smt, gov)):
+                cols[k].append(x)
+        run += 1
+    return TrialTable.from_columns(
+        test=cols["test"], arm=cols["arm"], value=cols["value"], run=cols["run"], position=cols["position"],
+        metric=["wall_time"] * len(cols["test"]),
+        treatments={"context": cols["context"], "context:env_bytes": cols["env"], "context:cpus": cols["cpus"],
+                    "observer": cols["observer"], "factor:smt": cols["smt"], "factor:governor": cols["gov"]},
+        provenance={"compare": [{"a": CLAIM_A, "b": CLAIM_B, "metric": "wall_time"}, {"a": CLAIM_A, "b": "gone"}],
+                    "factors": [{"name": "smt", "levels": ["off", "on"]}, {"name": "governor", "levels": ["powersave", "performance"]}],
+                    "observer_baseline": "none"},
+    )
+
+
+@pytest.fixture(scope="module")
+def treated(analyze, tmp_path_factory: pytest.TempPathFactory) -> tuple[Analysis, TrialTable, Path]:  # type: ignore[no-untyped-def]
+    table = treatment_table()
+    analysis = analyze(table)
+    path = tmp_path_factory.mktemp("treated") / "report.html"
+    write_report(analysis, table, path)
+    return analysis, table, path
+
+
+def _row_text(section: str, first_cell: str) -> list[str]:
+    """The text of each cell of the rows whose first cell reads `first_cell`."""
+    out = []
+    for row in re.findall(r"<tr[^>]*>(.*?)</tr>", section, re.S):
+        cells = [Page(c).all_text for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+        if cells and cells[0] == first_cell:
+            out.append(cells)
+    return out
+
+
+def test_treatment_sections_come_in_order_and_are_linked(treated: tuple[Analysis, TrialTable, Path]) -> None:
+    text = treated[2].read_text(encoding="utf-8")
+    at = [text.index(f'<section id="{s}">') for s in TREATMENT_SECTIONS]
+    assert at == sorted(at)
+    page = Page(text)
+    assert [a["href"] for a in page.tags("a") if a.get("href", "").startswith("#")][: len(TREATMENT_SECTIONS)] == [f"#{s}" for s in TREATMENT_SECTIONS]
+    assert '<section id="sequential">' not in text  # rendered only when the analysis has it
+
+
+def test_a_report_without_treatments_has_none_of_their_sections(small_report: Path) -> None:
+    text = small_report.read_text(encoding="utf-8")
+    for name in ("comparisons", "contexts", "observer", "factorial", "sequential"):
+        assert f'id="{name}"' not in text and f'href="#{name}"' not in text, name
+
+
+def test_comparisons_state_each_claim_its_winner_and_where_it_flips(treated: tuple[Analysis, TrialTable, Path]) -> None:
+    analysis, _, path = treated
+    section = _section(path.read_text(encoding="utf-8"), "comparisons")
+    claim, missing = analysis.comparisons
+    assert claim.better == "a" and claim.contexts.flips and claim.contexts.b_better >= 1  # the data flips
+    shown = Page(section).all_text
+    assert claim.sentence() in shown and missing.sentence() in shown
+    (row,) = _row_text(section, f"{CLAIM_A} vs {CLAIM_B}")
+    fmt, fmt_p = report_html._fmt, report_html._fmt_p
+    assert row[1] == "wall_time"
+    assert row[2] == f"{fmt(claim.ratio)}[{fmt(claim.ci[0])}, {fmt(claim.ci[1])}]"
+    assert row[3:5] == [fmt_p(claim.p), fmt_p(claim.p_adjusted)]
+    assert row[5] == "mann-whitneyCI: bonett-price"
+    assert row[6] == CLAIM_A  # the winner, by name
+    assert row[7:9] == ["yes", "yes"]
+    s = claim.contexts
+    assert row[9] == f"{CLAIM_A} {s.a_better} · {CLAIM_B} {s.b_better} · undecided {s.undecided} of {s.n}"
+    assert row[10] == "yes" and row[11] == ""
+    (gone,) = _row_text(section, f"{CLAIM_A} vs gone")
+    assert gone[2:5] == ["—"] * 3 and gone[6] == "—" and "no test 'gone' in the data" in gone[11]
+
+
+def test_context_effects_table_and_figure(treated: tuple[Analysis, TrialTable, Path]) -> None:
+    import xml.etree.ElementTree as ET
+
+    analysis, _, path = treated
+    section = _section(path.read_text(encoding="utf-8"), "contexts")
+    fmt = report_html._fmt
+    for effect in analysis.context_effects:
+        (row,) = _row_text(section, effect.test)
+        assert row[2:8] == [str(len(effect.medians)), fmt(effect.kw_h), report_html._fmt_p(effect.kw_p),
+                            report_html._fmt_p(effect.p_adjusted), "yes" if effect.significant else "no", fmt(effect.spread_pct, 3)]
+        assert row[8].startswith(report_html._fmt_p(effect.by["env_bytes"])) and row[9].startswith(report_html._fmt_p(effect.by["cpus"]))
+        assert row[10].startswith(", ".join(f"{c} {fmt(m)}" for c, m in list(effect.medians.items())[:3]))
+    assert [e.significant for e in analysis.context_effects if e.test == CLAIM_A] == [True]
+    figure = re.search(r'<figure id="fig-contexts">.*?</figure>', section, re.S).group(0)
+    svg = ET.fromstring(re.search(r"<svg\b.*?</svg>", figure, re.S).group(0))
+    labels = ["".join(t.itertext()) for t in svg.iter("{http://www.w3.org/2000/svg}text")]
+    # One panel for the claim (the ratio per context), one per test (its median per context),
+    # contexts placed by their environment size.
+    assert f"{CLAIM_A} / {CLAIM_B} (wall_time)" in labels and f"{CLAIM_A} (wall_time)" in labels and "o2 (wall_time)" in labels
+    assert labels.count("env_bytes") == 3
+    assert len(re.findall(r'id="fig-contexts-axes_\d+"', figure)) == 3
+
+
+def test_the_context_figure_draws_each_context_median_and_its_exact_interval(treated: tuple[Analysis, TrialTable, Path]) -> None:
+    from scipy import stats
+
+    from benchsage.analyze.treatments import order_rows
+
+    analysis, table, _ = treated
+    settings = report_html._context_settings(table)
+    assert settings["c0"] == {"env_bytes": "3000", "cpus": "0"}
+    rows = [e.to_json() for e in analysis.context_effects]
+    panels = report_html._test_panels(rows, table, settings, 0.95, "exact-binomial")
+    examined = order_rows(table)  # the lightest observer level, as the context analysis
+    names, codes = examined.levels("context")
+    for effect, panel in zip(analysis.context_effects, panels):
+        test = examined.test == examined.test_names.index(effect.test)
+        for i, context in enumerate(panel.labels):
+            x = np.sort(examined.value[test & (codes == names.index(context))])
+            n = len(x)
+            # Largest l whose interval [x(l), x(n-l+1)] still covers the median with >= 95%.
+            l = max(k for k in range(1, n // 2 + 1) if stats.binom.cdf(n - k, n, 0.5) - stats.binom.cdf(k - 1, n, 0.5) >= 0.95)
+            assert panel.y[i] == pytest.approx(np.median(x), rel=1e-12)
+            assert (panel.low[i], panel.high[i]) == (x[l - 1], x[n - l])
+        assert list(panel.x) == [float(settings[c]["env_bytes"]) for c in panel.labels]
+    claim = report_html._comparison_panel(analysis.comparisons[0].to_json(), settings)
+    per = analysis.comparisons[0].per_context
+    assert list(claim.y) == [s.comparison.ratio for s in per] and claim.reference == 1.0
+    assert claim.colours == [{"a": plots.A_BETTER_COLOUR, "b": plots.SIGNIFICANT_COLOUR}.get(s.better, plots.UNDECIDED_COLOUR) for s in per]
+
+
+def test_observer_effect_table_and_figure(treated: tuple[Analysis, TrialTable, Path]) -> None:
+    analysis, _, path = treated
+    section = _section(path.read_text(encoding="utf-8"), "observer")
+    assert len(analysis.observer) == 2
+    for effect in analysis.observer:
+        (row,) = _row_text(section, effect.test)
+        assert row[1:5] == ["wall_time", "strace", "none", f"{effect.n_level} / {effect.n_baseline}"]
+        assert row[7] == report_html._fmt_pct(effect.effect_pct) and 30 < effect.effect_pct < 40
+        assert row[8] == f"{report_html._fmt(effect.ratio)}[{report_html._fmt(effect.ci[0])}, {report_html._fmt(effect.ci[1])}]"
+        assert row[11] == "yes"
+    assert '<figure id="fig-observer">' in section
+    labels = re.findall(r"<text[^>]*>([^<]*)</text>", section)
+    assert f"{CLAIM_A} [strace]".replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") in labels and "o2 [strace]" in labels
+
+
+def test_factorial_terms_and_allocation_of_variation(treated: tuple[Analysis, TrialTable, Path]) -> None:
+    analysis, _, path = treated
+    section = _section(path.read_text(encoding="utf-8"), "factorial")
+    assert "Levels (low → high): smt: off → on; governor: powersave → performance" in Page(section).all_text
+    fmt = report_html._fmt
+    for row in analysis.factorial:
+        lines = _row_text(section, row.test)
+        terms = row.to_json()["terms"]
+        assert [cells[2] for cells in lines] == ["smt", "governor", "smt:governor", "error"] == [t["term"] for t in terms]
+        for cells, term in zip(lines, terms):
+            assert cells[4] == fmt(term["variation_pct"], 3)
+            if term["term"] != "error":
+                assert cells[3] == f"{fmt(term['effect'])}[{fmt(term['ci'][0])}, {fmt(term['ci'][1])}]"
+        assert [cells[5] for cells in lines[:2]] == ["yes", "yes"]  # smt and governor matter
+        assert lines[3][3] == "—" and lines[3][5] == "—"
+    figure = re.search(r'<figure id="fig-allocation">.*?</figure>', section, re.S).group(0)
+    labels = re.findall(r"<text[^>]*>([^<]*)</text>", figure)
+    assert {"smt", "governor", "smt:governor", "error", "o2"} <= set(labels)
+
+
+def test_treatment_sections_escape_test_names(treated: tuple[Analysis, TrialTable, Path]) -> None:
+    text = treated[2].read_text(encoding="utf-8")
+    assert "<i>fast</i>" not in text
+    page = Page(text)
+    assert_nothing_injected(page)
+    for name in ("comparisons", "contexts", "observer", "factorial"):
+        assert CLAIM_A in Page(_section(text, name)).all_text, name
+
+
+@pytest.mark.browser
+@needs_chromium
+def test_browser_draws_the_treatment_sections_without_console_errors(treated: tuple[Analysis, TrialTable, Path]) -> None:
+    analysis, _, path = treated
+    # Chromium prints the page's console (script errors, policy violations) with this logging.
+    done = browser._run(["--enable-logging=stderr", "--v=0", "--dump-dom"], path.resolve().as_uri())
+    console = [line for line in done.stderr.decode(errors="replace").splitlines() if ":CONSOLE" in line]
+    assert console == []
+    dom = done.stdout.decode("utf-8")
+    sortable = path.read_text(encoding="utf-8").count('<table class="sortable">')
+    assert re.search(rf'<html[^>]* data-sortable="{sortable}"', dom)  # the sorter ran to its end
+    for name, figure in (("contexts", "fig-contexts"), ("observer", "fig-observer"), ("factorial", "fig-allocation")):
+        section = _section(dom, name)
+        assert re.search(rf'<figure id="{figure}"><h3>[^<]*</h3>\s*<svg\b', section), name
+    shown = Page(dom).all_text
+    assert analysis.comparisons[0].sentence() in shown
+    for effect in analysis.observer:
+        assert report_html._fmt_pct(effect.effect_pct) in Page(_section(dom, "observer")).all_text
 
 
 # -- fleets ---------------------------------------------------------------------------------------

@@ -218,3 +218,54 @@ def test_binned_median_is_the_median_of_each_group(pairs: list[tuple[int, float]
         assert len(cx) == len(cy) <= 20
         assert np.all(np.diff(cx) > 0) and cx[0] >= edges[0] and cx[-1] <= edges[-1]
         assert np.all((cy >= y.min()) & (cy <= y.max()))
+
+
+# -- treatments ---------------------------------------------------------------------------------
+
+
+def context_panel(n: int, x: np.ndarray | None = None, **kw) -> plots.ContextPanel:  # type: ignore[no-untyped-def]
+    rng = np.random.default_rng(n)
+    y = rng.uniform(0.9, 1.1, n)
+    return plots.ContextPanel(title=kw.pop("title", "o3 / o2 (wall_time)"), ylabel="ratio", labels=[f"link order {i}" for i in range(n)],
+                              y=y, low=y - 0.02, high=y + 0.02, colours=[plots.A_BETTER_COLOUR] * n, x=x, **kw)
+
+
+def test_per_context_places_contexts_by_size_or_names_them() -> None:
+    by_size = plots.per_context("fig-c", "t", "", [context_panel(6, x=np.array([0.0, 512, 1024, 2048, 3000, 4096]), xlabel="env_bytes",
+                                                                  reference=1.0)])
+    assert by_size is not None and "env_bytes" in texts(by_size.svg)
+    assert not any(t.startswith("link order") for t in texts(by_size.svg))
+    named = plots.per_context("fig-c", "t", "", [context_panel(6)])
+    assert named is not None and "link order 5" in texts(named.svg)
+    many = plots.per_context("fig-c", "t", "", [context_panel(plots.CONTEXT_LABELS_MAX + 1)])
+    assert many is not None and not any(t.startswith("link order") for t in texts(many.svg))
+    assert f"context (numbered, {plots.CONTEXT_LABELS_MAX + 1})" in texts(many.svg)
+
+
+def test_per_context_has_a_panel_per_claim_or_test_and_skips_empty_ones() -> None:
+    empty = dataclasses.replace(context_panel(3), y=np.full(3, np.nan))
+    assert plots.per_context("fig-c", "t", "", [empty]) is None
+    plot = plots.per_context("fig-c", "t", "", [context_panel(3), empty, context_panel(4, title="$x$ <b>")])
+    assert plot is not None and axes_count(plot) == 2
+    assert "$x$ <b>" in texts(plot.svg)  # literal text: no mathtext, no markup
+    parse(plot.svg)
+
+
+def test_observer_effects_one_row_per_test_and_level() -> None:
+    labels = ["o3 [strace]", "o3 [perf]", "o2 [strace]"]
+    effect = np.array([35.0, 2.0, np.nan])
+    plot = plots.observer_effects(labels, effect, effect - 1, effect + 1, [True, False, None])
+    assert plot is not None and {"o3 [strace]", "o3 [perf]", "o2 [strace]"} <= set(texts(plot.svg))
+    assert plots.observer_effects(labels[2:], effect[2:], effect[2:], effect[2:], [None]) is None
+
+
+def test_allocation_of_variation_stacks_the_terms_and_the_error() -> None:
+    terms = ["$smt$", "governor", "$smt$:governor", "error"]
+    shares = np.array([[70.0, 20.0, 1.0, 9.0], [10.0, 5.0, np.nan, 85.0]])
+    plot = plots.allocation_of_variation(["o3", "o2"], terms, shares)
+    assert plot is not None
+    shown = texts(plot.svg)
+    assert set(terms) <= set(shown) and {"o3", "o2"} <= set(shown)
+    grey = len(re.findall(r"fill: #8c8c8c", plot.svg))
+    assert grey >= 2  # the error of each test
+    assert plots.allocation_of_variation(["o3"], terms, np.zeros((1, 4))) is None

@@ -28,9 +28,11 @@ from markupsafe import Markup
 from benchsage import __version__
 from benchsage.analyze.diagnostics import run_starts
 from benchsage.analyze.summary import verdict_sentence, workers_sentence
+from benchsage.analyze.treatments import CONTEXT, CONTEXT_PREFIX, NUMERIC_DIMENSIONS, order_rows
 from benchsage.analyze.verdict import Analysis, TestVerdict
 from benchsage.errors import UsageError
 from benchsage.report import plots
+from benchsage.stats.median_ci import CI_METHODS, grouped_median_ci
 from benchsage.store.table import TrialTable
 
 # Per-test detail: every test when there are few; otherwise the significant ones (smallest
@@ -46,6 +48,9 @@ NESTED_TEXT_MAX = 5_000  # ... and of a value inside a table
 MEDIANS_SHOWN = 8  # workers whose median a fleet row spells out
 PLAN_ROWS = 40  # runs listed in the plan table
 ORDER_NAMES = 12  # tests named per run in the plan table
+TREATMENT_ROWS = 50  # rows of a context, observer or factorial table (the notable first)
+FIGURE_ROWS = 40  # tests (or test and level) in an observer or allocation figure
+CONTEXT_PANELS = 9  # panels of the per-context figure: the claims first, then the tests
 
 _DASH = "—"
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -83,6 +88,9 @@ def render_report(analysis: Analysis, table: TrialTable) -> str:
     detail, detail_note = _choose_detail(primary)
     detail_ids = {(v.test, v.metric): f"d-{i}" for i, v in enumerate(detail)}
     name = _title(analysis, table)
+    # The treatment sections read the analysis JSON (CONTRACT.md's shapes, the interface users
+    # script against); without the diagnostics, whose rows are the costly part of it.
+    doc = dataclasses.replace(analysis, diagnostics=None).to_json()
     page = {
         "title": name,
         "csp": csp,
@@ -90,16 +98,21 @@ def render_report(analysis: Analysis, table: TrialTable) -> str:
         # Our own files, shipped with the package: markup, not data.
         "css": Markup(_asset("report.css")),
         "script": Markup(script),
-        "header": _header_view(analysis, table),
         "verdict": _verdict_view(analysis, table),
+        "comparisons": _comparisons_view(analysis, doc),
         "tables": _tables_view(analysis, detail_ids),
         "figures": _figures_view(analysis, primary),
         "detail": _detail_view(table, detail, detail_ids, detail_note, analysis.ci_level),
         "workers": _workers_view(analysis, table),
+        "contexts": _contexts_view(analysis, doc, table),
+        "observer": _observer_view(doc),
+        "factorial": _factorial_view(doc),
+        "sequential": _sequential_view(doc),
         "diagnostics": _diagnostics_view(analysis, table),
         "provenance": _provenance_view(analysis, table),
         "warnings": _warnings_view(analysis, table),
     }
+    page["header"] = _header_view(analysis, table, page)
     return _environment().get_template("report.html").render(page)
 
 
@@ -193,17 +206,26 @@ def _title(analysis: Analysis, table: TrialTable) -> str:
 # -- header, verdict, tests, figures ------------------------------------------------------------
 
 
-def _header_view(analysis: Analysis, table: TrialTable) -> dict[str, Any]:
-    links = [
-        ("verdict", "Verdict"),
-        ("tables", "Tests"),
-        ("figures", "Figures"),
-        ("detail", "Per-test detail"),
-        *((("workers", "Workers"),) if analysis.combined is not None else ()),
-        ("diagnostics", "Diagnostics"),
-        ("provenance", "Provenance"),
-        ("warnings", "Warnings"),
-    ]
+_SECTIONS = (
+    ("verdict", "Verdict"),
+    ("comparisons", "Comparisons"),
+    ("tables", "Tests"),
+    ("figures", "Figures"),
+    ("detail", "Per-test detail"),
+    ("workers", "Workers"),
+    ("contexts", "Context effects"),
+    ("observer", "Observer effect"),
+    ("factorial", "Factorial"),
+    ("sequential", "Sequential stopping"),
+    ("diagnostics", "Diagnostics"),
+    ("provenance", "Provenance"),
+    ("warnings", "Warnings"),
+)
+
+
+def _header_view(analysis: Analysis, table: TrialTable, page: Mapping[str, Any]) -> dict[str, Any]:
+    """The title line and a link to each section the page has (the others are None)."""
+    links = [(key, text) for key, text in _SECTIONS if page[key] is not None]
     return {"links": links, "version": analysis.tool_version or __version__, "n_values": len(table),
             "n_tests": len(analysis.tests)}
 
@@ -439,14 +461,8 @@ def _fleet_view(analysis: Analysis) -> dict[str, Any]:
     rows = sorted(diag.fleet, key=lambda r: (0 if r.significant else 1, -(r.spread_pct or 0.0)))[:DIAGNOSTIC_ROWS]
     total = len(diag.fleet)
     shown = f"showing {len(rows):,} of {total:,} tests, differing first" if len(rows) < total else f"{total:,} tests"
-
-    def medians(r: Any) -> str:
-        items = list(r.medians.items())
-        more = f", … ({len(items) - MEDIANS_SHOWN:,} more)" if len(items) > MEDIANS_SHOWN else ""
-        return ", ".join(f"{w} {_fmt(m)}" for w, m in items[:MEDIANS_SHOWN]) + more
-
     return {"state": "rows", "differing": sum(1 for r in diag.fleet if r.significant), "total": total, "shown": shown,
-            "rows": [(r, medians(r), ", ".join(r.outliers) or _DASH) for r in rows]}
+            "rows": [(r, _medians_text(r.medians), ", ".join(r.outliers) or _DASH) for r in rows]}
 
 
 def _workers_view(analysis: Analysis, table: TrialTable) -> dict[str, Any] | None:
@@ -462,6 +478,252 @@ def _workers_view(analysis: Analysis, table: TrialTable) -> dict[str, Any] | Non
         "identity": _identity_view(analysis),
         "fleet": _fleet_view(analysis),
     }
+
+
+# -- treatments: comparisons, contexts, instrumentation, factors; sequential stopping -----------
+
+
+def _floats(values: Any) -> np.ndarray:
+    """JSON numbers (None where unknown) as floats, NaN for None."""
+    return np.array([x if _finite(x) else np.nan for x in values], dtype=np.float64)
+
+
+def _p_key(row: Mapping[str, Any]) -> float:
+    p = row.get("p_adjusted") if _finite(row.get("p_adjusted")) else row.get("p", row.get("kw_p"))
+    return float(p) if _finite(p) else math.inf
+
+
+def _notable_first(rows: Sequence[Mapping[str, Any]], limit: int, what: str) -> dict[str, Any]:
+    """Significant rows first, then by p; at most `limit`, with a note saying how many."""
+    shown = sorted(rows, key=lambda r: (0 if r.get("significant") else 1, _p_key(r)))[:limit]
+    note = f"showing {len(shown):,} of {len(rows):,} {what}, significant first" if len(shown) < len(rows) else f"{len(rows):,} {what}"
+    return {"rows": shown, "shown": note}
+
+
+def _comparisons_view(analysis: Analysis, doc: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The declared claims "a is better than b": each row of the JSON with its winner named,
+    and the analysis's sentence for it (the headline the terminal prints too)."""
+    rows = doc.get("comparisons")
+    if rows is None:
+        return None
+    sentences = [c.sentence() for c in analysis.comparisons or ()]
+    out = []
+    for c, sentence in zip(rows, sentences + [None] * (len(rows) - len(sentences))):
+        contexts = c.get("contexts")
+        winner = {"a": c["a"], "b": c["b"]}.get(c.get("better") or "")
+        out.append({
+            "row": c,
+            "sentence": sentence,
+            "winner": winner or ("undecided" if c.get("p") is not None else _DASH),
+            "contexts": _DASH if not contexts else (
+                f"{c['a']} {contexts['a_better']:,} · {c['b']} {contexts['b_better']:,} · undecided {contexts['undecided']:,} of {contexts['n']:,}"),
+            "flips": None if not contexts else contexts.get("flips"),
+            "holds": [(c.get("holds_in") or {}).get(arm) for arm in ("fixed", "random")],
+        })
+    return {"rows": out, "reasons": any(c.get("p") is None for c in rows)}
+
+
+def _context_settings(table: TrialTable) -> dict[str, dict[str, str]]:
+    """Each context's own settings (env_bytes, cpus, ...): the most common level of each
+    "context:NAME" dimension among the context's rows."""
+    found = table.levels(CONTEXT)
+    if found is None:
+        return {}
+    names, codes = found
+    out: dict[str, dict[str, str]] = {name: {} for name in names}
+    known = codes >= 0
+    for k, dim in enumerate(table.dims):
+        if not dim.startswith(CONTEXT_PREFIX):
+            continue
+        levels = table.treatment[:, k]
+        ok = known & (levels >= 0)
+        width = len(table.dim_levels[k])
+        counts = np.bincount(codes[ok].astype(np.int64) * width + levels[ok], minlength=len(names) * width).reshape(len(names), width)
+        for c, name in enumerate(names):
+            if counts[c].any():
+                out[name][dim[len(CONTEXT_PREFIX):]] = table.dim_levels[k][int(counts[c].argmax())]
+    return out
+
+
+def _numeric_axis(contexts: Sequence[str], settings: Mapping[str, Mapping[str, str]]) -> tuple[np.ndarray | None, str]:
+    """The contexts' x positions: their size setting (env_bytes, cwd_bytes) when every context
+    has one and they differ, as in Mytkowicz et al.'s Figures 6-7; else None (side by side)."""
+    for dim in NUMERIC_DIMENSIONS:
+        try:
+            xs = np.array([float(settings[c][dim]) for c in contexts])
+        except (KeyError, ValueError):
+            continue
+        if len(np.unique(xs)) > 1:
+            return xs, dim
+    return None, "context"
+
+
+def _comparison_panel(c: Mapping[str, Any], settings: Mapping[str, Mapping[str, str]]) -> plots.ContextPanel:
+    per = c["per_context"]
+    names = [str(pc["context"]) for pc in per]
+    merged = {n: {**settings.get(n, {}), **(pc.get("values") or {})} for n, pc in zip(names, per)}
+    x, xlabel = _numeric_axis(names, merged)
+    ci = [pc.get("ci") or [None, None] for pc in per]
+    colour = {"a": plots.A_BETTER_COLOUR, "b": plots.SIGNIFICANT_COLOUR}
+    return plots.ContextPanel(
+        title=f"{c['a']} / {c['b']} ({c['metric']})",
+        ylabel=f"ratio of medians {plots.short_label(str(c['a']), 16)} / {plots.short_label(str(c['b']), 16)}",
+        labels=names,
+        y=_floats(pc.get("ratio") for pc in per),
+        low=_floats(lo for lo, _ in ci),
+        high=_floats(hi for _, hi in ci),
+        colours=[colour.get(pc.get("better") or "", plots.UNDECIDED_COLOUR) for pc in per],
+        x=x,
+        xlabel=xlabel,
+        reference=1.0,
+    )
+
+
+def _test_panels(rows: Sequence[Mapping[str, Any]], table: TrialTable, settings: Mapping[str, Mapping[str, str]],
+                 ci_level: float, ci_method: str) -> list[plots.ContextPanel]:
+    """Per test, its median and CI in each context, from the values the context analysis
+    examined (the lightest observer level)."""
+    if not rows:
+        return []
+    examined = order_rows(table)
+    names, codes = examined.levels(CONTEXT)  # type: ignore[misc]
+    rows_of = _rows_of(examined)
+    method = ci_method if ci_method in CI_METHODS else CI_METHODS[0]
+    panels = []
+    for r in rows:
+        idx = rows_of(str(r["test"]), str(r["metric"]))
+        idx = idx[(codes[idx] >= 0) & np.isfinite(examined.value[idx])]
+        ci = grouped_median_ci(examined.value[idx], codes[idx].astype(np.int64), len(names), ci_level, method)
+        present = np.flatnonzero(ci.n > 0)
+        shown = [names[c] for c in present]
+        x, xlabel = _numeric_axis(shown, settings)
+        info = table.metric_info(str(r["metric"]))
+        panels.append(plots.ContextPanel(
+            title=f"{r['test']} ({r['metric']})",
+            ylabel=f"median, {plots.short_axis_label(info.name, info.unit, info.better)}",
+            labels=shown,
+            y=ci.median[present],
+            low=ci.low[present],
+            high=ci.high[present],
+            colours=[plots.FIXED_COLOUR] * len(present),
+            x=x,
+            xlabel=xlabel,
+            flagged=bool(r.get("significant")),
+        ))
+    return panels
+
+
+def _contexts_view(analysis: Analysis, doc: Mapping[str, Any], table: TrialTable) -> dict[str, Any] | None:
+    """Context effects (Mytkowicz et al.): per test, Kruskal-Wallis across the contexts and each
+    context setting's test; the figure shows every claim's ratio and the notable tests' medians
+    context by context."""
+    effects = doc.get("context_effects")
+    claims = [c for c in doc.get("comparisons") or () if c.get("per_context")]
+    if effects is None and not claims:
+        return None
+    effects = list(effects or ())
+    dims = list(dict.fromkeys(d for r in effects for d in r.get("by") or {}))
+    view = _notable_first(effects, TREATMENT_ROWS, "tests")
+    settings = _context_settings(table)
+    panels = [_comparison_panel(c, settings) for c in claims[:CONTEXT_PANELS]]
+    panels += _test_panels(view["rows"][: CONTEXT_PANELS - len(panels)], table, settings, analysis.ci_level, analysis.ci_method)
+    figure = plots.per_context(
+        "fig-contexts",
+        "Per measurement context",
+        "One point per context with its confidence interval. A claim a vs b: the ratio of medians a/b "
+        "(green: a better in that context, red: b better, grey: undecided, after the correction over the "
+        "contexts); points on both sides of the dashed line at 1.0 are a flip of the winner. A test: its "
+        f"median in that context with the {analysis.ci_level:.0%} CI (a title in red: the test's context "
+        "effect is significant). Contexts are placed by their size setting (env_bytes, cwd_bytes) when they have one.",
+        panels,
+    )
+    columns = ("test", "metric", "contexts", "KW H", "p", "p adjusted", "significant", "spread %",
+               *(f"{d} p" for d in dims), "median per context")
+    return {"rows": [(r, _medians_text(r.get("medians") or {})) for r in view["rows"]], "shown": view["shown"],
+            "dims": dims, "columns": columns, "figure": figure,
+            "methods": list(dict.fromkeys(str(r["method"]) for r in effects if r.get("method")))}
+
+
+def _medians_text(medians: Mapping[str, Any]) -> str:
+    """'c0 1.005, c1 0.9012, …' for a table cell, bounded."""
+    shown = list(medians.items())
+    more = f", … ({len(shown) - MEDIANS_SHOWN:,} more)" if len(shown) > MEDIANS_SHOWN else ""
+    return ", ".join(f"{name} {_fmt(m)}" for name, m in shown[:MEDIANS_SHOWN]) + more
+
+
+def _observer_view(doc: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The observer effect: each instrumentation level against the lightest, per test."""
+    rows = doc.get("observer")
+    if rows is None:
+        return None
+    view = _notable_first(rows, TREATMENT_ROWS, "rows")
+    figure_rows = [r for r in view["rows"] if r.get("primary", True)][:FIGURE_ROWS]
+    several = len({r["metric"] for r in figure_rows}) > 1
+
+    def pct(ci: Any, i: int) -> float:
+        return (float(ci[i]) - 1.0) * 100.0 if ci and _finite(ci[i]) else math.nan
+
+    figure = plots.observer_effects(
+        [f"{r['test']} [{r['metric']}, {r['level']}]" if several else f"{r['test']} [{r['level']}]" for r in figure_rows],
+        _floats(r.get("effect_pct") for r in figure_rows),
+        np.array([pct(r.get("ci"), 0) for r in figure_rows]),
+        np.array([pct(r.get("ci"), 1) for r in figure_rows]),
+        [r.get("significant") for r in figure_rows],
+    ) if figure_rows else None
+    return {**view, "figure": figure}
+
+
+def _factorial_view(doc: Mapping[str, Any]) -> dict[str, Any] | None:
+    """2^k r designs: each term's effect q with its interval and share of the variation."""
+    rows = doc.get("factorial")
+    if rows is None:
+        return None
+    several = len({r["metric"] for r in rows}) > 1
+    lines = []
+    for r in rows[:TREATMENT_ROWS]:
+        if not r.get("terms"):
+            lines.append({"test": r["test"], "metric": r["metric"], "term": None, "reason": r.get("reason") or _DASH})
+            continue
+        for t in r["terms"]:
+            ci = t.get("ci")
+            excludes = None if ci is None or not all(_finite(x) for x in ci) else bool(ci[0] > 0 or ci[1] < 0)
+            lines.append({"test": r["test"], "metric": r["metric"], "term": t["term"], "effect": t.get("effect"), "ci": ci,
+                          "variation_pct": t.get("variation_pct"), "excludes_zero": excludes})
+    analysed = [r for r in rows if r.get("terms")]
+    designs = list(dict.fromkeys(
+        "; ".join(f"{name}: {lv[0]} → {lv[1]}" for name, lv in (r.get("levels") or {}).items())
+        + (f" (r = {r['r']} replications per cell)" if r.get("r") is not None else "") for r in analysed))
+    figure = None
+    if analysed:
+        terms = [t["term"] for t in analysed[0]["terms"]]
+        shown = [r for r in analysed if [t["term"] for t in r["terms"]] == terms][:FIGURE_ROWS]
+        shares = np.array([[t.get("variation_pct") if _finite(t.get("variation_pct")) else np.nan for t in r["terms"]] for r in shown])
+        figure = plots.allocation_of_variation(
+            [f"{r['test']} [{r['metric']}]" if several else str(r["test"]) for r in shown], terms, shares)
+    more = max(0, len(rows) - TREATMENT_ROWS)
+    return {"lines": lines, "designs": designs, "figure": figure, "more": more, "total": len(rows)}
+
+
+def _sequential_view(doc: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Where a sequential experiment stopped, its looks, and each test's decision."""
+    seq = doc.get("sequential")
+    if seq is None:
+        return None
+    stopped, most = seq.get("stopped_at_runs"), seq.get("max_runs")
+    if stopped is None:
+        where = f"did not stop early: no look decided every test (at most {most} runs per arm)" if most is not None else "did not stop early"
+    else:
+        where = f"stopped at {stopped:,} runs per arm" + (f" of at most {most:,}" if most is not None else "")
+    known = ("looks", "stopped_at_runs", "max_runs", "method")
+    facts = [("stopping", where), ("method", str(seq.get("method") or _DASH))]
+    facts += [(k.replace("_", " "), ", ".join(str(x) for x in v) if isinstance(v, list) else str(v))
+              for k, v in seq.items() if k not in known and v is not None and not isinstance(v, Mapping)]
+    order = {"effect": 0, "no-effect": 1}
+    decisions = sorted((r for r in doc.get("tests", ()) if r.get("primary") and "decided" in r),
+                       key=lambda r: (order.get(r.get("decided") or "", 2), r.get("decided_at_runs") or math.inf, r["test"]))
+    counts = {name: sum(1 for r in decisions if r.get("decided") == name) for name in ("effect", "no-effect")}
+    return {"facts": facts, "looks": list(seq.get("looks") or ()), "decisions": decisions[:TREATMENT_ROWS],
+            "total": len(decisions), "counts": counts, "undecided": len(decisions) - sum(counts.values())}
 
 
 # -- diagnostics ----------------------------------------------------------------------------------

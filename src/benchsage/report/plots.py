@@ -557,3 +557,160 @@ def run_timeline(run_start: np.ndarray, run_arm: np.ndarray) -> Plot | None:
         "precede the other, drift over time can masquerade as an order effect.",
         render(fig, "fig-timeline"),
     )
+
+
+# -- treatments: contexts (Mytkowicz et al.), instrumentation, factorial designs ----------------
+
+A_BETTER_COLOUR = "#009E73"  # bluish green: the claim's a wins in this context
+UNDECIDED_COLOUR = NEUTRAL_COLOUR
+# Terms of a factorial design, in order; the error is always NEUTRAL_COLOUR.
+TERM_COLOURS = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+CONTEXT_LABELS_MAX = 24  # above this many contexts a categorical axis is numbered, not named
+
+
+@dataclass(frozen=True, eq=False)
+class ContextPanel:
+    """One panel of a per-context figure: per context, a point with its interval.
+
+    x: each context's numeric setting (bytes of environment, say) to place it on a value axis,
+    as Mytkowicz et al.'s Figures 6-7; None to set the contexts side by side, named by
+    `labels` (their Figures 8-9, link orders). low/high: NaN where there is no interval.
+    reference: a horizontal line, 1.0 for a ratio (above it a is larger than b). flagged: the
+    title in red (a significant context effect).
+    """
+
+    title: str
+    ylabel: str
+    labels: Sequence[str]
+    y: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    colours: Sequence[str]
+    x: np.ndarray | None = None
+    xlabel: str = "context"
+    reference: float | None = None
+    flagged: bool = False
+
+
+def _context_axis(ax, p: ContextPanel) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """Where each context goes on the x axis, with the axis labelled to match."""
+    if p.x is not None:
+        ax.set_xlabel(p.xlabel, parse_math=False)
+        return np.asarray(p.x, dtype=np.float64)
+    n = len(p.labels)
+    xs = np.arange(n, dtype=np.float64)
+    if n <= CONTEXT_LABELS_MAX:
+        ax.set_xticks(xs, [short_label(s, 16) for s in p.labels], parse_math=False, fontsize=7,
+                      rotation=90 if n > 8 else 0)
+        ax.set_xlabel(p.xlabel, parse_math=False)
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel(f"{p.xlabel} (numbered, {n})", parse_math=False)
+    ax.set_xlim(-0.6, n - 0.4)
+    return xs
+
+
+@_styled
+def per_context(key: str, title: str, caption: str, panels: Sequence[ContextPanel]) -> Plot | None:
+    """Mytkowicz et al.'s Figures 6-9: one point with its confidence interval per measurement
+    context, one panel per test or claim; a sign flip shows as points on both sides of 1.0."""
+    panels = [p for p in panels if np.isfinite(np.asarray(p.y, dtype=np.float64)).any()]
+    if not panels:
+        return None
+    ncols = min(len(panels), 3)
+    nrows = math.ceil(len(panels) / ncols)
+    fig = _figure(3.9 * ncols, 3.0 * nrows)
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    for ax, p in zip(axes.flat, panels):
+        xs = _context_axis(ax, p)
+        y, low, high = (np.asarray(a, dtype=np.float64) for a in (p.y, p.low, p.high))
+        colours = np.asarray(p.colours)
+        for colour in dict.fromkeys(p.colours):
+            m = (colours == colour) & np.isfinite(y)
+            has_ci = m & np.isfinite(low) & np.isfinite(high)
+            if has_ci.any():
+                err = np.vstack([np.maximum(0.0, y[has_ci] - low[has_ci]), np.maximum(0.0, high[has_ci] - y[has_ci])])
+                ax.errorbar(xs[has_ci], y[has_ci], yerr=err, fmt="o", color=colour, markersize=4, capsize=3, linewidth=1)
+            bare = m & ~has_ci
+            if bare.any():
+                ax.plot(xs[bare], y[bare], "o", color=colour, markersize=4)
+        if p.reference is not None:
+            ax.axhline(p.reference, color=NEUTRAL_COLOUR, linestyle="--", linewidth=0.9)
+        ax.set_title(short_label(p.title), fontsize=8, parse_math=False, y=1.0, color=SIGNIFICANT_COLOUR if p.flagged else "black")
+        ax.set_ylabel(p.ylabel, fontsize=7, parse_math=False)
+        ax.tick_params(labelsize=7)
+        ax.margins(y=0.15)
+        ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    return Plot(key, title, caption, render(fig, key))
+
+
+@_styled
+def observer_effects(labels: Sequence[str], effect_pct: np.ndarray, low_pct: np.ndarray, high_pct: np.ndarray,
+                     significant: Sequence[bool | None]) -> Plot | None:
+    """The observer effect: per test and instrumentation level, how much the median moved
+    against the lightest level, in percent, with the interval of the ratio of medians."""
+    effect = np.asarray(effect_pct, dtype=np.float64)
+    if not np.isfinite(effect).any():
+        return None
+    n = len(labels)
+    fig = _figure(6.4, max(2.2, 0.9 + 0.24 * n))
+    ax = fig.add_subplot()
+    y = np.arange(n)[::-1]
+    low, high = np.asarray(low_pct, dtype=np.float64), np.asarray(high_pct, dtype=np.float64)
+    sig = np.array([bool(s) for s in significant], dtype=bool)
+    for mask, colour in ((sig, SIGNIFICANT_COLOUR), (~sig, FIXED_COLOUR)):
+        m = mask & np.isfinite(effect)
+        has_ci = m & np.isfinite(low) & np.isfinite(high)
+        if has_ci.any():
+            err = np.vstack([np.maximum(0.0, effect[has_ci] - low[has_ci]), np.maximum(0.0, high[has_ci] - effect[has_ci])])
+            ax.errorbar(effect[has_ci], y[has_ci], xerr=err, fmt="o", color=colour, markersize=4, capsize=3, linewidth=1)
+        if (m & ~has_ci).any():
+            ax.plot(effect[m & ~has_ci], y[m & ~has_ci], "o", color=colour, markersize=4)
+    ax.axvline(0.0, color=NEUTRAL_COLOUR, linestyle="--", linewidth=0.9)
+    _named_axis(ax, y, [short_label(s) for s in labels])
+    ax.set_ylim(-0.7, n - 0.3)
+    ax.set_xlabel("effect % (median at the level vs the lightest level)")
+    ax.grid(axis="x", alpha=0.3)
+    return Plot(
+        "fig-observer",
+        "Observer effect per instrumentation level",
+        "One row per test and level: (median at the level − median at the lightest level) / median at the "
+        "lightest level × 100, with the interval of the ratio of medians. Red: significant after the correction.",
+        render(fig, "fig-observer"),
+    )
+
+
+@_styled
+def allocation_of_variation(names: Sequence[str], terms: Sequence[str], shares: np.ndarray) -> Plot | None:
+    """Jain's allocation of variation in a 2^k r design: per test, the share of the total
+    variation explained by each factor and interaction, and by the error (the replications)."""
+    shares = np.nan_to_num(np.asarray(shares, dtype=np.float64), nan=0.0)
+    if shares.size == 0 or not shares.any():
+        return None
+    n = len(names)
+    fig = _figure(7.0, max(2.0, 1.2 + 0.26 * n))
+    ax = fig.add_subplot()
+    y = np.arange(n)[::-1]
+    left = np.zeros(n)
+    colours = iter(TERM_COLOURS * (1 + len(terms) // len(TERM_COLOURS)))
+    for j, term in enumerate(terms):
+        colour = NEUTRAL_COLOUR if term == "error" else next(colours)
+        ax.barh(y, shares[:, j], left=left, height=0.65, color=colour, label=short_label(term, 24))
+        left += shares[:, j]
+    _named_axis(ax, y, [short_label(s) for s in names])
+    ax.set_ylim(-0.7, n - 0.3)
+    ax.set_xlim(0, max(100.0, float(left.max())))
+    ax.set_xlabel("share of the total variation (%)")
+    legend = ax.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=min(len(terms), 4), fontsize=7, frameon=False)
+    for text in legend.get_texts():
+        text.set_parse_math(False)  # a factor named "$x$" is text
+    return Plot(
+        "fig-allocation",
+        "Allocation of variation",
+        "Per test, the share of the variation explained by each factor and interaction (Jain's "
+        "sums of squares), and by the error: what the replications do not explain (grey).",
+        render(fig, "fig-allocation"),
+    )
