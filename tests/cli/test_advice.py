@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sqlite3
 import subprocess
 import sys
@@ -132,6 +133,14 @@ def test_terminal_shows_the_table_the_need_and_the_saving(pilot: Path, advice: d
     assert "Run advice from the pilot pilot" in out and "runs per arm" in out and "expected duration" in out
     assert f"The experiment needs {n} runs per arm (for noisy)" in out and "The plan has 10 runs per arm" in out
     assert 'stop = "sequential"' in out and "Resets take" in out
+    # The README's example is this output: the same columns and sentences.
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text().split("## How many runs?", 1)[1].split("\n## ", 1)[0]
+    example = next(block for block in re.findall(r"```\w*\n(.*?)```", readme, flags=re.S) if "┃" in block)
+    header = next(line for line in done.stdout.splitlines() if "runs per arm ┃" in line)
+    assert example.splitlines()[0].split() == header.split()
+    for sentence in ("The experiment needs", "per worker. The plan has", "Resets take", 'with stop = "sequential", runs =',
+                     "if every test has the effect (found on", "if none has."):
+        assert sentence in " ".join(example.split()) and sentence in out
 
 
 def test_imported_data_gives_the_same_advice_without_durations(pilot: Path, advice: dict) -> None:

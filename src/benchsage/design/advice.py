@@ -90,9 +90,10 @@ class PilotTimes:
 
 @dataclass(frozen=True)
 class SequentialSaving:
-    """The sequential design with `max_runs` runs per arm at most, simulated on the pilot's
-    resampled values: the expected runs per arm at which it stops when every test has the
-    order effect and when none has, and how often it finds an effect that is there."""
+    """The sequential design with `max_runs` runs per arm (on each worker) at most, simulated on
+    the pilot's resampled values: the expected runs per arm at which it stops when every test
+    has the order effect and when none has, and how often it finds the effect on the test that
+    needs the most runs (`power`)."""
 
     max_runs: int
     looks: int
@@ -112,7 +113,7 @@ class SequentialSaving:
 
         return {"max_runs": self.max_runs, "looks": self.looks, "min_effect": self.min_effect,
                 "if_effect": saved(self.runs_if_effect), "if_no_effect": saved(self.runs_if_none),
-                "power": round(self.power, 4), "reps": self.reps, "method": self.method}
+                "power": round(self.power, 4), "no_effect_rule": self.no_effect_rule, "reps": self.reps, "method": self.method}
 
 
 @dataclass(frozen=True)
@@ -182,7 +183,7 @@ def advise(spec_path: str, pilot: str, *, effect: float | None = None) -> Advice
     alpha_test = spec.alpha / m
     z_crit = _critical_z(alpha_test)
     factor = 1.0 + effect_pct / 100.0
-    times = pilot_times(pilot, len(spec.tests))
+    times = pilot_times(pilot)
     workers = len(spec.workers)
     rng = np.random.default_rng(SEED)
     rows = []
@@ -314,7 +315,7 @@ def _pilot_effects(table: TrialTable, keys: list[tuple[str, str]], alpha_test: f
     return shown
 
 
-def pilot_times(pilot: str, n_tests: int) -> PilotTimes | None:
+def pilot_times(pilot: str) -> PilotTimes | None:
     """Median run, reset and trial durations of a benchsage pilot's completed runs, from its
     journal; None for imported data (no durations) or a journal without completed runs."""
     from benchsage.store.journal import Journal
