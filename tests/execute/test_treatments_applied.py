@@ -114,11 +114,11 @@ def test_every_trial_runs_under_its_runs_treatment(tmp_path: Path) -> None:
 
 def test_a_failing_link_order_build_skips_its_context_and_resume_runs_it_when_fixed(tmp_path: Path) -> None:
     (tmp_path / "build.sh").write_text('#!/bin/sh\n[ -e "broken-$1" ] && { echo "cannot link $1 first" >&2; exit 3; }\n'
-                                       'echo "$@" > built.txt\n')
+                                       'printf "#!/bin/sh\\necho %s\\n" "$*" > prog && chmod +x prog\n')
     spec = tmp_path / "experiment.toml"
     spec.write_text(
         '[experiment]\nname = "build"\nruns = 4\nseed = 3\n'
-        '[[test]]\nname = "show"\ncommand = "cat built.txt"\n'
+        '[[test]]\nname = "show"\ncommand = "./prog"\n'
         '[[test]]\nname = "idle"\ncommand = "true"\n'
         '[context]\nvariants = 4\nlink_order = {objects = ["a.o", "b.o", "c.o"], build = "sh build.sh {objects}"}\n'
     )
@@ -150,6 +150,9 @@ def test_a_failing_link_order_build_skips_its_context_and_resume_runs_it_when_fi
     _meta, runs, trials, _setups = _journal(tmp_path / "out")
     assert all(status == "done" for _, _, status, _ in runs)
     assert len(trials) == 2 * len(runs)
+    # The program is rebuilt per context: its versions are compared within a context only.
+    warnings = json.loads(bench(tmp_path, "analyze", "out", "--json").stdout)["warnings"]
+    assert not any("changed between runs on" in w for w in warnings), warnings
 
 
 def test_an_observer_wrapper_that_is_not_installed_stops_before_anything_runs(tmp_path: Path) -> None:

@@ -212,4 +212,9 @@ def _snapshot_warnings(table: TrialTable, *, between_workers: bool = True) -> li
 
     workers = table.provenance.get("run_workers") or {}
     labelled = {f"{workers.get(run, 'local')}:run {int(run) + 1}": snap for run, snap in snapshots.items()}
-    return list(compare_snapshots(labelled, between_workers=between_workers))
+    groups = None
+    if "link_order" in (table.provenance.get("context_dimensions") or ()):
+        # Each context rebuilds the programs in its link order: compare them within a context.
+        contexts = table.provenance.get("run_contexts") or {}
+        groups = {f"{workers.get(run, 'local')}:run {int(run) + 1}": f"context {contexts[run]}" for run in snapshots if run in contexts}
+    return list(compare_snapshots(labelled, between_workers=between_workers, file_groups=groups))

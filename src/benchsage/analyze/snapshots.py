@@ -78,32 +78,39 @@ def _transient_warnings(snaps: Mapping[str, Mapping[str, Any]]) -> list[str]:
     return out
 
 
-def _file_warnings(snaps: Mapping[str, Mapping[str, Any]], workers: Mapping[str, str], between_workers: bool = True) -> list[str]:
-    # path -> worker -> Counter of digests over that worker's runs
-    seen: dict[str, dict[str, Counter[str | None]]] = {}
+def _file_warnings(snaps: Mapping[str, Mapping[str, Any]], workers: Mapping[str, str], between_workers: bool = True,
+                   groups: Mapping[str, str] | None = None) -> list[str]:
+    """Files the tests execute that changed between runs of a worker, or differ between
+    workers. With `groups` (run label -> a group, e.g. the context whose link order built the
+    program), files are compared only within a group: a rebuild per context is expected."""
+    # path -> group -> worker -> Counter of digests over that worker's runs in the group
+    seen: dict[str, dict[str, dict[str, Counter[str | None]]]] = {}
     for label, s in snaps.items():
         files = s.get("files")
         if not isinstance(files, Mapping):
             continue
+        group = (groups or {}).get(label, "")
         for path, digest in files.items():
-            seen.setdefault(str(path), {}).setdefault(workers[label], Counter())[digest] += 1
+            seen.setdefault(str(path), {}).setdefault(group, {}).setdefault(workers[label], Counter())[digest] += 1
     out = []
     for path in sorted(seen):
-        per_worker = seen[path]
-        for worker, digests in sorted(per_worker.items()):
-            if len(digests) > 1:
-                versions = ", ".join(f"{_short(d)} in {_runs(n)}" for d, n in digests.most_common())
-                out.append(f"{path} changed between runs on worker {worker}: {versions}")
-        if between_workers and len(per_worker) > 1 and len({d for c in per_worker.values() for d in c}) > 1:
-            groups: dict[str, list[str]] = {}
+        for group, per_worker in sorted(seen[path].items()):
+            within = f" of {group}" if group else ""
             for worker, digests in sorted(per_worker.items()):
-                groups.setdefault(" / ".join(_short(d) for d, _ in digests.most_common()), []).append(worker)
-            listing = "; ".join(f"{digest} on {', '.join(ws)}" for digest, ws in groups.items())
-            out.append(f"{path} differs between workers: {listing}")
+                if len(digests) > 1:
+                    versions = ", ".join(f"{_short(d)} in {_runs(n)}" for d, n in digests.most_common())
+                    out.append(f"{path} changed between runs{within} on worker {worker}: {versions}")
+            if between_workers and len(per_worker) > 1 and len({d for c in per_worker.values() for d in c}) > 1:
+                by_digest: dict[str, list[str]] = {}
+                for worker, digests in sorted(per_worker.items()):
+                    by_digest.setdefault(" / ".join(_short(d) for d, _ in digests.most_common()), []).append(worker)
+                listing = "; ".join(f"{digest} on {', '.join(ws)}" for digest, ws in by_digest.items())
+                out.append(f"{path} differs between workers{' in runs' + within if group else ''}: {listing}")
     return out
 
 
-def compare_snapshots(snapshots: Mapping[str, Mapping[str, Any] | None], *, between_workers: bool = True) -> list[str]:
+def compare_snapshots(snapshots: Mapping[str, Mapping[str, Any] | None], *, between_workers: bool = True,
+                      file_groups: Mapping[str, str] | None = None) -> list[str]:
     """Warnings about an experiment's environment, from its runs' snapshots (run label -> snapshot).
 
     Labels "worker:run ..." group runs by worker (else the snapshot's "worker" or "host").
@@ -113,10 +120,11 @@ def compare_snapshots(snapshots: Mapping[str, Mapping[str, Any] | None], *, betw
 
     between_workers=False leaves differences between workers out (the analysis of a fleet
     reports them through the identity diagnostic, analyze/identity.py) and keeps the changes
-    between runs of one worker.
+    between runs of one worker. file_groups: run label -> group within which the files are
+    compared (the context of an experiment that rebuilds its programs per link order).
     """
     snaps = {str(label): s for label, s in snapshots.items() if isinstance(s, Mapping)}
     if not snaps:
         return []
     workers = {label: worker_of(label, s) for label, s in snaps.items()}
-    return _setting_warnings(snaps, workers, between_workers) + _transient_warnings(snaps) + _file_warnings(snaps, workers, between_workers)
+    return _setting_warnings(snaps, workers, between_workers) + _transient_warnings(snaps) + _file_warnings(snaps, workers, between_workers, file_groups)

@@ -158,6 +158,8 @@ def _read(journal: Journal, directory: str) -> TrialTable:
     if described:
         dims, dim_levels, treatment = _treatment_columns(described, runs, run[src])
         provenance.update(_treatment_provenance(meta))
+        provenance["run_contexts"] = {r["id"]: described[r["treatment"]]["context"] for r in runs
+                                      if r["treatment"] is not None and "context" in described[r["treatment"]]}
         skipped = [r for r in runs if r["status"] == "skipped"]
         if skipped:
             contexts = sorted({str(described[r["treatment"]].get("context")) for r in skipped if r["treatment"] is not None},
