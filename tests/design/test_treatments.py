@@ -94,7 +94,8 @@ def test_a_spec_without_treatments_plans_what_it_planned_before() -> None:
 
 def test_plan_json_lists_each_runs_treatment(tmp_path: Path) -> None:
     path = tmp_path / "experiment.toml"
-    path.write_text('[experiment]\nname = "t"\nruns = 4\nseed = 4\n' + TESTS + '[context]\nvariants = 2\naslr = [true, false]\n')
+    path.write_text('[experiment]\nname = "t"\nruns = 4\nseed = 4\n' + TESTS + '[context]\nvariants = 2\naslr = [true, false]\n'
+                    '[[compare]]\na = "o3"\nb = "o2"\n')
     for name in ("o2", "o3"):
         (tmp_path / name).write_text("#!/bin/sh\n")
         (tmp_path / name).chmod(0o755)
@@ -104,6 +105,9 @@ def test_plan_json_lists_each_runs_treatment(tmp_path: Path) -> None:
     assert [c["context"] for c in doc["treatments"]] == ["c1", "c2"]
     assert sorted(c["aslr"] for c in doc["treatments"]) == [False, True]
     assert Counter(r["treatment"]["context"] for r in doc["runs"]) == {"c1": 4, "c2": 4}
+    assert doc["compare"] == [{"a": "o3", "b": "o2", "metric": None}]
+    shown = subprocess.run([sys.executable, "-m", "benchsage", "plan", str(path)], capture_output=True, text=True).stdout
+    assert "Claim to check: o3 is better than o2 on its primary metric" in " ".join(shown.split())
     # `run` carries out exactly the plan shown, treatments included
     ran = subprocess.run([sys.executable, "-m", "benchsage", "run", str(path), "-o", str(tmp_path / "out"), "--json"],
                          capture_output=True, text=True, stdin=subprocess.DEVNULL)

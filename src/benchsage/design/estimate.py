@@ -64,6 +64,7 @@ def describe_plan(spec_path: str, *, runs: int | None = None, seed: int | None =
         "estimate": _estimate(spec, n_runs),
         "warnings": list(spec.warnings),
         "treatments": [cell.describe() for cell in cells] if len(cells) > 1 else [],
+        "compare": [{"a": c.a, "b": c.b, "metric": c.metric} for c in spec.treatments.compare],  # metric None: primary
         "stop": spec.stop,
         "sequential": _sequential(spec, runs_per_arm),
     }

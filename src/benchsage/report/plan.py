@@ -27,6 +27,10 @@ def render_plan(doc: dict[str, Any], console: Console) -> None:
                       "in randomized complete blocks:", markup=False, highlight=False)
         for cell in cells:
             console.print("  " + _cell_text(cell, short=False), markup=False, highlight=False)
+    for claim in doc.get("compare") or ():
+        metric = claim["metric"] or "its primary metric"
+        console.print(f"Claim to check: {claim['a']} is better than {claim['b']} on {metric} (every run measures both)",
+                      markup=False, highlight=False)
     for warning in doc.get("warnings") or ():
         console.print(f"warning: {warning}", markup=False, highlight=False, style="yellow")
     workers = doc.get("workers") or []
