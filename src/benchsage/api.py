@@ -6,6 +6,8 @@
     result.tests                                              # DataFrame, one row per test and metric
     result.workers, result.diagnostics.fleet                  # a fleet: per-worker verdicts, workers compared
     result.diagnostics.identity                               # ... and whether they ran the same software
+    result.comparisons, result.context_effects                # treatments: A vs B claims, measurement context,
+    result.observer, result.factorial                         # instrumentation levels, 2^k factorial terms
     result.report("report.html")
 
 Everything here calls the same pipeline as the command line; nothing is computed twice.
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchsage.analyze.pipeline import Options, analyze_loaded
+from benchsage.analyze.treatments import CompareRequest, TreatmentOptions
 from benchsage.analyze.verdict import Analysis, TestVerdict
 from benchsage.store.importers.detect import load_sources
 from benchsage.store.table import TrialTable
@@ -48,11 +51,19 @@ def analyze(
     ci_level: float = 0.95,
     ci_case_rule: str = "paper",
     diagnostics: bool = True,
+    compare: list[tuple[str, ...]] | tuple[tuple[str, ...], ...] = (),
+    compare_method: str = "mann-whitney",
+    ratio_ci: str = "bonett-price",
 ) -> "Result":
-    """Analyse an experiment directory or data file(s), as `benchsage analyze` does."""
+    """Analyse an experiment directory or data file(s), as `benchsage analyze` does.
+
+    compare: claims (a, b) or (a, b, metric) to check besides the spec's [[compare]], as
+    `--compare A,B[,METRIC]`; compare_method and ratio_ci as --compare-method and --ratio-ci.
+    """
     table = load_sources(_paths(source), format=format)
     options = Options(alpha=alpha, correction=correction, ci_method=ci_method, ci_level=ci_level, ci_case_rule=ci_case_rule, diagnostics=diagnostics)
-    return Result(analyze_loaded(table, options), table)
+    claims = tuple(CompareRequest(*claim, where="compare=") for claim in compare)
+    return Result(analyze_loaded(table, options, TreatmentOptions(claims, compare_method, ratio_ci)), table)
 
 
 def _frame(rows: list[dict[str, Any]], columns: list[str]) -> Any:
@@ -183,6 +194,34 @@ class Result:
         return Diagnostics(self.analysis)
 
     @property
+    def comparisons(self) -> Any:
+        """The A vs B claims, one row per claim: the JSON's "comparisons" with the interval as
+        ci_low/ci_high, holds_in as holds_fixed/holds_random and contexts as contexts_n, ..."""
+        return _treatment_frame(self.analysis.comparisons, ["arms", "per_context"])
+
+    @property
+    def context_effects(self) -> Any:
+        """One row per test and primary metric: the JSON's "context_effects", a by_NAME column
+        per context dimension."""
+        return _treatment_frame(self.analysis.context_effects, ["by_detail", "medians", "n"])
+
+    @property
+    def observer(self) -> Any:
+        """One row per test, metric and instrumentation level: the JSON's "observer"."""
+        return _treatment_frame(self.analysis.observer, [])
+
+    @property
+    def factorial(self) -> Any:
+        """One row per test, metric and term (the error last): effect, ci_low, ci_high, variation_pct."""
+        rows = []
+        for f in self.analysis.factorial or ():
+            for term in f.to_json()["terms"]:
+                low, high = term.get("ci") or (None, None)
+                rows.append({"test": f.test, "metric": f.metric, "term": term["term"], "effect": term.get("effect"),
+                             "ci_low": low, "ci_high": high, "variation_pct": term["variation_pct"]})
+        return _frame(rows, ["test", "metric", "term", "effect", "ci_low", "ci_high", "variation_pct"])
+
+    @property
     def warnings(self) -> tuple[str, ...]:
         return self.analysis.warnings
 
@@ -207,6 +246,29 @@ class Result:
         import html
 
         return f"<p>{html.escape(self.verdict)}</p>" + self.tests.to_html(index=False)
+
+
+def _treatment_frame(rows: Any, drop: list[str]) -> Any:
+    """Treatment rows as a DataFrame of their JSON: intervals split into ci_low and ci_high,
+    small dicts flattened into prefixed columns (holds_in -> holds_fixed, by -> by_env_bytes),
+    the nested detail in `drop` left to the JSON."""
+    records = []
+    for row in rows or ():
+        record: dict[str, Any] = {}
+        for key, value in row.to_json().items():
+            if key in drop:
+                continue
+            if key == "ci":
+                record["ci_low"], record["ci_high"] = value or (None, None)
+            elif isinstance(value, dict):
+                prefix = {"holds_in": "holds"}.get(key, key)
+                record.update({f"{prefix}_{k}": v for k, v in value.items()})
+            else:
+                record[key] = value
+        records.append(record)
+    import pandas as pd
+
+    return pd.DataFrame(records)
 
 
 def _tests_frame(verdicts: Any) -> Any:

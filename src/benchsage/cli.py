@@ -47,6 +47,37 @@ def _options(alpha: float | None, correction: str | None, ci_method: str, ci_lev
     return Options(alpha=alpha, correction=correction, ci_method=ci_method, ci_level=ci_level, ci_case_rule=ci_case_rule, diagnostics=not no_diagnostics)
 
 
+def _compare_claims(ctx: click.Context, param: click.Parameter, values: Sequence[str]) -> tuple[tuple[str, str, str | None], ...]:
+    out = []
+    for value in values:
+        parts = [part.strip() for part in value.split(",")]
+        if len(parts) not in (2, 3) or not all(parts):
+            raise click.BadParameter(f"{value!r}: expected A,B or A,B,METRIC (two test names, then optionally a metric)")
+        out.append((parts[0], parts[1], parts[2] if len(parts) == 3 else None))
+    return tuple(out)
+
+
+def _treatment_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The options of the treatment analyses (comparisons), shared by analyze and report."""
+    opts = [
+        click.option("--compare", "claims", multiple=True, metavar="A,B[,METRIC]", callback=_compare_claims,
+                     help="Is test A better than test B (on METRIC; default their primary metric)? Repeatable; adds to the spec's [[compare]]."),
+        click.option("--compare-method", type=click.Choice(["mann-whitney", "touati"]), default="mann-whitney", show_default=True,
+                     help="The test of a comparison: Mann-Whitney, or Touati's Speedup-Test protocol."),
+        click.option("--ratio-ci", type=click.Choice(["bonett-price", "bauer"]), default="bonett-price", show_default=True,
+                     help="The interval of a comparison's ratio of medians."),
+    ]
+    for opt in reversed(opts):
+        func = opt(func)
+    return func
+
+
+def _treatments(claims: Sequence[tuple[str, str, str | None]], compare_method: str, ratio_ci: str) -> Any:
+    from benchsage.analyze.treatments import CompareRequest, TreatmentOptions
+
+    return TreatmentOptions(tuple(CompareRequest(*c) for c in claims), compare_method, ratio_ci)
+
+
 def _print_analysis(analysis: Any, as_json: bool, extra: dict[str, Any] | None = None) -> None:
     if as_json:
         # Indented for a person at a terminal; compact when piped, where the diagnostics of a
@@ -58,7 +89,7 @@ def _print_analysis(analysis: Any, as_json: bool, extra: dict[str, Any] | None =
     render_analysis(analysis, make_console())
 
 
-def _analyze(sources: Sequence[str], fmt: str, options: Any) -> tuple[Any, Any]:
+def _analyze(sources: Sequence[str], fmt: str, options: Any, treatments: Any) -> tuple[Any, Any]:
     """Load and analyse, tuned for a process that exits afterwards (benchsage._runtime): the
     data is read while the analysis's own imports load in the background."""
     from benchsage._runtime import tune_short_lived_process
@@ -69,7 +100,7 @@ def _analyze(sources: Sequence[str], fmt: str, options: Any) -> tuple[Any, Any]:
     table = load_sources(list(sources), format=fmt)
     from benchsage.analyze.pipeline import analyze_loaded
 
-    return analyze_loaded(table, options), table
+    return analyze_loaded(table, options, treatments), table
 
 
 def _exit_for(analysis: Any, fail_on_effect: bool) -> None:
@@ -168,17 +199,20 @@ def plan(spec: str, runs: int | None, seed: int | None, as_json: bool, pilot: st
 @click.argument("sources", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option("--format", "fmt", type=_FORMATS, default="auto", show_default=True, help="Input format of the sources.")
 @_analysis_options
+@_treatment_options
 @click.option("--json", "as_json", is_flag=True, help="Print the analysis as JSON.")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=str), default=None, help="Also write the per-test table as CSV to this file.")
 @click.option("--fail-on-effect", is_flag=True, help="Exit 1 when an order effect is found.")
 def analyze(sources: Sequence[str], fmt: str, alpha: float | None, correction: str | None, ci_method: str, ci_level: float,
-            ci_case_rule: str, no_diagnostics: bool, as_json: bool, csv_path: str | None, fail_on_effect: bool) -> None:
+            ci_case_rule: str, no_diagnostics: bool, claims: Sequence[tuple[str, str, str | None]], compare_method: str, ratio_ci: str,
+            as_json: bool, csv_path: str | None, fail_on_effect: bool) -> None:
     """Analyze experiment directories or data files (tidy CSV, OrderSage CSV)."""
     from benchsage._runtime import tune_short_lived_process
     from benchsage.analyze.pipeline import analyze_sources_only
 
     tune_short_lived_process()
-    analysis = analyze_sources_only(sources, format=fmt, options=_options(alpha, correction, ci_method, ci_level, ci_case_rule, no_diagnostics))
+    analysis = analyze_sources_only(sources, format=fmt, options=_options(alpha, correction, ci_method, ci_level, ci_case_rule, no_diagnostics),
+                                    treatments=_treatments(claims, compare_method, ratio_ci))
     if csv_path:
         from benchsage.report.csvout import write_analysis_csv
 
@@ -191,11 +225,14 @@ def analyze(sources: Sequence[str], fmt: str, alpha: float | None, correction: s
 @click.argument("sources", nargs=-1, required=True, type=click.Path(path_type=str))
 @click.option("--format", "fmt", type=_FORMATS, default="auto", show_default=True, help="Input format of the sources.")
 @_analysis_options
+@_treatment_options
 @click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False, path_type=str), help="The HTML file to write.")
 def report(sources: Sequence[str], fmt: str, alpha: float | None, correction: str | None, ci_method: str, ci_level: float,
-           ci_case_rule: str, no_diagnostics: bool, out: str) -> None:
+           ci_case_rule: str, no_diagnostics: bool, claims: Sequence[tuple[str, str, str | None]], compare_method: str, ratio_ci: str,
+           out: str) -> None:
     """Write a self-contained HTML report (verdict, tables, plots, diagnostics, provenance)."""
-    analysis, table = _analyze(sources, fmt, _options(alpha, correction, ci_method, ci_level, ci_case_rule, no_diagnostics))
+    analysis, table = _analyze(sources, fmt, _options(alpha, correction, ci_method, ci_level, ci_case_rule, no_diagnostics),
+                               _treatments(claims, compare_method, ratio_ci))
     from benchsage.report.html import write_report
 
     write_report(analysis, table, out)

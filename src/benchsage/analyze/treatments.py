@@ -9,8 +9,10 @@ of p-values is corrected with the analysis's correction at its alpha.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -37,8 +39,6 @@ DEFAULT_RATIO_CI = "bonett-price"
 # Context dimensions whose levels are magnitudes (bytes): tested for a monotone trend. The others
 # (a CPU list, ASLR on/off, a link order) are categories.
 NUMERIC_DIMENSIONS = ("env_bytes", "cwd_bytes")
-SPEARMAN = "spearman (t approximation) of the context medians against the dimension's value"
-KRUSKAL = "kruskal-wallis of the context medians across the dimension's levels"
 
 
 SPEC_CLAIM = "[[compare]]"
@@ -272,7 +272,9 @@ class ContextEffect:
     over the tests' primary metrics; spread_pct: (largest - smallest context median) / smallest
     x 100; by: per context dimension, the p-value of the dimension's test on the context medians
     (by_detail names it: Spearman for a numeric dimension, Kruskal-Wallis across the levels of a
-    categorical one), corrected over every (test, dimension) in by_detail's p_adjusted.
+    categorical one; exact up to EXACT_CONTEXTS contexts), corrected over every (test,
+    dimension) in by_detail's p_adjusted. method: how the values were compared (aligned on the
+    factor levels when the design has factors).
     """
 
     test: str
@@ -287,6 +289,7 @@ class ContextEffect:
     n: Mapping[str, int]
     by: Mapping[str, float | None]
     by_detail: Mapping[str, Mapping[str, Any]]
+    method: str = "kruskal-wallis across contexts"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -300,6 +303,7 @@ class ContextEffect:
             "spread_pct": self.spread_pct,
             "by": dict(self.by),
             "by_detail": {k: dict(v) for k, v in self.by_detail.items()},
+            "method": self.method,
             "medians": dict(self.medians),
             "n": dict(self.n),
         }
@@ -636,10 +640,31 @@ def _medians(values: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray
     return out
 
 
+def _factor_cells(table: TrialTable, rows: np.ndarray) -> np.ndarray | None:
+    """Each row's combination of factor levels as one code (-1 levels included), or None
+    without factors."""
+    ks = [k for k, d in enumerate(table.dims) if d.startswith(FACTOR_PREFIX)]
+    if not ks:
+        return None
+    codes = table.treatment[np.ix_(rows, ks)].astype(np.int64) + 1
+    return np.unique(codes, axis=0, return_inverse=True)[1].ravel()
+
+
+def _aligned(values: np.ndarray, group: np.ndarray, cells: np.ndarray, n_groups: int) -> np.ndarray:
+    """Values with each (comparison, factor cell)'s median replaced by the comparison's median:
+    what is left varies with everything but the factors."""
+    n_cells = int(cells.max()) + 1
+    key = group * n_cells + cells
+    return values - _medians(values, key, n_groups * n_cells)[key] + _medians(values, group, n_groups)[group]
+
+
 def _context_effects(table: TrialTable, alpha: float, correction: str) -> tuple[ContextEffect, ...]:
     """Per primary (test, metric): Kruskal-Wallis across contexts, the spread of the context
     medians, and each context dimension's test.
 
+    With factors crossed with the contexts, each combination of factor levels has its median
+    taken out first (and the test's median put back): a factor that adds 20 ms would otherwise
+    bury a context effect of a few percent in the spread of every context.
     The dimensions are tested on the context medians, one point per context, not on the trials:
     every trial of a context shares all of its settings, so with trials as points a context that
     differs for another reason (its link order) would make, say, env_bytes look significant,
@@ -651,51 +676,68 @@ def _context_effects(table: TrialTable, alpha: float, correction: str) -> tuple[
     if n_groups == 0:
         return ()
     values, ctx = table.value[rows], codes[rows].astype(np.int64)
+    cells = _factor_cells(table, rows)
+    method = "kruskal-wallis across contexts"
+    if cells is not None:
+        values = _aligned(values, group, cells, n_groups)
+        method += "; values aligned on the factor levels (each combination's median replaced by the test's)"
     kw = kruskal_k(values, group, ctx, n_groups, n_ctx)
     kw_adj = adjust(kw.pvalue, correction, alpha)
     cell = group * n_ctx + ctx  # (comparison, context)
     medians = _medians(values, cell, n_groups * n_ctx).reshape(n_groups, n_ctx)
     counts = np.bincount(cell, minlength=n_groups * n_ctx).reshape(n_groups, n_ctx)
-    dims = [(k, d) for k, d in enumerate(table.dims) if d.startswith(CONTEXT_PREFIX)]
-    by = {d: _dimension_test(table, k, medians, names) for k, d in dims}
-    by_adj = adjust(np.array([by[d][0] for _, d in dims]).T if dims else np.zeros((n_groups, 0)), correction, alpha)
+    dims = [(k, d[len(CONTEXT_PREFIX):]) for k, d in enumerate(table.dims) if d.startswith(CONTEXT_PREFIX)]
+    by = [_dimension_test(table, k, medians) for k, _ in dims]
+    by_adj = adjust(np.array([t.p for t in by]).T if dims else np.zeros((n_groups, 0)), correction, alpha)
     out = []
     for g, key in enumerate(keys.tolist()):
         test, metric = _names(table, key)
         present = counts[g] > 0
         med = medians[g][present]
         smallest = float(np.min(med)) if len(med) else math.nan
-        spread = (float(np.max(med)) - smallest) / smallest * 100.0 if smallest > 0 else None
-        detail: dict[str, dict[str, Any]] = {}
-        for j, (_, d) in enumerate(dims):
-            p, statistic, method, n_points = by[d][0][g], by[d][1][g], by[d][2], by[d][3][g]
-            detail[d[len(CONTEXT_PREFIX):]] = {
-                "method": method, "statistic": _num(statistic), "p_adjusted": _num(by_adj.p_adjusted[g, j]),
-                "significant": bool(by_adj.reject[g, j]) if math.isfinite(p) else None, "contexts": int(n_points),
-            }
+        detail = {
+            d: {"method": t.method, "statistic": _num(t.statistic[g]), "p_adjusted": _num(by_adj.p_adjusted[g, j]),
+                "significant": bool(by_adj.reject[g, j]) if math.isfinite(t.p[g]) else None, "contexts": int(t.points[g])}
+            for j, ((_, d), t) in enumerate(zip(dims, by))
+        }
         testable = math.isfinite(kw.pvalue[g])
         out.append(ContextEffect(
             test=test, metric=metric, kw_h=_num(kw.statistic[g]), df=int(kw.df[g]), kw_p=_num(kw.pvalue[g]),
             p_adjusted=_num(kw_adj.p_adjusted[g]), significant=bool(kw_adj.reject[g]) if testable else None,
-            spread_pct=spread,
+            spread_pct=(float(np.max(med)) - smallest) / smallest * 100.0 if smallest > 0 else None,
             medians={names[c]: _num(medians[g, c]) for c in range(n_ctx) if present[c]},
             n={names[c]: int(counts[g, c]) for c in range(n_ctx) if present[c]},
-            by={d[len(CONTEXT_PREFIX):]: _num(by[d][0][g]) for _, d in dims},
+            by={d: _num(t.p[g]) for (_, d), t in zip(dims, by)},
             by_detail=detail,
+            method=method,
         ))
     return tuple(out)
 
 
-def _dimension_test(table: TrialTable, k: int, medians: np.ndarray, names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, str, np.ndarray]:
-    """(p, statistic, method, contexts used) per comparison for context dimension k, on the
-    context medians: Spearman's rho against the value for a numeric dimension (env_bytes,
-    cwd_bytes), Kruskal-Wallis H across the levels of a categorical one (cpus, aslr,
-    link_order)."""
+@dataclass(frozen=True, eq=False)
+class _DimensionTest:
+    """One context dimension's test for every comparison: p, statistic (rho or H), the number
+    of contexts used, and the method in words."""
+
+    p: np.ndarray
+    statistic: np.ndarray
+    points: np.ndarray
+    method: str
+
+
+def _dimension_test(table: TrialTable, k: int, medians: np.ndarray) -> _DimensionTest:
+    """Context dimension k tested on each comparison's context medians: Spearman's rho against
+    the value for a numeric dimension (env_bytes, cwd_bytes), Kruskal-Wallis H across the
+    levels of a categorical one (cpus, aslr, link_order). The statistics are those of
+    stats.spearman / stats.stratified (scipy's); the p-value is exact, from every assignment of
+    the medians to the contexts, up to EXACT_CONTEXTS contexts (the t or chi-squared
+    approximation of a handful of points is poor: rho = 1 over 8 contexts would get p = 0),
+    asymptotic beyond."""
     ctx_codes = table.levels(CONTEXT)[1]  # type: ignore[index]
     levels = table.dim_levels[k]
     numeric = table.dims[k][len(CONTEXT_PREFIX):] in NUMERIC_DIMENSIONS and _numeric(levels)
-    setting = np.full(len(names), -1, dtype=np.int64)  # each context's level of dimension k
-    for c in range(len(names)):
+    setting = np.full(medians.shape[1], -1, dtype=np.int64)  # each context's level of dimension k
+    for c in range(medians.shape[1]):
         known = table.treatment[(ctx_codes == c) & (table.treatment[:, k] >= 0), k]
         if len(known):
             setting[c] = int(np.bincount(known).argmax())
@@ -703,15 +745,71 @@ def _dimension_test(table: TrialTable, k: int, medians: np.ndarray, names: tuple
     usable = np.isfinite(medians) & (setting >= 0)[None, :]
     g, c = np.nonzero(usable)
     points = np.bincount(g, minlength=n_groups)
-    if not len(g):
-        nan = np.full(n_groups, np.nan)
-        return nan, nan, SPEARMAN if numeric else KRUSKAL, points
     if numeric:
         x = np.array([float(levels[s]) for s in setting[c]])
         res = spearman_grouped(x, medians[g, c], g, n_groups)
-        return res.pvalue, res.rho, SPEARMAN, points
-    res = kruskal_k(medians[g, c], g, setting[c], n_groups, len(levels))
-    return res.pvalue, res.statistic, KRUSKAL, points
+        p, statistic, name = res.pvalue, res.rho, "spearman of the context medians against the value"
+    else:
+        kres = kruskal_k(medians[g, c], g, setting[c], n_groups, len(levels))
+        p, statistic, name = kres.pvalue, kres.statistic, "kruskal-wallis of the context medians across the levels"
+    exact = points <= EXACT_CONTEXTS
+    for mask in {tuple(row) for row in usable[exact & np.isfinite(p)]}:
+        rows = np.flatnonzero(exact & np.isfinite(p) & (usable == np.array(mask)).all(axis=1))
+        cols = np.flatnonzero(mask)
+        p[rows] = _exact_p(medians[np.ix_(rows, cols)], setting[cols], numeric)
+    approximation = "t approximation" if numeric else "chi-squared approximation"
+    kinds = sorted({"exact permutation p" if e else approximation for e in exact[points > 0]}) or ["exact permutation p"]
+    return _DimensionTest(p=p, statistic=statistic, points=points, method=f"{name} ({', '.join(kinds)})")
+
+
+# Up to this many contexts, a dimension's p-value comes from all n! assignments of the context
+# medians (40,320 at 8, the default number of variants).
+EXACT_CONTEXTS = 8
+
+
+@lru_cache(maxsize=8)
+def _permutations(n: int) -> np.ndarray:
+    return np.array(list(itertools.permutations(range(n))), dtype=np.int64).reshape(-1, n)
+
+
+def _midranks(x: np.ndarray) -> np.ndarray:
+    order = np.argsort(x, kind="stable")
+    _, inverse, counts = np.unique(x[order], return_inverse=True, return_counts=True)
+    ends = np.cumsum(counts)
+    ranks = np.empty(len(x))
+    ranks[order] = ((ends - counts + ends + 1) / 2.0)[inverse.ravel()]
+    return ranks
+
+
+def _exact_p(medians: np.ndarray, setting: np.ndarray, numeric: bool) -> np.ndarray:
+    """P(T >= T observed) over the n! assignments of each row's n values to the n settings.
+
+    Both tests are functions of the ranks of the values r (midranks, centred) through
+    T = ||D' r||^2 for a design D fixed by the settings: D = the centred midranks of the
+    settings for Spearman (T = const x rho^2: two-sided), D = the one-hot columns of the
+    levels scaled by 1 / sqrt(n_level) for Kruskal-Wallis (T = const x H). Permuting the rows
+    of D gives every assignment; the observed one is among them, so p >= 1 / n!.
+    """
+    n = medians.shape[1]
+    ranks = np.array([_midranks(row) for row in medians])
+    ranks -= ranks.mean(axis=1, keepdims=True)
+    if numeric:
+        xr = _midranks(setting.astype(np.float64))
+        design = (xr - xr.mean())[:, None]
+    else:
+        levels, code = np.unique(setting, return_inverse=True)
+        onehot = np.eye(len(levels))[code.ravel()]
+        design = onehot / np.sqrt(onehot.sum(axis=0))[None, :]
+    permuted = design[_permutations(n)]  # (n!, n, L)
+    observed = ((ranks @ design) ** 2).sum(axis=1)
+    out = np.empty(len(ranks))
+    step = max(1, (1 << 22) // (permuted.shape[0] * design.shape[1]))
+    for start in range(0, len(ranks), step):
+        part = slice(start, start + step)
+        stat = (np.einsum("pnl,gn->pgl", permuted, ranks[part]) ** 2).sum(axis=2)  # (n!, rows)
+        # a relative tolerance: the observed assignment must count itself despite rounding
+        out[part] = np.mean(stat >= observed[part][None, :] * (1.0 - 1e-9) - 1e-12, axis=0)
+    return out
 
 
 def _numeric(levels: Sequence[str]) -> bool:

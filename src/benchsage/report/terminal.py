@@ -412,11 +412,94 @@ def _fleet(d: Diagnostics, console: Console, st: _Styles) -> None:
     console.print()
 
 
+MAX_FLIP_CONTEXTS = 5  # contexts that favour the other test, named up to this many
+
+
+def _comparisons(analysis: Analysis, console: Console, st: _Styles) -> None:
+    """The declared claims, A vs B, each in one sentence: the headline of the analysis."""
+    rows = analysis.comparisons
+    if not rows:
+        return
+    first = rows[0].overall
+    n = sum(r.overall.p is not None for r in rows)
+    family = f"; {analysis.correction.capitalize()} over {n} claims" if n > 1 else ""
+    interval = f"{first.level:.0%} {first.ci_method or 'no'} interval"
+    _line(console, f"Comparisons (ratio of medians a/b with its {interval}{family})", st.title)
+    for r in rows:
+        flips = r.contexts is not None and r.contexts.flips
+        _line(console, f"  {r.sentence()}", st.warning if flips else (st.verdict_none if r.better else ""))
+        if flips and r.better is not None:
+            against = [c for c in r.per_context if c.better not in (None, r.better)]
+            names = ", ".join(c.name + (f" ({' '.join(f'{k}={v}' for k, v in c.values.items())})" if c.values else "")
+                              for c in against[:MAX_FLIP_CONTEXTS])
+            loser = r.b if r.better == "a" else r.a
+            more = f" and {len(against) - MAX_FLIP_CONTEXTS} more" if len(against) > MAX_FLIP_CONTEXTS else ""
+            _line(console, f"    {loser} is better in: {names}{more}", st.warning)
+    console.print()
+
+
+def _context_effects(analysis: Analysis, console: Console, st: _Styles) -> None:
+    rows = analysis.context_effects
+    if rows is None:
+        return
+    contexts = max((len(e.n) for e in rows), default=0)
+    _line(console, f"Measurement context: does a result depend on it? (Kruskal-Wallis across {contexts} contexts, "
+                   "corrected over tests; by dimension: tested on the context medians, * significant after correction)", st.title)
+    table = _table([("test", "left"), ("metric", "left"), ("p adj", "right"), ("sig", "center"), ("spread %", "right"), ("by dimension", "left")], st)
+    for e in rows:
+        by = ", ".join(f"{d} p={_p(p)}{'*' if e.by_detail[d].get('significant') else ''}" for d, p in e.by.items())
+        table.add_row(Text(e.test), Text(e.metric), _p(e.p_adjusted), _yes_no(e.significant),
+                      NULL if e.spread_pct is None else f"{e.spread_pct:.1f}", Text(by or NULL), style=st.significant if e.significant else "")
+    _print_table(console, table)
+    console.print()
+
+
+def _observer(analysis: Analysis, console: Console, st: _Styles) -> None:
+    rows = analysis.observer
+    if rows is None:
+        return
+    baseline = rows[0].baseline if rows else "the lightest level"
+    shown = [e for e in rows if e.primary or e.significant]
+    _line(console, f"Instrumentation (observer effect): each level against '{baseline}', corrected over the comparisons", st.title)
+    table = _table([("test", "left"), ("metric", "left"), ("level", "left"), ("median", "right"), (f"median {baseline}", "right"),
+                    ("effect %", "right"), ("p adj", "right"), ("sig", "center")], st)
+    for e in shown:
+        table.add_row(Text(e.test), Text(e.metric), Text(e.level), _g(e.median_level, 4), _g(e.median_baseline, 4), _pct(e.effect_pct),
+                      _p(e.p_adjusted), _yes_no(e.significant), style=st.significant if e.significant else "")
+    _print_table(console, table)
+    if len(shown) < len(rows):
+        _line(console, f"({len(rows) - len(shown)} rows of other metrics without a significant effect not shown; see --json)")
+    console.print()
+
+
+def _factorial(analysis: Analysis, console: Console, st: _Styles) -> None:
+    rows = analysis.factorial
+    if not rows:
+        return
+    levels = ", ".join(f"{name} ({lv[0]} → {lv[1]})" for name, lv in rows[0].levels.items())
+    _line(console, f"Factorial design: {levels}; effects q (Jain: half the change from low to high) with "
+                   "their CI, and the allocation of variation", st.title)
+    table = _table([("test", "left"), ("metric", "left"), ("term", "left"), ("effect q", "right"), ("CI", "right"), ("variation %", "right")], st)
+    for f in rows:
+        if f.result is None:
+            table.add_row(Text(f.test), Text(f.metric), Text(NULL), NULL, NULL, Text(f.reason))
+            continue
+        for t in f.result.terms:
+            table.add_row(Text(f.test), Text(f.metric), Text(t.term), _g(t.effect, 4), f"{_g(t.ci[0], 3)} – {_g(t.ci[1], 3)}",
+                          NULL if t.variation_pct is None else f"{t.variation_pct:.1f}")
+        error = f.result.error_pct
+        table.add_row(Text(f.test), Text(f.metric), Text("error"), "", "", NULL if error is None else f"{error:.1f}")
+    _print_table(console, table)
+    console.print()
+
+
 def render_analysis(analysis: Analysis, console: Console) -> None:
-    """Print the analysis: a table per primary metric (paper Tables 3-5), the other metrics,
-    the verdict sentence, a fleet's per-worker verdicts, the diagnostics when present (a
-    fleet's identity and agreement among them), then the warnings."""
+    """Print the analysis: the declared comparisons (the headline), a table per primary metric
+    (paper Tables 3-5), the other metrics, the verdict sentence, a fleet's per-worker verdicts,
+    the context, observer and factorial analyses, the diagnostics when present (a fleet's
+    identity and agreement among them), then the warnings."""
     st = _styles(console)
+    _comparisons(analysis, console, st)
     _primary_tables(analysis, console, st)
     _secondary_table(analysis, console, st)
     sentence = verdict_sentence(analysis)
@@ -424,6 +507,8 @@ def render_analysis(analysis: Analysis, console: Console) -> None:
     console.print()
     _sequential(analysis, console, st)
     _workers(analysis, console, st)
+    for section in (_context_effects, _observer, _factorial):
+        section(analysis, console, st)
     if analysis.diagnostics is not None:
         _fleet(analysis.diagnostics, console, st)
         _diagnostics(analysis.diagnostics, console, st)

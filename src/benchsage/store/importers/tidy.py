@@ -3,6 +3,9 @@
 Required columns: test, order (fixed|random), value. Optional: metric, run, position, worker,
 time, status, boot_id (the host's boot identity, as benchsage's own export writes it). Only rows whose status is "ok" are analysed; the others are counted as excluded,
 but they still occupy their place in the run, so predecessors are derived from every row.
+Treatment columns, as benchsage's export writes them, become the table's treatment dimensions:
+context, context:NAME (the context's own settings), observer, factor:NAME; an empty cell is a
+level not known.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import numpy as np
 
 from benchsage.store.importers import _csv
 from benchsage.store.importers.base import Importer, check_arms, exclusion_summary
-from benchsage.store.table import NO_PREDECESSOR_INFO, UNKNOWN, TrialTable, derive_predecessors
+from benchsage.store.table import NO_PREDECESSOR_INFO, UNKNOWN, TrialTable, derive_predecessors, encode_treatments
 
 REQUIRED = ("test", "order", "value")
 OPTIONAL = ("metric", "run", "position", "worker", "time", "status", "boot_id")
@@ -39,6 +42,11 @@ REQUEST: dict[str, Any] = dict(
 )
 
 
+def treatment_columns(columns: Sequence[str]) -> tuple[str, ...]:
+    """The treatment columns of a header, in file order."""
+    return tuple(c for c in columns if c in ("context", "observer") or (c.startswith(("context:", "factor:")) and c.split(":", 1)[1]))
+
+
 def sniff(columns: Sequence[str]) -> bool:
     return all(c in columns for c in REQUIRED)
 
@@ -50,7 +58,8 @@ def read_tidy(path: str | Path, *, require_both_arms: bool = True) -> TrialTable
     arms of the combined table instead.
     """
     path = Path(path)
-    cols, _ = _csv.read_columns(path, **REQUEST)
+    dims = treatment_columns(_csv.header(path))
+    cols, _ = _csv.read_columns(path, **{**REQUEST, "categorical": _TEXT_COLUMNS + dims})
     n, has, ok = cols.n, set(cols.names), cols.ok
     # Columns leave `cols` as they are used, so that a paper-scale file's arrays are not all
     # held twice (file rows, then analysable rows) at the same time.
@@ -63,6 +72,7 @@ def read_tidy(path: str | Path, *, require_both_arms: bool = True) -> TrialTable
     metric_names, metric = cols.labels.get("metric", ("value",)), codes.pop("metric", zeros)
     worker_names, worker = cols.labels.get("worker", ("local",)), codes.pop("worker", zeros)
     boot_names, boot = cols.labels.get("boot_id", ()), codes.pop("boot_id", None)
+    treatment = _treatments(dims, cols.labels, codes)
 
     if "run" in has:
         run_codes, blank = codes.pop("run"), cols.blank["run"]
@@ -99,6 +109,8 @@ def read_tidy(path: str | Path, *, require_both_arms: bool = True) -> TrialTable
     if "run" in has and len(worker_names) > 1:
         provenance.update(_fleet_provenance(run, worker, worker_names, None if boot is None else analysable(boot), boot_names))
     del boot
+    if treatment is not None:
+        treatment = (treatment[0], treatment[1], analysable(treatment[2]))
     table = TrialTable(
         test_names=test_names,
         metric_names=metric_names,
@@ -117,10 +129,27 @@ def read_tidy(path: str | Path, *, require_both_arms: bool = True) -> TrialTable
         sources=(str(path),),
         warnings=warnings,
         provenance=provenance,
+        **({} if treatment is None else dict(zip(("dims", "dim_levels", "treatment"), treatment))),
     )
     if require_both_arms:
         check_arms(table, str(path))
     return table
+
+
+def _treatments(dims: Sequence[str], labels: dict[str, tuple[str, ...]], codes: dict[str, np.ndarray]) -> tuple[Any, Any, np.ndarray] | None:
+    """(dims, dim_levels, rows x dims codes) of the treatment columns, levels ordered as the
+    journal importer orders them (numbers numerically, contexts by number); None without any."""
+    if not dims:
+        return None
+    names, levels, columns = [], [], []
+    for dim in dims:
+        # Each distinct label is encoded once; the rows take their label's code.
+        label = [name.strip() or None for name in labels[dim]]
+        _, level, code = encode_treatments({dim: label}, len(label))
+        names.append(dim)
+        levels.append(level[0])
+        columns.append(code[:, 0][codes.pop(dim)])
+    return tuple(names), tuple(levels), np.ascontiguousarray(np.stack(columns, axis=1), dtype=np.int32)
 
 
 def _fleet_provenance(run: np.ndarray, worker: np.ndarray, worker_names: Sequence[str], boot: np.ndarray | None,
