@@ -702,8 +702,16 @@ def test_browser_draws_the_treatment_sections_without_console_errors(treated: tu
         assert re.search(rf'<figure id="{figure}"><h3>[^<]*</h3>\s*<svg\b', section), name
     shown = Page(dom).all_text
     assert analysis.comparisons[0].sentence() in shown
+    claim = analysis.comparisons[0]
+    assert _row_text(_section(dom, "comparisons"), f"{CLAIM_A} vs {CLAIM_B}")[0][2] == (
+        f"{report_html._fmt(claim.ratio)}[{report_html._fmt(claim.ci[0])}, {report_html._fmt(claim.ci[1])}]")
+    for effect in analysis.context_effects:
+        assert _row_text(_section(dom, "contexts"), effect.test)[0][3] == report_html._fmt(effect.kw_h)
     for effect in analysis.observer:
-        assert report_html._fmt_pct(effect.effect_pct) in Page(_section(dom, "observer")).all_text
+        assert _row_text(_section(dom, "observer"), effect.test)[0][7] == report_html._fmt_pct(effect.effect_pct)
+    for row in analysis.factorial:
+        shares = [c[4] for c in _row_text(_section(dom, "factorial"), row.test)]
+        assert shares == [report_html._fmt(t["variation_pct"], 3) for t in row.to_json()["terms"]]
 
 
 # -- sequential stopping ----------------------------------------------------------------------------
