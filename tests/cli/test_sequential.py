@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -63,6 +64,9 @@ command = "sleep 0.05"
 name = "long"
 command = "sleep 0.1"
 """
+
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sequential-carryover"
 
 
 def bench(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -193,3 +197,20 @@ def test_runs_on_the_command_line_below_looks_is_bad_input(tmp_path: Path) -> No
         assert done.returncode == 2 and done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
         assert "[experiment]: key 'looks' (3) is larger than --runs 2" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_the_carryover_example_is_decided_right_within_20_of_40_runs_per_arm(tmp_path: Path) -> None:
+    """examples/sequential-carryover as its README runs it (about a minute): query, which reads
+    a cached index only when the pipeline before it built one, "effect"; the steps and the
+    independent checksum "no-effect"; stopped by the second look."""
+    folder = tmp_path / "sequential-carryover"
+    shutil.copytree(EXAMPLE, folder, ignore=shutil.ignore_patterns("data", "work", "results", "__pycache__"))
+    done = bench("run", str(folder / "experiment.toml"), "-o", "out", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    seq = doc["sequential"]
+    assert seq["max_runs"] == 40 and seq["stopped_at_runs"] is not None and seq["stopped_at_runs"] <= 20
+    assert {t["test"]: t["decided"] for t in doc["tests"] if t["primary"]} == {
+        "download": "no-effect", "unpack": "no-effect", "index": "no-effect", "query": "effect", "checksum": "no-effect"}
+    assert statuses(tmp_path / "out")["not-needed"] == 2 * (40 - seq["stopped_at_runs"])
