@@ -506,14 +506,14 @@ def _comparisons_view(analysis: Analysis, doc: Mapping[str, Any]) -> dict[str, A
     rows = doc.get("comparisons")
     if rows is None:
         return None
-    sentences = [c.sentence() for c in analysis.comparisons or ()]
     out = []
-    for c, sentence in zip(rows, sentences + [None] * (len(rows) - len(sentences))):
+    # The JSON rows are the analysis's rows, in order: each has its sentence.
+    for c, claim in zip(rows, analysis.comparisons or ()):
         contexts = c.get("contexts")
         winner = {"a": c["a"], "b": c["b"]}.get(c.get("better") or "")
         out.append({
             "row": c,
-            "sentence": sentence,
+            "sentence": claim.sentence(),
             "winner": winner or ("undecided" if c.get("p") is not None else _DASH),
             "contexts": _DASH if not contexts else (
                 f"{c['a']} {contexts['a_better']:,} · {c['b']} {contexts['b_better']:,} · undecided {contexts['undecided']:,} of {contexts['n']:,}"),
