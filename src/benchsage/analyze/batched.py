@@ -27,7 +27,7 @@ from benchsage.analyze.options import Options
 from benchsage.analyze.order import analyze_table, sort_values
 from benchsage.analyze.verdict import Analysis, Combined, Diagnostics, TestVerdict, WorkerVerdicts
 from benchsage.store.importers.tidy_stream import CompactTrials
-from benchsage.store.table import RANDOM, TrialTable
+from benchsage.store.table import TrialTable
 
 BATCH_ROWS = 600_000  # rows analysed at a time: the work of one batch stays near 100 MiB
 # The Diagnostics fields this module fills; a field added to Diagnostics later must be added
@@ -41,32 +41,15 @@ def can_batch(trials: CompactTrials) -> bool:
     worker), and no diagnostic this module does not compute."""
     if {f.name for f in dataclasses.fields(Diagnostics)} - FILLED:
         return False
-    if len(trials.worker_names) <= 1:
-        return True
-    key = _comparison_key(trials)
-    owner = np.full(int(key.max()) + 1, -1, dtype=trials.worker.dtype)
-    owner[key] = trials.worker
-    return bool(np.array_equal(owner[key], trials.worker))
-
-
-def _comparison_key(trials: CompactTrials, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
-    """test * n_metrics + metric of each row (of `rows`), in the narrowest type that holds it."""
-    n_metrics = max(len(trials.metric_names), 1)
-    if trials.metric is None:
-        return trials.test[rows]
-    wide = np.int32 if len(trials.test_names) * n_metrics < np.iinfo(np.int32).max else np.int64
-    key = trials.test[rows].astype(wide)
-    key *= n_metrics
-    key += trials.metric[rows]
-    return key
+    return len(trials.worker_names) <= 1 or trials.comparisons_on_one_worker
 
 
 def analyze_compact(trials: CompactTrials, options: Options = Options(), *, batch_rows: int = BATCH_ROWS) -> Analysis:
     """The analysis of compact rows (can_batch must hold), as analyze_loaded(read_tidy(file))."""
     alpha = options.alpha if options.alpha is not None else 0.05
     correction = options.correction or "bonferroni"
-    n_workers = int(np.count_nonzero(np.bincount(trials.worker, minlength=len(trials.worker_names))))
-    present = np.flatnonzero(np.bincount(trials.worker, minlength=len(trials.worker_names))).tolist()
+    present = np.flatnonzero(np.bincount(trials.run_worker[trials.run_analysed], minlength=len(trials.worker_names))).tolist()
+    n_workers = len(present)
     fleet = n_workers > 1
 
     bins = _bins(trials) if options.diagnostics else None
@@ -158,20 +141,17 @@ def _strata_method() -> str:
 
 def _bins(trials: CompactTrials) -> Any:
     """The position bins of the whole file's random-arm rows (diagnostics.position_bins)."""
-    random = trials.arm == RANDOM  # every row has a position (tidy_stream reads no other files)
-    if not random.any():
+    if trials.positions == 0:  # no random-arm rows (every row has a position: tidy_stream reads no other files)
         return None
-    per_comp = np.bincount(_comparison_key(trials, random))
-    return diag.bins_for(int(trials.position[random].max()) + 1, per_comp, 5)
+    return diag.bins_for(trials.positions, trials.random_per_comparison, 5)
 
 
 def _batches(trials: CompactTrials, batch_rows: int) -> Any:
     """TrialTables of consecutive ranges of test codes, about batch_rows rows each."""
     n_tests = len(trials.test_names)
-    per_test = np.bincount(trials.test, minlength=n_tests)
     bounds = [0]
     total = 0
-    for t, k in enumerate(per_test.tolist()):
+    for t, k in enumerate(trials.rows_per_test.tolist()):
         if total and total + k > batch_rows:
             bounds.append(t)
             total = 0
@@ -187,18 +167,19 @@ def _batches(trials: CompactTrials, batch_rows: int) -> Any:
 def _table(trials: CompactTrials, rows: np.ndarray) -> TrialTable:
     n = len(rows)
     run = trials.run[rows].astype(np.int64)
+    # A row's arm and worker are its run's.
     return TrialTable(
         test_names=trials.test_names,
         metric_names=trials.metric_names,
         worker_names=trials.worker_names,
         test=trials.test[rows].astype(np.int32),
         metric=trials.metric[rows].astype(np.int32) if trials.metric is not None else np.zeros(n, dtype=np.int32),
-        arm=trials.arm[rows],
+        arm=trials.run_arm[run],
         value=trials.value[rows],
         run=run,
         position=trials.position[rows].astype(np.int32),
         predecessor=trials.predecessor[rows].astype(np.int32),
-        worker=trials.worker[rows].astype(np.int32),
+        worker=trials.run_worker[run],
         # The analysis reads start times per run (trials.run_start); every row has a run.
         time=trials.run_start[run],
         primary=np.ones(n, dtype=bool),

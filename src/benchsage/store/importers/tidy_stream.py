@@ -2,18 +2,21 @@
 analysis (analyze/batched.py), so that ten times the paper's dataset fits in well under 1 GiB.
 
 What read_tidy keeps per file row and then per analysed row (about 80 bytes at the peak) is
-reduced here to what the analysis reads, per analysed row: the value (float64), test,
-predecessor and worker as int16, arm as int8, the run as int32 and the position as int16 or
-int32 (20-22 bytes); start times become one start per run. Only files of the usual shape are
-read this way: every row with a run and a position, each run's rows together and in position
-order, each run label used by one worker, no treatment columns (has_treatments). For any
-other file, and for any problem in the file (whose one-line error the in-memory reader
-words), stream_tidy returns None and the caller reads the file with read_tidy, which gives the
-same analysis.
+reduced here to what the analysis reads, per analysed row: the value (float64), test and
+predecessor as int16, the run as int32 and the position as int8 (each widened when a value
+needs it): 17-19 bytes. The arm and the worker are the run's, start times one start per run.
+Two threads parse the next pieces of the file with pyarrow while this one works on the last. Only files of the usual shape are read this way: every row with a run and a position,
+each run's rows together and in position order, each run of one arm on one worker, no line
+break in a label, no treatment columns (has_treatments). For any other file, and for any
+problem in the file (whose one-line error the in-memory reader words), stream_tidy returns
+None and the caller reads the file with read_tidy, which gives the same analysis.
 """
 
 from __future__ import annotations
 
+import mmap
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -26,10 +29,9 @@ from benchsage.errors import DataError
 from benchsage.store.importers import _csv
 from benchsage.store.importers.base import exclusion_summary
 from benchsage.store.importers.tidy import REQUEST, is_ok
-from benchsage.store.table import ARMS, FIRST, NO_PREDECESSOR_INFO
+from benchsage.store.table import ARMS, FIRST, NO_PREDECESSOR_INFO, RANDOM
 
-BLOCK_BYTES = 8 << 20  # per block of the file; the tests pass small blocks to cross many block borders
-_I16 = np.iinfo(np.int16).max
+BLOCK_BYTES = 4 << 20  # per block of the streaming reader; the tests pass small blocks to cross many block borders
 
 
 @dataclass(frozen=True, eq=False)
@@ -37,9 +39,13 @@ class CompactTrials:
     """The analysed rows (status ok) of a tidy file in file order, as compact columns.
 
     Codes are those of read_tidy: names in order of first appearance over all rows of the
-    file, run ids numbered as tidy.read_tidy numbers them. run_start, run_arm, run_worker: per
-    run id, the earliest finite start time of its analysed rows (NaN if none), and the arm and
-    worker of its first analysed row; run_analysed says which run ids have analysed rows.
+    file, run ids numbered as tidy.read_tidy numbers them. Per run id: run_start, the earliest
+    finite start time of its analysed rows (NaN if none); run_arm and run_worker, the arm and
+    worker of all its analysed rows (-1 for a run without any); run_analysed, whether it has
+    analysed rows. Counted while reading: rows_per_test, the analysed rows of each test code;
+    random_per_comparison, the random-arm rows of each comparison (test * len(metric_names) +
+    metric); positions, one more than the largest position of a random-arm row (0: none);
+    comparisons_on_one_worker, whether each comparison's rows all come from one worker.
     """
 
     path: Path
@@ -48,9 +54,7 @@ class CompactTrials:
     worker_names: tuple[str, ...]
     test: np.ndarray
     metric: np.ndarray | None  # None: one metric
-    arm: np.ndarray
     value: np.ndarray
-    worker: np.ndarray
     run: np.ndarray
     position: np.ndarray
     predecessor: np.ndarray
@@ -58,12 +62,24 @@ class CompactTrials:
     run_arm: np.ndarray
     run_worker: np.ndarray
     run_analysed: np.ndarray
+    rows_per_test: np.ndarray
+    random_per_comparison: np.ndarray
+    positions: int
+    comparisons_on_one_worker: bool
     has_time: bool
     excluded: int
     warnings: tuple[str, ...]
 
     def __len__(self) -> int:
         return len(self.value)
+
+    def arm(self, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
+        """The arm of each row (of `rows`): its run's."""
+        return self.run_arm[self.run[rows]]
+
+    def worker(self, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
+        """The worker of each row (of `rows`): its run's."""
+        return self.run_worker[self.run[rows]]
 
 
 class _Decline(Exception):
@@ -72,21 +88,27 @@ class _Decline(Exception):
 
 class _Growing:
     """A column appended to block by block, in a buffer sized from the first block's rows per
-    byte (pages never written are never resident) and grown when that estimate falls short;
-    integer columns widen from int16 to int32 when a value needs it."""
+    byte and grown when that estimate falls short; integer columns widen (int8, int16, int32)
+    when a value needs it. The buffer is memory of its own (an anonymous mapping), apart from
+    malloc's heap: pages never written are never resident, and the blocks' temporaries, freed
+    and reused around it, cannot leave the heap fragmented by the column's growth."""
 
     def __init__(self, dtype: Any, capacity: int) -> None:
-        self.data = np.empty(capacity, dtype=dtype)
+        self.data = _mapped(np.dtype(dtype), capacity)
         self.n = 0
 
     def append(self, values: np.ndarray) -> None:
         k = len(values)
         if k == 0:
             return
-        if self.data.dtype == np.int16 and (int(values.max()) > _I16 or int(values.min()) < -_I16):
-            self.data = self.data.astype(np.int32)
-        if self.n + k > len(self.data):
-            bigger = np.empty(max(self.n + k, len(self.data) * 3 // 2), dtype=self.data.dtype)
+        kind = self.data.dtype
+        if kind.kind == "i" and kind.itemsize < 4:
+            low, high = int(values.min()), int(values.max())
+            while np.iinfo(kind).min > low or np.iinfo(kind).max < high:
+                kind = np.dtype(f"int{kind.itemsize * 16}")
+        size = len(self.data) if self.n + k <= len(self.data) else max(self.n + k, len(self.data) * 3 // 2)
+        if kind != self.data.dtype or size != len(self.data):
+            bigger = _mapped(kind, size)
             bigger[: self.n] = self.data[: self.n]
             self.data = bigger
         self.data[self.n : self.n + k] = values
@@ -98,19 +120,26 @@ class _Growing:
         return out
 
 
+def _mapped(dtype: np.dtype, n: int) -> np.ndarray:
+    """An array of n values in an anonymous memory mapping of its own (unmapped with the array)."""
+    return np.frombuffer(mmap.mmap(-1, max(n, 1) * dtype.itemsize), dtype=dtype, count=max(n, 1))
+
+
 class _PerRun:
     """Arrays indexed by run (a stretch of rows with one run label) that grow by doubling."""
 
+    FILL = {"owner": -1, "start": np.inf, "first_arm": -1}
+
     def __init__(self) -> None:
         self.n = 0
-        self.owner = np.full(0, -1, dtype=np.int64)  # worker of the run's rows
+        self.owner = np.full(0, -1, dtype=np.int32)  # worker of the run's rows
         self.start = np.full(0, np.inf)  # earliest finite start time of its analysed rows
         self.first_arm = np.full(0, -1, dtype=np.int8)  # arm of its first analysed row
 
     def grow(self, n: int) -> None:
         if n > len(self.owner):
             size = max(n, 2 * len(self.owner), 1024)
-            for name, fill in (("owner", -1), ("start", np.inf), ("first_arm", -1)):
+            for name, fill in self.FILL.items():
                 array = getattr(self, name)
                 bigger = np.full(size, fill, dtype=array.dtype)
                 bigger[: self.n] = array[: self.n]
@@ -118,8 +147,52 @@ class _PerRun:
         self.n = n
 
     def done(self) -> None:
-        for name in ("owner", "start", "first_arm"):
+        for name in self.FILL:
             setattr(self, name, getattr(self, name)[: self.n])
+
+
+class _PerComparison:
+    """Counts per test, and per (test, metric) comparison, that grow with the labels."""
+
+    def __init__(self) -> None:
+        self.rows = np.zeros((0,), dtype=np.int64)  # analysed rows per test
+        self.random = np.zeros((0, 0), dtype=np.int64)  # random-arm rows per (test, metric)
+        self.owner = np.full((0, 0), -1, dtype=np.int32)  # the worker of each comparison's rows
+        self.positions = 0  # one more than the largest random-arm position
+        self.one_worker = True
+
+    def add(self, test: np.ndarray, metric: np.ndarray, worker: np.ndarray, random: np.ndarray, position: np.ndarray,
+            n_tests: int, n_metrics: int) -> None:
+        if n_tests > self.random.shape[0] or n_metrics > self.random.shape[1]:
+            shape = (max(n_tests, 2 * self.random.shape[0]), max(n_metrics, self.random.shape[1]))
+            random_rows, owner = np.zeros(shape, dtype=np.int64), np.full(shape, -1, dtype=np.int32)
+            random_rows[: self.random.shape[0], : self.random.shape[1]] = self.random
+            owner[: self.owner.shape[0], : self.owner.shape[1]] = self.owner
+            self.random, self.owner = random_rows, owner
+            rows = np.zeros(shape[0], dtype=np.int64)
+            rows[: len(self.rows)] = self.rows
+            self.rows = rows
+        self.rows += np.bincount(test, minlength=len(self.rows))
+        width = self.random.shape[1]
+        key = test.astype(np.int64) * width + metric
+        self.random += np.bincount(key[random], minlength=self.random.size).reshape(self.random.shape)
+        if random.any():
+            self.positions = max(self.positions, int(position[random].max()) + 1)
+        if self.one_worker:
+            owner = self.owner.reshape(-1)  # a view: writes reach self.owner
+            fresh = owner[key] < 0
+            owner[key[fresh]] = worker[fresh]
+            self.one_worker = bool(np.array_equal(owner[key], worker))
+
+    def done(self, n_tests: int, n_metrics: int) -> tuple[np.ndarray, np.ndarray]:
+        """Rows per test, and random-arm rows per comparison (test * n_metrics + metric)."""
+        return self.rows[:n_tests], np.ascontiguousarray(self.random[:n_tests, :n_metrics]).reshape(-1)
+
+
+def has_treatments(columns: Sequence[str]) -> bool:
+    """Whether a header names treatment columns (context, observer, context:NAME, factor:NAME):
+    the in-memory reader gives every row its treatment, which compact rows do not carry."""
+    return any(c in ("context", "observer") or c.startswith(("context:", "factor:")) for c in columns)
 
 
 def stream_tidy(path: str | Path, *, block_bytes: int = BLOCK_BYTES) -> CompactTrials | None:
@@ -135,109 +208,142 @@ def stream_tidy(path: str | Path, *, block_bytes: int = BLOCK_BYTES) -> CompactT
         return None
 
 
-def has_treatments(columns: Sequence[str]) -> bool:
-    """Whether a header names treatment columns (context, observer, context:NAME, factor:NAME):
-    the in-memory reader gives every row its treatment, which compact rows do not carry."""
-    return any(c in ("context", "observer") or c.startswith(("context:", "factor:")) for c in columns)
+_CATEGORICAL = ("test", "order", "metric", "worker", "status")
+_PARSERS = 2  # pieces of the file parsed at the same time, each on a thread of its own
 
 
-def _pieces(path: Path, block_bytes: int) -> Iterator[bytes]:
-    """The file after its header in pieces of about block_bytes that end at the end of a line.
-    A piece with an odd number of quote characters would have cut a quoted field (one holding
-    a line break): such files are left to read_tidy."""
-    with path.open("rb") as fh:
-        head = fh.readline()
-        if head.count(b'"') % 2:
+def _blocks(path: Path, found: list[str], types: dict[str, Any], block_bytes: int) -> Iterator[pa.RecordBatch]:
+    """The rows after the header in file order, in blocks of about block_bytes of the file.
+
+    The pieces are parsed by _PARSERS threads (pyarrow's parser releases the GIL) a few pieces
+    ahead of the caller, which meanwhile works on the blocks before: on two cores, parsing and
+    the caller's work overlap. A piece with an odd number of quote characters would have cut a
+    quoted field (one holding a line break): such files are left to read_tidy.
+    """
+    read_options = pacsv.ReadOptions(column_names=found, use_threads=False, block_size=block_bytes + (1 << 16))
+    convert_options = pacsv.ConvertOptions(column_types=types, include_columns=list(types))
+
+    def parse(piece: memoryview) -> pa.Table:
+        if np.count_nonzero(np.frombuffer(piece, dtype=np.uint8) == ord('"')) % 2:
             raise _Decline
+        options = read_options if len(piece) < read_options.block_size else pacsv.ReadOptions(
+            column_names=found, use_threads=False, block_size=len(piece) + 1)
+        return pacsv.read_csv(pa.py_buffer(piece), read_options=options, convert_options=convert_options, memory_pool=pa.system_memory_pool())
+
+    with ThreadPoolExecutor(_PARSERS, thread_name_prefix="benchsage-csv") as pool:
+        pending: deque[Future[pa.Table]] = deque()
+        try:
+            for piece in _pieces(path, block_bytes):
+                pending.append(pool.submit(parse, piece))
+                if len(pending) > _PARSERS:
+                    yield from pending.popleft().result().to_batches()
+            while pending:
+                yield from pending.popleft().result().to_batches()
+        finally:
+            for future in pending:
+                future.cancel()
+
+
+def _pieces(path: Path, block_bytes: int) -> Iterator[memoryview]:
+    """The file after its header in pieces of about block_bytes that end at the end of a line,
+    each in a buffer of its own (the parsers hold it)."""
+    with path.open("rb") as fh:
+        if fh.readline().count(b'"') % 2:
+            raise _Decline  # a header with a quoted line break
         rest = b""
         while True:
-            data = fh.read(block_bytes)
-            if not data:
+            buf = bytearray(len(rest) + block_bytes)
+            buf[: len(rest)] = rest
+            got = fh.readinto(memoryview(buf)[len(rest) :])
+            if not got:
                 break
-            data = rest + data
-            cut = data.rfind(b"\n") + 1
-            if cut == 0:
-                rest = data
+            end = len(rest) + got
+            cut = buf.rfind(b"\n", 0, end) + 1
+            if cut == 0:  # a line longer than a piece
+                rest = bytes(buf[:end])
                 continue
-            piece, rest = data[:cut], data[cut:]
-            del data
-            if piece.count(b'"') % 2:
-                raise _Decline
-            yield piece
+            rest = bytes(buf[cut:end])
+            yield memoryview(buf)[:cut]
         if rest.strip():
-            if rest.count(b'"') % 2:
-                raise _Decline
-            yield rest
+            yield memoryview(bytearray(rest))
 
 
-_CATEGORICAL = ("test", "order", "metric", "worker", "status")
+class _Labels(_csv._Labels):
+    """A categorical column's file-wide labels; a label holding a line break declines the file
+    (a quoted field the reader's blocks might have cut; read_tidy reads such files)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.checked = 0
+
+    def codes(self, column: pa.Array) -> np.ndarray:
+        if column.null_count:
+            raise _Decline  # read_tidy turns such cells into ""
+        codes = super().codes(column)
+        if any("\n" in name or "\r" in name for name in self.names[self.checked :]):
+            raise _Decline
+        self.checked = len(self.names)
+        return codes
 
 
 def _stream(path: Path, found: list[str], *, block_bytes: int) -> CompactTrials:
-    has_metric, has_worker = "metric" in found, "worker" in found
-    has_time = "time" in found
+    has_metric, has_worker, has_time = "metric" in found, "worker" in found, "time" in found
     cat = [c for c in _CATEGORICAL if c in found]
-    num = [c for c in ("value", "time", "position") if c in found]
+    num = ["value", "time"] if has_time else ["value"]
     types: dict[str, Any] = {c: _csv._DICT for c in (*cat, "run")}
     types.update({c: pa.float64() for c in num})
-    read_options = pacsv.ReadOptions(column_names=found, block_size=4 << 20, use_threads=True)
-    convert_options = pacsv.ConvertOptions(column_types=types, include_columns=[*cat, "run", *num])
-    labels = {c: _csv._Labels() for c in cat}
+    types["position"] = pa.int32()  # "1.5" or "x" stop the reader: read_tidy words the error
+    labels = {c: _Labels() for c in cat}
     runs = _PerRun()
+    counts = _PerComparison()
     run_hashes: list[np.ndarray] = []  # a hash of each run's label, to check that no label has two runs
     last_label: str | None = None
     cols: dict[str, _Growing] = {}
     bad_parts: list[tuple[np.ndarray, ...]] = []
-    # The trial the previous piece ended in: its run, position, first row's test, predecessor.
+    # The trial the previous block ended in: its run, position, first row's test, predecessor.
     carry: tuple[int, int, int, int] = (-2, -2, 0, NO_PREDECESSOR_INFO)
     arm_lookup = np.zeros(0, dtype=np.int8)
     good = np.zeros(0, dtype=bool)
     total = 0
-    for piece in _pieces(path, block_bytes):
-        size = len(piece)
-        table = pacsv.read_csv(pa.py_buffer(piece), read_options=read_options, convert_options=convert_options,
-                               memory_pool=pa.system_memory_pool())
-        del piece
-        n = table.num_rows
+    for batch in _blocks(path, found, types, block_bytes):
+        n = batch.num_rows
         if n == 0:
             continue
-        if not cols:  # size the columns from the first piece's rows per byte
-            capacity = int(path.stat().st_size * n / size * 1.25) + 1024
-            for name, dtype in (("test", np.int16), ("arm", np.int8), ("value", np.float64), ("worker", np.int16),
-                                ("run", np.int32), ("position", np.int16), ("predecessor", np.int16)):
+        if not cols:  # size the columns from the first block's rows per byte
+            size = path.stat().st_size
+            capacity = int(size * n / max(min(block_bytes, size), 1) * 1.25) + 1024
+            for name, dtype in (("test", np.int16), ("value", np.float64), ("run", np.int32), ("position", np.int8),
+                                ("predecessor", np.int16)):
                 cols[name] = _Growing(dtype, capacity)
             if has_metric:
                 cols["metric"] = _Growing(np.int16, capacity)
-        codes = {}
-        for c in cat:
-            column = table.column(c)
-            if column.null_count:
-                raise _Decline  # read_tidy turns such cells into ""
-            codes[c] = labels[c].codes(column)
+        codes = {c: labels[c].codes(batch.column(c)) for c in cat}
         order_names = labels["order"].names
         if len(arm_lookup) != len(order_names):
             arm_lookup = np.array([ARMS.index(o) if o in ARMS else -1 for o in order_names], dtype=np.int8)
         arm = arm_lookup[codes["order"]]
         if (arm < 0).any():
             raise _Decline  # read_tidy names the line
+        ok: np.ndarray | None = None  # None: every row is analysed
         if "status" in cat:
             names = labels["status"].names
             if len(good) != len(names):
                 good = np.array([is_ok(s) for s in names], dtype=bool)
             ok = good[codes["status"]]
-        else:
-            ok = np.ones(n, dtype=bool)
-        numbers = {c: _csv._numpy(table.column(c).combine_chunks()).astype(np.float64, copy=False) for c in num}
-        worker = codes["worker"].astype(np.int64) if has_worker else np.zeros(n, dtype=np.int64)
-        test = codes["test"].astype(np.int64)
-        position = numbers["position"]
-        if np.isnan(position).any() or ((position != np.floor(position)) | (position < 0)).any():
+            if ok.all():
+                ok = None
+        position_column = batch.column("position")
+        if position_column.null_count:
             raise _Decline
-        position = position.astype(np.int64)
-        if not np.isfinite(numbers["value"][ok]).all():
+        position = _csv._numpy(position_column)
+        if int(position.min()) < 0:
             raise _Decline
-        run, last_label = _runs(table.column("run").combine_chunks(), last_label, runs, run_hashes)
-        del table
+        value = _csv._numpy(batch.column("value"))
+        time = _csv._numpy(batch.column("time")) if has_time else None
+        run, last_label = _runs(batch.column("run"), last_label, runs, run_hashes)
+        del batch
+        test = codes["test"]
+        worker = codes["worker"] if has_worker else np.zeros(n, dtype=np.int32)
         # Each run on one worker (the run ids of read_tidy are then the runs, numbered by worker).
         fresh = runs.owner[run] < 0
         runs.owner[run[fresh]] = worker[fresh]
@@ -245,40 +351,37 @@ def _stream(path: Path, found: list[str], *, block_bytes: int) -> CompactTrials:
             raise _Decline
         predecessor, carry = _predecessors(run, position, test, carry)
 
-        every = bool(ok.all())
-
         def analysed(column: np.ndarray) -> np.ndarray:
-            return column if every else column[ok]
+            return column if ok is None else column[ok]
 
-        if not every:
+        if ok is not None:
             bad = ~ok
             bad_parts.append((run[bad], position[bad], test[bad], codes["status"][bad]))
+        value = analysed(value)
+        if not np.isfinite(value).all():
+            raise _Decline  # read_tidy names the line
         run_ok, arm_ok = analysed(run), analysed(arm)
-        if has_time:
-            time = analysed(numbers["time"])
-            timed = np.isfinite(time)
-            np.minimum.at(runs.start, run_ok[timed], time[timed])
-        # The arm of each run's first analysed row.
-        new = runs.first_arm[run_ok] < 0
-        if new.any():
-            ids, first = np.unique(run_ok[new], return_index=True)
-            runs.first_arm[ids] = arm_ok[new][first]
-        cols["test"].append(analysed(test))
-        cols["arm"].append(arm_ok)
-        cols["value"].append(analysed(numbers["value"]))
-        cols["worker"].append(analysed(worker))
+        if len(run_ok):
+            _run_facts(runs, run_ok, arm_ok, None if time is None else analysed(time))
+        test_ok, position_ok = analysed(test), analysed(position)
+        metric_ok = analysed(codes["metric"]) if has_metric else np.zeros(len(run_ok), dtype=np.int32)
+        counts.add(test_ok, metric_ok, analysed(worker), arm_ok == RANDOM, position_ok, len(labels["test"].names),
+                   len(labels["metric"].names) if has_metric else 1)
+        cols["test"].append(test_ok)
+        cols["value"].append(value)
         cols["run"].append(run_ok)
-        cols["position"].append(analysed(position))
+        cols["position"].append(position_ok)
         cols["predecessor"].append(analysed(predecessor))
         if has_metric:
-            cols["metric"].append(analysed(codes["metric"]))
+            cols["metric"].append(metric_ok)
         total += n
     if total == 0:
         raise _Decline  # read_tidy says the file has no rows
-    hashes = np.concatenate(run_hashes)
-    if len(np.unique(hashes)) != len(hashes):
+    hashes = np.sort(np.concatenate(run_hashes))
+    del run_hashes
+    if (hashes[1:] == hashes[:-1]).any():
         raise _Decline  # a run label with two stretches of rows (or two labels with one hash)
-    del hashes, run_hashes
+    del hashes
 
     runs.done()
     out = {name: col.done() for name, col in cols.items()}
@@ -287,40 +390,39 @@ def _stream(path: Path, found: list[str], *, block_bytes: int) -> CompactTrials:
     # Run ids as _csv.combined_ids(worker, run label) numbers them: by worker, then label.
     used = np.flatnonzero(runs.owner >= 0)
     by_worker = used[np.argsort(runs.owner[used], kind="stable")]
-    rank = np.full(len(runs.owner), -1, dtype=np.int64)
+    rank = np.full(len(runs.owner), -1, dtype=np.int32)
     rank[by_worker] = np.arange(len(by_worker))
     run = out["run"]
-    rank32 = rank.astype(np.int32)
     for at in range(0, len(run), 1 << 20):  # in place, a slice at a time: no second run column
-        run[at : at + (1 << 20)] = rank32[run[at : at + (1 << 20)]]
+        run[at : at + (1 << 20)] = rank[run[at : at + (1 << 20)]]
     size = len(by_worker)
     run_start = np.full(size, np.nan)
     run_start[rank[used]] = np.where(np.isinf(runs.start[used]), np.nan, runs.start[used])
     run_arm = np.full(size, -1, dtype=np.int8)
     run_arm[rank[used]] = runs.first_arm[used]
-    run_worker = np.zeros(size, dtype=np.int64)
+    run_worker = np.zeros(size, dtype=np.int32)
     run_worker[rank[used]] = runs.owner[used]
 
     if bad_parts:
         r, p, t, st = (np.concatenate([part[i] for part in bad_parts]) for i in range(4))
         status_names = tuple(labels["status"].names)
-        excluded, warnings = exclusion_summary(path, np.zeros(len(r), dtype=bool), st, status_names, rank[r], p, t)
+        excluded, warnings = exclusion_summary(path, np.zeros(len(r), dtype=bool), st, status_names, rank[r].astype(np.int64), p, t)
     else:
         excluded, warnings = 0, ()
-    arm = out["arm"]
-    if len(arm) == 0 or not (arm == 0).any() or not (arm == 1).any():
+    analysed_arms = np.bincount(run_arm[run_arm >= 0], minlength=2)
+    if len(run) == 0 or not analysed_arms.all():
         raise _Decline  # read_tidy and load_sources word the error
-    metric = out.get("metric")
+    test_names = tuple(labels["test"].names)
+    metric_names = tuple(labels["metric"].names) if has_metric else ("value",)
+    rows_per_test, random_per_comparison = counts.done(len(test_names), len(metric_names))
     return CompactTrials(
         path=path,
-        test_names=tuple(labels["test"].names),
-        metric_names=tuple(labels["metric"].names) if has_metric else ("value",),
+        test_names=test_names,
+        metric_names=metric_names,
         worker_names=worker_names,
         test=out["test"],
-        metric=metric,
-        arm=arm,
+        metric=out.get("metric"),
         value=out["value"],
-        worker=out["worker"],
         run=run,
         position=out["position"],
         predecessor=out["predecessor"],
@@ -328,31 +430,50 @@ def _stream(path: Path, found: list[str], *, block_bytes: int) -> CompactTrials:
         run_arm=run_arm,
         run_worker=run_worker,
         run_analysed=run_arm >= 0,
+        rows_per_test=rows_per_test,
+        random_per_comparison=random_per_comparison,
+        positions=counts.positions,
+        comparisons_on_one_worker=counts.one_worker,
         has_time=has_time,
         excluded=excluded,
         warnings=warnings,
     )
 
 
+def _run_facts(runs: _PerRun, run: np.ndarray, arm: np.ndarray, time: np.ndarray | None) -> None:
+    """Each run's arm (declining a run of two arms) and earliest start, from a block's analysed
+    rows; a run is a stretch of rows (run ids never fall), so both are reductions per stretch."""
+    starts = np.flatnonzero(np.concatenate(([True], run[1:] != run[:-1])))
+    ids = run[starts]
+    new = runs.first_arm[ids] < 0
+    runs.first_arm[ids[new]] = arm[starts[new]]
+    if not np.array_equal(np.repeat(runs.first_arm[ids], np.diff(np.append(starts, len(run)))), arm):
+        raise _Decline  # a run with rows of both arms
+    if time is not None:
+        runs.start[ids] = np.fmin(runs.start[ids], np.fmin.reduceat(time, starts))
+
+
 def _runs(column: pa.DictionaryArray, last_label: str | None, runs: _PerRun, hashes: list[np.ndarray]) -> tuple[np.ndarray, str | None]:
-    """Each row's run, numbered in order of appearance: a run is a stretch of rows with one run
-    label (the piece's first rows continue the previous piece's last run when their label is
-    the same). Appends a hash of each new run's label to `hashes`; no run label may be blank."""
+    """Each row's run (int32), numbered in order of appearance: a run is a stretch of rows with
+    one run label (the block's first rows continue the previous block's last run when their
+    label is the same). Appends a hash of each new run's label to `hashes`; no run label may be
+    blank."""
     if column.null_count:
         raise _Decline
-    dictionary = column.dictionary
-    if len(_csv._blank_codes(dictionary)):
+    if len(_csv._blank_codes(column.dictionary)):
         raise _Decline  # rows without a run
-    index = _csv._numpy(column.indices).astype(np.int64)
+    names = column.dictionary.to_pylist()
+    index = _csv._numpy(column.indices)
     n = len(index)
     new = np.empty(n, dtype=bool)
-    new[0] = last_label is None or dictionary[int(index[0])].as_py() != last_label
+    new[0] = last_label is None or names[int(index[0])] != last_label
     np.not_equal(index[1:], index[:-1], out=new[1:])
-    code = np.cumsum(new) - 1 + runs.n  # a continued run keeps the previous piece's last number
-    label_hash = np.fromiter(map(hash, dictionary.to_pylist()), dtype=np.int64, count=len(dictionary))
+    code = np.cumsum(new, dtype=np.int32)
+    code += runs.n - 1  # a continued run keeps the previous block's last number
+    label_hash = np.fromiter(map(hash, names), dtype=np.int64, count=len(names))
     hashes.append(label_hash[index[new]])
     runs.grow(int(code[-1]) + 1)
-    return code, dictionary[int(index[-1])].as_py()
+    return code, names[int(index[-1])]
 
 
 def _predecessors(
