@@ -9,8 +9,13 @@
    Jain's t interval), with normal, skewed, heavy-tailed and multiplicative errors.
 3. How often a comparison "flips" across contexts when a and b do not differ at all
    (stats.compare.summarize_contexts, with and without its family-wise correction).
+4. The comparison as the analysis reports it (analyze.treatments.analyze_treatments, the
+   "comparisons" of the JSON, its default interval): two tests measured in 8 contexts, each
+   context its own level, in both order arms; how often its interval covers the true ratio, and
+   when a and b do not differ, how often it names a winner, says the claim holds in both arms,
+   or reports a flip.
 
-    python validation/treatments.py [--quick] [--reps R] [--reps-flips R] [--seed 1] [--json FILE]
+    python validation/treatments.py [--quick] [--reps R] [--reps-flips R] [--reps-wired R] [--seed 1] [--json FILE]
 
 Intervals are computed in batches with numpy, using benchsage's own rank (ci_rank) and
 effects_2k; the first replications of every row are also passed through benchsage's compare()
@@ -32,7 +37,9 @@ from scipy import stats as sps
 
 from scipy import special
 
+from benchsage.analyze.treatments import DEFAULT_RATIO_CI, CompareRequest, TreatmentOptions, analyze_treatments
 from benchsage.stats.compare import MIN_VALUES, ci_rank, compare, compare_strata, summarize_contexts, u_cdf_exact
+from benchsage.store.table import TrialTable
 from benchsage.stats.factorial import effects_2k, factorial_2k, sign_table
 
 LEVEL = 0.95
@@ -212,6 +219,79 @@ def flip_row(contexts: int, n: int, reps: int, rng: np.random.Generator) -> Flip
     return FlipRow(contexts, n, rate(corrected, reps), rate(uncorrected, reps))
 
 
+@dataclass(frozen=True)
+class WiredRow:
+    distribution: str
+    n: int  # values per test and context (half in each arm)
+    coverage: Rate  # a = THETA x b in each context: the analysis's interval covers the pooled ratio
+    target_shift_pct: float  # largest |pooled ratio of medians / THETA - 1| over the experiments
+    median_width_pct: float
+    null_better: Rate  # a and b identical: a winner is named
+    null_holds: Rate  # ... and it is said to hold in both arms
+    null_flips: Rate  # ... or a flip across the contexts is reported
+
+
+CONTEXTS = 8
+Cdf = Callable[[np.ndarray], np.ndarray]
+_K = 0.9 + 0.1 * math.log(2)  # the median of 0.9 + Exp(0.1), which "constant + exponential" divides by
+CDFS: dict[str, Cdf] = {
+    "normal (CV 5%)": lambda x: special.ndtr((x - 1.0) / 0.05),
+    "constant + exponential": lambda x: np.where(_K * x > 0.9, -np.expm1(-(_K * x - 0.9) / 0.1), 0.0),
+}
+
+
+def mixture_median(cdf: Cdf, scales: np.ndarray) -> float:
+    """The median of the pooled values when context c holds scales[c] x X, X with CDF cdf, in
+    equal numbers: the x where the mean of cdf(x / scales[c]) is 1/2 (bisection)."""
+    lo, hi = 0.0, 10.0 * float(np.max(scales))
+    for _ in range(200):
+        mid = (lo + hi) / 2.0
+        lo, hi = (mid, hi) if float(np.mean(cdf(mid / scales))) < 0.5 else (lo, mid)
+    return (lo + hi) / 2.0
+
+
+def _wired(a: np.ndarray, b: np.ndarray) -> Any:
+    """The analysis's comparison of a (contexts, n) and b (contexts, n): columns of values
+    alternate between the arms."""
+    contexts, n = a.shape
+    arm = ["fixed" if j % 2 == 0 else "random" for _ in range(contexts) for j in range(n)]
+    context = [f"c{c + 1}" for c in range(contexts) for _ in range(n)]
+    table = TrialTable.from_columns(
+        test=["a"] * a.size + ["b"] * b.size, arm=arm * 2, value=np.concatenate([a.ravel(), b.ravel()]),
+        metric=["wall_time"] * (a.size + b.size), treatments={"context": context * 2},
+    )
+    (row,) = analyze_treatments(table, options=TreatmentOptions((CompareRequest("a", "b"),))).comparisons
+    return row
+
+
+def wired_row(name: str, sample_a: Sampler, sample_b: Sampler, n: int, reps: int, rng: np.random.Generator,
+              shapes: tuple[Cdf, Cdf] | None = None) -> WiredRow:
+    """shapes: the CDFs of a's and b's distributions when they differ. The reported ratio is that
+    of the pooled values' medians; with a = THETA x b in every context it is THETA when a and b
+    share a shape, and otherwise the ratio of the two mixtures' medians (the contexts' levels
+    spread a tail differently from a symmetric sample), which is the truth then."""
+    covered = better = holds = flips = 0
+    widths, shifts = [], []
+    for i in range(reps):
+        level = rng.lognormal(0.0, 0.05, (CONTEXTS, 1))  # each context its own level, a and b alike
+        a, b = THETA * level * sample_a(rng, (CONTEXTS, n)), level * sample_b(rng, (CONTEXTS, n))
+        truth = THETA
+        if shapes is not None:
+            truth = mixture_median(shapes[0], THETA * level.ravel()) / mixture_median(shapes[1], level.ravel())
+        shifts.append(abs(truth / THETA - 1.0) * 100.0)
+        row = _wired(a, b)
+        if i < CHECKED_REPS and not _same(compare(a.ravel(), b.ravel(), ci_method=DEFAULT_RATIO_CI).ci, *row.ci):
+            raise SystemExit("the analysis's interval differs from compare() of the pooled values")
+        if row.ci is not None:
+            covered += row.ci[0] <= truth <= row.ci[1]
+            widths.append((row.ci[1] - row.ci[0]) / THETA * 100.0)
+        null = _wired(level * sample_b(rng, (CONTEXTS, n)), level * sample_b(rng, (CONTEXTS, n)))
+        better += null.better is not None
+        holds += bool(null.holds_in) and all(null.holds_in.values())
+        flips += null.contexts.flips
+    return WiredRow(name, n, rate(covered, reps), max(shifts), float(np.median(widths)), rate(better, reps), rate(holds, reps), rate(flips, reps))
+
+
 def _pct(r: Rate) -> str:
     return f"{100 * r.rate:.1f} % [{100 * r.ci[0]:.1f}, {100 * r.ci[1]:.1f}]"
 
@@ -223,9 +303,10 @@ def _ratio_line(row: RatioRow) -> str:
     return f"| {row.distribution} | {row.m} | {_pct(row.coverage)} | {promised} | {row.median_width_pct:.1f} % | {bp} | {bp_width} |"
 
 
-def render(ratio: list[RatioRow], shapes: list[RatioRow], effects: list[EffectRow], flips: list[FlipRow], reps: int, reps_flips: int) -> str:
+def render(ratio: list[RatioRow], shapes: list[RatioRow], effects: list[EffectRow], flips: list[FlipRow], wired: list[WiredRow], reps: int,
+           reps_flips: int, reps_wired: int) -> str:
     out = [f"1. Ratio of medians, 95% interval (a = {THETA} x b in distribution; {reps} replications per row)", ""]
-    head = ["| distribution | m = n | bauer (default) | promised | bauer width | bonett-price | bonett-price width |", "|---|---|---|---|---|---|---|"]
+    head = ["| distribution | m = n | bauer | promised | bauer width | bonett-price (default) | bonett-price width |", "|---|---|---|---|---|---|---|"]
     out += head
     out += [_ratio_line(row) for row in ratio]
     out += ["", "a and b of different shapes (outside Bauer's model; true ratio of medians 0.8):", ""]
@@ -239,6 +320,13 @@ def render(ratio: list[RatioRow], shapes: list[RatioRow], effects: list[EffectRo
     out += ["| contexts | values per test and context | flips (Bonferroni over contexts) | flips (each context at alpha) |", "|---|---|---|---|"]
     for row in flips:
         out.append(f"| {row.contexts} | {row.n} | {_pct(row.corrected)} | {_pct(row.uncorrected)} |")
+    out += ["", f"4. The analysis's comparison ({DEFAULT_RATIO_CI} interval): {CONTEXTS} contexts x both arms, "
+                f"a = {THETA} x b, and a = b for the rest ({reps_wired} experiments per row)", ""]
+    out += ["| a / b | values per test and context | coverage | target shift | width | a = b: winner named | holds in both arms | flips |",
+            "|---|---|---|---|---|---|---|---|"]
+    for row in wired:
+        out.append(f"| {row.distribution} | {row.n} | {_pct(row.coverage)} | {row.target_shift_pct:.2f} % | {row.median_width_pct:.1f} % | "
+                   f"{_pct(row.null_better)} | {_pct(row.null_holds)} | {_pct(row.null_flips)} |")
     return "\n".join(out)
 
 
@@ -252,11 +340,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sizes", default="5,10,20,30,50,100", help="values per sample for the ratio, comma-separated (default %(default)s)")
     parser.add_argument("--reps", type=int, default=None, help="replications per coverage row (default 10000, --quick 500)")
     parser.add_argument("--reps-flips", type=int, default=None, help="experiments per flips row (default 2000, --quick 100)")
+    parser.add_argument("--reps-wired", type=int, default=None, help="experiments per row of the analysis's comparison (default 1000, --quick 50)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", default=None, help="also write the results as JSON to this file")
     args = parser.parse_args(argv)
     reps = args.reps or (500 if args.quick else 10_000)
     reps_flips = args.reps_flips or (100 if args.quick else 2_000)
+    reps_wired = args.reps_wired or (50 if args.quick else 1_000)
     rng = np.random.default_rng(args.seed)
     started = time.monotonic()
 
@@ -277,12 +367,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         for r in (2, 3, 5, 10)
     ]
     flips = [flip_row(c, n, reps_flips, rng) for c, n in ((12, 10), (12, 30))]
-    print(render(ratio, shapes, effects, flips, reps, reps_flips))
+    heavy = RATIO_DISTRIBUTIONS["heavy-tailed (1 + Pareto II, shape 1.5)"]
+    lognormal = RATIO_DISTRIBUTIONS["lognormal (sigma 0.3)"]
+    different = (CDFS["normal (CV 5%)"], CDFS["constant + exponential"])
+    wired = [
+        wired_row(name, a, b, n, reps_wired, rng, shapes)
+        for name, a, b, shapes in (
+            ("normal (CV 5%)", normal, normal, None),
+            ("lognormal (sigma 0.3)", lognormal, lognormal, None),
+            ("heavy-tailed", heavy, heavy, None),
+            ("normal / constant + exponential", normal, exp_shift, different),
+        )
+        for n in (6, 20)
+    ]
+    print(render(ratio, shapes, effects, flips, wired, reps, reps_flips, reps_wired))
     print(f"\n({time.monotonic() - started:.0f} s)", file=sys.stderr)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(
-                {"ratio": [asdict(r) for r in ratio], "shapes": [asdict(r) for r in shapes], "effects": [asdict(r) for r in effects], "flips": [asdict(r) for r in flips]},
+                {"ratio": [asdict(r) for r in ratio], "shapes": [asdict(r) for r in shapes], "effects": [asdict(r) for r in effects], "flips": [asdict(r) for r in flips],
+                 "wired": [asdict(r) for r in wired]},
                 fh,
                 indent=1,
             )

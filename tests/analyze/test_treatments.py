@@ -335,6 +335,13 @@ def test_a_claim_of_the_spec_whose_test_has_no_values_gets_a_reason() -> None:
     assert row.to_json()["ratio"] is None and "no test" in row.sentence()
 
 
+def test_too_few_values_per_context_are_said_so_not_read_as_undecided() -> None:
+    table = build({"a": const(1.0), "b": const(1.2)}, contexts=8, runs=16)  # 4 values of each test per context
+    (row,) = analyze_treatments(table, options=claims(("a", "b"))).comparisons
+    assert row.better == "a" and row.contexts.undecided == 8 and not row.contexts.flips
+    assert row.sentence().endswith("holds in both arms; not testable within the 8 contexts (fewer than 5 values of a test in each)")
+
+
 def test_an_unbalanced_or_incomplete_design_is_said_so() -> None:
     def t(c, o, f):
         return 1.0 + (f["A"] == "hi")

@@ -19,7 +19,7 @@ import numpy as np
 
 from benchsage.errors import UsageError
 from benchsage.stats.compare import METHODS as COMPARE_METHODS
-from benchsage.stats.compare import RATIO_CI_METHODS, Comparison, ContextSummary, compare, summarize_contexts
+from benchsage.stats.compare import MIN_VALUES, RATIO_CI_METHODS, Comparison, ContextSummary, compare, summarize_contexts
 from benchsage.stats.correction import adjust
 from benchsage.stats.factorial import FactorialResult, factorial_2k
 from benchsage.stats.spearman import spearman_grouped
@@ -221,7 +221,9 @@ class ComparisonRow:
             else:
                 out.append("not significant in either arm on its own")
         s = self.contexts
-        if s is not None and s.n:
+        if s is not None and s.n and all(c.comparison.p is None for c in self.per_context):
+            out.append(f"not testable within the {s.n} contexts (fewer than {MIN_VALUES} values of a test in each)")
+        elif s is not None and s.n:
             if self.better is not None:
                 won = s.a_better if self.better == "a" else s.b_better
                 lost = s.b_better if self.better == "a" else s.a_better
