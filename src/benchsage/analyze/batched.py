@@ -17,19 +17,22 @@ the carry-over balance counts cells of one test each, so its tally adds up over 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence
+import functools
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
 from benchsage import __version__
 from benchsage.analyze import diagnostics as diag
 from benchsage.analyze.options import Options
-from benchsage.analyze.order import analyze_table, sort_values
+from benchsage.analyze.order import ValueOrder, analyze_table, sort_values
+from benchsage.analyze.pipeline import _side_by_side
 from benchsage.analyze.verdict import Analysis, Combined, Diagnostics, TestVerdict, WorkerVerdicts
 from benchsage.store.importers.tidy_stream import CompactTrials
 from benchsage.store.table import TrialTable
 
-BATCH_ROWS = 600_000  # rows analysed at a time: the work of one batch stays near 100 MiB
+BATCH_ROWS = 400_000  # rows analysed at a time: the work of one batch (both threads) stays a few tens of MiB
+SCAN_BATCHES = 8  # batches whose rows one scan of the file's rows finds
 # The Diagnostics fields this module fills; a field added to Diagnostics later must be added
 # here too, or analyses that need it are done in memory (can_batch).
 FILLED = frozenset({"interleaving", "position_effects", "carryover", "trends", "workers", "fleet", "identity", "carryover_balance"})
@@ -53,50 +56,30 @@ def analyze_compact(trials: CompactTrials, options: Options = Options(), *, batc
     fleet = n_workers > 1
 
     bins = _bins(trials) if options.diagnostics else None
-    starts = trials.run_start
     verdicts: list[TestVerdict] = []
     notes: list[str] = []
     owner_parts: list[np.ndarray] = []
-    position_parts: list[Any] = []
-    carry_parts: list[Any] = []
-    trend_parts: list[tuple[np.ndarray, ...]] = []
-    pooled: list[tuple[np.ndarray, ...]] = []
-    balance = diag.BalanceTally(len(trials.test_names), len(trials.worker_names))
+    found = _Found(trials, bins, alpha, correction)
     for table in _batches(trials, batch_rows):
         sv = sort_values(table)
-        batch = analyze_table(table, alpha=alpha, correction=correction, ci_method=options.ci_method, ci_level=options.ci_level,
-                              ci_case_rule=options.ci_case_rule, sorted_values=sv)
+        order_analysis = functools.partial(_order_analysis, table, sv, options, alpha, correction, fleet)
+        if options.diagnostics:
+            # The diagnostics in a thread while this one does the order analysis, as analyze_loaded does.
+            (batch, owners), _ = _side_by_side(order_analysis, functools.partial(found.add, table, sv))
+        else:
+            batch, owners = order_analysis()
         verdicts.extend(batch.tests)
         notes.extend(batch.warnings)
-        if fleet:
-            owner_parts.append(_owners(table, sv))
-        if options.diagnostics:
-            from benchsage.analyze.pipeline import _diagnosed
-
-            examined, examined_order = _diagnosed(table, sv)
-            parts = diag.Parts(examined, alpha=alpha, correction=correction, sorted_values=examined_order)
-            t, comp, comp_test, comp_metric = parts.examined, parts.comp, parts.comp_test, parts.comp_metric
-            ranked = diag._RankCache(t.value, comp, len(comp_test), parts.by_value)
-            found = diag._position_parts(t, comp, comp_test, comp_metric, parts.min_values, ranked, bins=bins, pooled=pooled)
-            if found is not None:
-                position_parts.extend(found[0])
-            carry = diag._carryover_part(t, comp, comp_test, comp_metric, parts.min_values, ranked)
-            if carry is not None:
-                carry_parts.append(carry)
-            trend = diag._trend_part(t, starts, comp, comp_test, comp_metric, alpha, correction, parts.min_values, parts.by_value)
-            if trend is not None:
-                trend_parts.append(trend)
-            balance.add(t, comp, comp_test)
-        del table, sv, batch
+        if owners is not None:
+            owner_parts.append(owners)
+        del table, sv, batch, order_analysis
 
     from benchsage.analyze.fleet import recorrect
 
     tests, alpha_corrected, order_matters = recorrect(verdicts, correction, alpha)
     diagnostics = None
     if options.diagnostics:
-        diagnostics = _diagnostics(trials, bins, position_parts, carry_parts, trend_parts, pooled, alpha, correction)
-        # A tidy file records no plan, so no random_orders (as read_tidy's provenance).
-        diagnostics = dataclasses.replace(diagnostics, carryover_balance=balance.result())
+        diagnostics = found.diagnostics()
     warnings = list(trials.warnings) + notes
     combined = None
     workers: tuple[WorkerVerdicts, ...] = ()
@@ -133,6 +116,14 @@ def analyze_compact(trials: CompactTrials, options: Options = Options(), *, batc
     )
 
 
+def _order_analysis(table: TrialTable, sv: ValueOrder, options: Options, alpha: float, correction: str,
+                    fleet: bool) -> tuple[Analysis, np.ndarray | None]:
+    """One batch's order analysis, and in a fleet the worker of each of its comparisons."""
+    batch = analyze_table(table, alpha=alpha, correction=correction, ci_method=options.ci_method, ci_level=options.ci_level,
+                          ci_case_rule=options.ci_case_rule, sorted_values=sv)
+    return batch, _owners(table, sv) if fleet else None
+
+
 def _strata_method() -> str:
     from benchsage.analyze.strata import METHOD
 
@@ -146,22 +137,42 @@ def _bins(trials: CompactTrials) -> Any:
     return diag.bins_for(trials.positions, trials.random_per_comparison, 5)
 
 
-def _batches(trials: CompactTrials, batch_rows: int) -> Any:
-    """TrialTables of consecutive ranges of test codes, about batch_rows rows each."""
-    n_tests = len(trials.test_names)
+def _batches(trials: CompactTrials, batch_rows: int) -> Iterator[TrialTable]:
+    """TrialTables of consecutive ranges of test codes, about batch_rows rows each, rows in file
+    order. A scan of the file's rows finds those of several batches at once (a scan costs as
+    much as the analysis of a small batch); their row numbers are a small part of the rows."""
+    bounds = _bounds(trials.rows_per_test, batch_rows)
+    # The batch of each test code, in 16 bits while it fits (numpy's stable sort is then a radix sort).
+    of_test = np.repeat(np.arange(len(bounds) - 1, dtype=np.int16 if len(bounds) < 1 << 15 else np.int64), np.diff(bounds))
+    rows_per_batch = np.add.reduceat(trials.rows_per_test, bounds[:-1]) if len(bounds) > 1 else np.zeros(0, dtype=np.int64)
+    first = 0
+    while first < len(bounds) - 1:
+        last = first + 1  # batches first..last-1 in this scan: at most SCAN_BATCHES, or one larger batch
+        while last < len(bounds) - 1 and last - first < SCAN_BATCHES:
+            last += 1
+        rows = np.flatnonzero((trials.test >= bounds[first]) & (trials.test < bounds[last])).astype(np.int32)
+        batch = of_test[trials.test[rows]]
+        rows = rows[np.argsort(batch, kind="stable")]  # by batch, each in file order
+        ends = np.cumsum(rows_per_batch[first:last])
+        for start, end in zip(np.concatenate(([0], ends[:-1])).tolist(), ends.tolist()):
+            if end > start:
+                yield _table(trials, rows[start:end])
+        del rows, batch
+        first = last
+
+
+def _bounds(rows_per_test: np.ndarray, batch_rows: int) -> np.ndarray:
+    """The first test code of each batch, and the number of tests: batches of consecutive test
+    codes of about batch_rows rows each (a test with more rows is a batch of its own)."""
     bounds = [0]
     total = 0
-    for t, k in enumerate(trials.rows_per_test.tolist()):
+    for t, k in enumerate(rows_per_test.tolist()):
         if total and total + k > batch_rows:
             bounds.append(t)
             total = 0
         total += k
-    bounds.append(n_tests)
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
-        rows = np.flatnonzero((trials.test >= lo) & (trials.test < hi))
-        if len(rows) == 0:
-            continue
-        yield _table(trials, rows)
+    bounds.append(len(rows_per_test))
+    return np.array(bounds, dtype=np.int64)
 
 
 def _table(trials: CompactTrials, rows: np.ndarray) -> TrialTable:
@@ -188,12 +199,13 @@ def _table(trials: CompactTrials, rows: np.ndarray) -> TrialTable:
     )
 
 
-def _owners(table: TrialTable, sv: Any) -> np.ndarray:
-    from benchsage.analyze.strata import comparison_workers
-
-    owner = comparison_workers(table.worker, sv)
-    if owner is None:  # can_batch rules this out
-        raise ValueError("a comparison has values from more than one worker: analyse the table in memory")
+def _owners(table: TrialTable, sv: ValueOrder) -> np.ndarray:
+    """The worker of each comparison (numbered as sv.group): that of its first row, as every
+    row of a comparison has the same worker (can_batch)."""
+    counts = np.bincount(sv.group, minlength=len(sv.combos))
+    owner = np.zeros(len(counts), dtype=np.int64)
+    starts = np.cumsum(counts) - counts
+    owner[counts > 0] = table.worker[sv.order[starts[counts > 0]]]
     return owner
 
 
@@ -212,30 +224,63 @@ def _worker_verdicts(tests: Sequence[TestVerdict], owner: np.ndarray, present: l
     return tuple(out)
 
 
-def _diagnostics(trials: CompactTrials, bins: Any, position_parts: list[Any], carry_parts: list[Any], trend_parts: list[tuple[np.ndarray, ...]],
-                 pooled: list[tuple[np.ndarray, ...]], alpha: float, correction: str) -> Diagnostics:
-    test_names, metric_names = trials.test_names, trials.metric_names
-    analysed = np.flatnonzero(trials.run_analysed)
-    interleaving = None
-    if len(analysed):
-        interleaving = diag.interleaving_of_runs(trials.run_arm[analysed].astype(np.int64), trials.run_worker[analysed], trials.run_start[analysed],
-                                                 trials.worker_names, alpha)
-    positions: Sequence[Any] = ()
-    if position_parts:
-        parts = [diag.concat_parts(position_parts)]
-        if pooled:
-            percentile, ratio, metric, b = (np.concatenate([p[i] for p in pooled]) for i in range(4))
-            pooled.clear()
-            parts.append(diag.pooled_part(percentile, ratio, metric, b, max(len(metric_names), 1), len(bins.first), 5))
-        positions = diag._position_rows(parts, bins, test_names, metric_names, alpha, correction)
-    carry: Sequence[Any] = ()
-    if carry_parts:
-        carry = diag._carryover_rows(diag.concat_parts(carry_parts), test_names, metric_names, alpha, correction)
-    trends: Sequence[Any] = ()
-    if trend_parts:
-        joined = tuple(np.concatenate([t[i] for t in trend_parts]) for i in range(6))
-        trends = diag._trend_rows(joined, test_names, metric_names, alpha, correction)
-    return Diagnostics(interleaving=interleaving, position_effects=positions, carryover=carry, trends=trends)
+class _Found:
+    """The diagnostics' comparisons of the batches so far, and the verdicts once all are in."""
+
+    def __init__(self, trials: CompactTrials, bins: Any, alpha: float, correction: str) -> None:
+        self.trials, self.bins, self.alpha, self.correction = trials, bins, alpha, correction
+        self.positions: list[Any] = []
+        self.carryover: list[Any] = []
+        self.trends: list[tuple[np.ndarray, ...]] = []
+        self.pooled: list[tuple[np.ndarray, ...]] = []
+        self.balance = diag.BalanceTally(len(trials.test_names), len(trials.worker_names))
+
+    def add(self, table: TrialTable, sv: ValueOrder) -> None:
+        """One batch's comparisons, uncorrected. Its rows are all examined: every value is finite
+        and primary, and with each comparison on one worker no worker's level is removed
+        (pipeline._diagnosed gives back the table and its sort)."""
+        parts = diag.Parts(table, alpha=self.alpha, correction=self.correction, sorted_values=sv)
+        t, comp, comp_test, comp_metric, least = parts.examined, parts.comp, parts.comp_test, parts.comp_metric, parts.min_values
+        ranked = diag._RankCache(t.value, comp, len(comp_test), parts.by_value)
+        found = diag._position_parts(t, comp, comp_test, comp_metric, least, ranked, bins=self.bins, pooled=self.pooled)
+        if found is not None:
+            self.positions.extend(found[0])
+        carry = diag._carryover_part(t, comp, comp_test, comp_metric, least, ranked)
+        if carry is not None:
+            self.carryover.append(carry)
+        trend = diag._trend_part(t, self.trials.run_start, comp, comp_test, comp_metric, self.alpha, self.correction, least, parts.by_value)
+        if trend is not None:
+            self.trends.append(trend)
+        self.balance.add(t, comp, comp_test)
+
+    def diagnostics(self) -> Diagnostics:
+        """The diagnostics of every batch, corrected as one family each; what looks across tests
+        (the interleaving, the pooled position comparisons) from the whole file."""
+        trials, bins, alpha, correction = self.trials, self.bins, self.alpha, self.correction
+        test_names, metric_names = trials.test_names, trials.metric_names
+        analysed = np.flatnonzero(trials.run_analysed)
+        interleaving = None
+        if len(analysed):
+            interleaving = diag.interleaving_of_runs(trials.run_arm[analysed].astype(np.int64), trials.run_worker[analysed],
+                                                     trials.run_start[analysed], trials.worker_names, alpha)
+        positions: Sequence[Any] = ()
+        if self.positions:
+            parts = [diag.concat_parts(self.positions)]
+            if self.pooled:
+                percentile, ratio, metric, b = (np.concatenate([p[i] for p in self.pooled]) for i in range(4))
+                self.pooled.clear()
+                parts.append(diag.pooled_part(percentile, ratio, metric, b, max(len(metric_names), 1), len(bins.first), 5))
+            positions = diag._position_rows(parts, bins, test_names, metric_names, alpha, correction)
+        carry: Sequence[Any] = ()
+        if self.carryover:
+            carry = diag._carryover_rows(diag.concat_parts(self.carryover), test_names, metric_names, alpha, correction)
+        trends: Sequence[Any] = ()
+        if self.trends:
+            joined = tuple(np.concatenate([t[i] for t in self.trends]) for i in range(6))
+            trends = diag._trend_rows(joined, test_names, metric_names, alpha, correction)
+        # A tidy file records no plan, so no random_orders (as read_tidy's provenance).
+        return Diagnostics(interleaving=interleaving, position_effects=positions, carryover=carry, trends=trends,
+                           carryover_balance=self.balance.result())
 
 
 def analyze_tidy_file(path: str, options: Options = Options(), *, block_bytes: int | None = None, batch_rows: int = BATCH_ROWS) -> Analysis | None:

@@ -601,8 +601,10 @@ class BalanceTally:
         worker = table.worker[rows].astype(np.int64)
         self.trials += np.bincount(worker, minlength=len(self.trials))
         size = int(run.max()) + 1
-        if size > len(self.run_worker):
-            self.run_worker = np.concatenate((self.run_worker, np.full(size - len(self.run_worker), -1, dtype=np.int64)))
+        if size > len(self.run_worker):  # grown by half at least: parts of later tests often have later runs
+            grown = np.full(max(size, len(self.run_worker) * 3 // 2), -1, dtype=np.int64)
+            grown[: len(self.run_worker)] = self.run_worker
+            self.run_worker = grown
         self.run_worker[run] = worker
         if n < 2:
             return
@@ -611,21 +613,27 @@ class BalanceTally:
         if self.covered[lo:hi].any():
             raise ValueError("parts of a carry-over balance count must hold disjoint ranges of tests")
         self.covered[lo:hi] = True
-        n_workers = len(self.trials)
+        # Only the workers with trials here: every cell of the others here is empty.
+        here = np.bincount(worker, minlength=len(self.trials)) > 0
+        local = (np.cumsum(here) - 1)[worker]
+        self.pos_min[~here] = self.pair_min[~here] = 0
         beyond = position >= n
         self.beyond |= bool(beyond.any())
         inside = ~beyond
-        least, most = _cell_range(worker[inside], (test[inside] - lo) * n + position[inside], (hi - lo) * n, n_workers)
-        np.minimum(self.pos_min, least, out=self.pos_min)
-        np.maximum(self.pos_max, most, out=self.pos_max)
+        self._count(self.pos_min, self.pos_max, here, local[inside], (test[inside] - lo) * n + position[inside], (hi - lo) * n)
         follows = predecessor >= 0
         itself = follows & (predecessor == test)
         self.itself |= bool(itself.any())
         pairs = follows & ~itself
         a, b = predecessor[pairs], test[pairs]
-        least, most = _cell_range(worker[pairs], (b - lo) * (n - 1) + a - (a > b), (hi - lo) * (n - 1), n_workers)
-        np.minimum(self.pair_min, least, out=self.pair_min)
-        np.maximum(self.pair_max, most, out=self.pair_max)
+        self._count(self.pair_min, self.pair_max, here, local[pairs], (b - lo) * (n - 1) + a - (a > b), (hi - lo) * (n - 1))
+
+    @staticmethod
+    def _count(least: np.ndarray, most: np.ndarray, here: np.ndarray, worker: np.ndarray, cell: np.ndarray, cells: int) -> None:
+        """Fold one part's cell counts (workers numbered among those `here`) into least and most."""
+        low, high = _cell_range(worker, cell, cells, int(here.sum()))
+        least[here] = np.minimum(least[here], low)
+        most[here] = np.maximum(most[here], high)
 
     def result(self, random_orders: object = None) -> CarryoverBalance | None:
         """The verdict on everything counted; None when nothing was."""
