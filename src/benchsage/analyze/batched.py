@@ -7,7 +7,8 @@ the pooled "(all tests)" position comparisons look across tests. So the compact 
 a range of tests given to the same functions the in-memory analysis uses, while what looks
 across tests is computed once: the bins and run starts before the batches, the interleaving from
 one row per run, the corrections and the pooled comparisons after them. Peak memory is then the
-compact rows plus one batch's work, instead of several copies of every row.
+compact rows plus the work of two batches (one diagnosed in a second thread while the next is
+analysed), instead of several copies of every row.
 
 Rows of one test keep their file order within the batch, so sums come out bit for bit the same;
 the pooled comparisons sum half-integer ranks (exact in any order) and take order statistics;
@@ -17,7 +18,7 @@ the carry-over balance counts cells of one test each, so its tally adds up over 
 from __future__ import annotations
 
 import dataclasses
-import functools
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Iterator, Sequence
 
 import numpy as np
@@ -26,12 +27,11 @@ from benchsage import __version__
 from benchsage.analyze import diagnostics as diag
 from benchsage.analyze.options import Options
 from benchsage.analyze.order import ValueOrder, analyze_table, sort_values
-from benchsage.analyze.pipeline import _side_by_side
 from benchsage.analyze.verdict import Analysis, Combined, Diagnostics, TestVerdict, WorkerVerdicts
 from benchsage.store.importers.tidy_stream import CompactTrials
 from benchsage.store.table import TrialTable
 
-BATCH_ROWS = 400_000  # rows analysed at a time: the work of one batch (both threads) stays a few tens of MiB
+BATCH_ROWS = 300_000  # rows analysed at a time: the work of two batches (one diagnosed, one analysed) stays a few tens of MiB
 SCAN_BATCHES = 8  # batches whose rows one scan of the file's rows finds
 # The Diagnostics fields this module fills; a field added to Diagnostics later must be added
 # here too, or analyses that need it are done in memory (can_batch).
@@ -60,19 +60,24 @@ def analyze_compact(trials: CompactTrials, options: Options = Options(), *, batc
     notes: list[str] = []
     owner_parts: list[np.ndarray] = []
     found = _Found(trials, bins, alpha, correction)
-    for table in _batches(trials, batch_rows):
-        sv = sort_values(table)
-        order_analysis = functools.partial(_order_analysis, table, sv, options, alpha, correction, fleet)
-        if options.diagnostics:
-            # The diagnostics in a thread while this one does the order analysis, as analyze_loaded does.
-            (batch, owners), _ = _side_by_side(order_analysis, functools.partial(found.add, table, sv))
-        else:
-            batch, owners = order_analysis()
-        verdicts.extend(batch.tests)
-        notes.extend(batch.warnings)
-        if owners is not None:
-            owner_parts.append(owners)
-        del table, sv, batch, order_analysis
+    # Each batch's diagnostics run in a second thread (numpy releases the GIL) while this one
+    # selects, sorts and analyses the next batch; the diagnostics still take the batches in order.
+    with ThreadPoolExecutor(1, thread_name_prefix="benchsage-diagnostics") as second:
+        diagnosing: Future[None] | None = None
+        for table in _batches(trials, batch_rows):
+            sv = sort_values(table)
+            batch, owners = _order_analysis(table, sv, options, alpha, correction, fleet)
+            verdicts.extend(batch.tests)
+            notes.extend(batch.warnings)
+            if owners is not None:
+                owner_parts.append(owners)
+            if diagnosing is not None:
+                diagnosing.result()
+            if options.diagnostics:
+                diagnosing = second.submit(found.add, table, sv)
+            del table, sv, batch
+        if diagnosing is not None:
+            diagnosing.result()
 
     from benchsage.analyze.fleet import recorrect
 

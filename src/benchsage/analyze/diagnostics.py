@@ -570,7 +570,7 @@ class BalanceTally:
     def __init__(self, n_tests: int, n_workers: int) -> None:
         self.n = n_tests
         self.trials = np.zeros(n_workers, dtype=np.int64)  # trials counted, per worker code
-        self.run_worker = np.full(0, -1, dtype=np.int64)  # worker of each run with a counted trial
+        self.run_worker = np.full(0, -1, dtype=np.int32)  # worker of each run with a counted trial
         self.covered = np.zeros(n_tests, dtype=bool)  # tests within the ranges of the parts so far
         # Per worker code, the fewest and most entries in a cell of the parts so far.
         most = np.iinfo(np.int64).max
@@ -602,7 +602,7 @@ class BalanceTally:
         self.trials += np.bincount(worker, minlength=len(self.trials))
         size = int(run.max()) + 1
         if size > len(self.run_worker):  # grown by half at least: parts of later tests often have later runs
-            grown = np.full(max(size, len(self.run_worker) * 3 // 2), -1, dtype=np.int64)
+            grown = np.full(max(size, len(self.run_worker) * 3 // 2), -1, dtype=np.int32)
             grown[: len(self.run_worker)] = self.run_worker
             self.run_worker = grown
         self.run_worker[run] = worker
