@@ -31,8 +31,8 @@ from benchsage.analyze.verdict import Analysis, Combined, Diagnostics, TestVerdi
 from benchsage.store.importers.tidy_stream import CompactTrials
 from benchsage.store.table import TrialTable
 
-BATCH_ROWS = 300_000  # rows analysed at a time: the work of two batches (one diagnosed, one analysed) stays a few tens of MiB
-SCAN_BATCHES = 8  # batches whose rows one scan of the file's rows finds
+BATCH_ROWS = 100_000  # rows analysed at a time: the work of two batches (one diagnosed, one analysed) fits in what reading the file freed
+SCAN_ROWS = 2_400_000  # rows of the batches that one scan of the file's rows finds (10 MiB of row numbers)
 # The Diagnostics fields this module fills; a field added to Diagnostics later must be added
 # here too, or analyses that need it are done in memory (can_batch).
 FILLED = frozenset({"interleaving", "position_effects", "carryover", "trends", "workers", "fleet", "identity", "carryover_balance"})
@@ -144,31 +144,27 @@ def _bins(trials: CompactTrials) -> Any:
 
 def _batches(trials: CompactTrials, batch_rows: int) -> Iterator[TrialTable]:
     """TrialTables of consecutive ranges of test codes, about batch_rows rows each, rows in file
-    order. A scan of the file's rows finds those of several batches at once (a scan costs as
-    much as the analysis of a small batch); their row numbers are a small part of the rows."""
+    order. One scan of the file's rows finds those of several batches, about SCAN_ROWS rows (a
+    scan costs as much as the analysis of a small batch), sorted by batch in 32-bit row numbers."""
     bounds = _bounds(trials.rows_per_test, batch_rows)
     # The batch of each test code, in 16 bits while it fits (numpy's stable sort is then a radix sort).
     of_test = np.repeat(np.arange(len(bounds) - 1, dtype=np.int16 if len(bounds) < 1 << 15 else np.int64), np.diff(bounds))
-    rows_per_batch = np.add.reduceat(trials.rows_per_test, bounds[:-1]) if len(bounds) > 1 else np.zeros(0, dtype=np.int64)
-    first = 0
-    while first < len(bounds) - 1:
-        last = first + 1  # batches first..last-1 in this scan: at most SCAN_BATCHES, or one larger batch
-        while last < len(bounds) - 1 and last - first < SCAN_BATCHES:
-            last += 1
+    rows_per_batch = np.add.reduceat(trials.rows_per_test, bounds[:-1])
+    scans = _bounds(rows_per_batch, SCAN_ROWS)
+    for first, last in zip(scans[:-1].tolist(), scans[1:].tolist()):
         rows = np.flatnonzero((trials.test >= bounds[first]) & (trials.test < bounds[last])).astype(np.int32)
-        batch = of_test[trials.test[rows]]
-        rows = rows[np.argsort(batch, kind="stable")]  # by batch, each in file order
+        rows = rows[np.argsort(of_test[trials.test[rows]], kind="stable")]  # by batch, each in file order
         ends = np.cumsum(rows_per_batch[first:last])
-        for start, end in zip(np.concatenate(([0], ends[:-1])).tolist(), ends.tolist()):
+        for start, end in zip((ends - rows_per_batch[first:last]).tolist(), ends.tolist()):
             if end > start:
                 yield _table(trials, rows[start:end])
-        del rows, batch
-        first = last
+        del rows
 
 
 def _bounds(rows_per_test: np.ndarray, batch_rows: int) -> np.ndarray:
     """The first test code of each batch, and the number of tests: batches of consecutive test
-    codes of about batch_rows rows each (a test with more rows is a batch of its own)."""
+    codes of about batch_rows rows each (a test with more rows is a batch of its own). The same
+    cut of batches (rows per batch) into the batches of each scan."""
     bounds = [0]
     total = 0
     for t, k in enumerate(rows_per_test.tolist()):
