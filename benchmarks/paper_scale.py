@@ -116,6 +116,15 @@ def machine() -> str:
     return f"{cpu}; {os.cpu_count()} CPUs; load average {load}; Python {platform.python_version()}"
 
 
+def analysis_path(path: Path) -> str:
+    """Which analysis `benchsage analyze` gives this file, by its size (pipeline.STREAM_BYTES)."""
+    from benchsage.analyze.pipeline import STREAM_BYTES
+
+    if path.stat().st_size >= STREAM_BYTES:
+        return f"read block by block and analysed in batches (file >= {STREAM_BYTES / 2**20:.0f} MiB; in memory if the batched path declines it)"
+    return f"read and analysed in memory (file < {STREAM_BYTES / 2**20:.0f} MiB)"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tests", type=int, default=gen.DEFAULT_TESTS)
@@ -147,6 +156,7 @@ def main() -> int:
 
     print(f"file: {path} ({size_mib:.0f} MiB)")
     print(f"machine: {machine()}")
+    print(f"benchsage: {analysis_path(path)}")
     results: dict[str, list[Measurement]] = {"baseline (notebook)": [], **{name: [] for name in variants}}
     with tempfile.TemporaryDirectory() as workdir:
         for _ in range(max(1, args.repeat)):

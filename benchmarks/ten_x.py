@@ -21,9 +21,7 @@ Exit status: 0 when the results are identical (whatever the timings), 1 otherwis
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path

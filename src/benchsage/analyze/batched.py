@@ -18,6 +18,7 @@ the carry-over balance counts cells of one test each, so its tally adds up over 
 from __future__ import annotations
 
 import dataclasses
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Iterator, Sequence
 
@@ -62,19 +63,26 @@ def analyze_compact(trials: CompactTrials, options: Options = Options(), *, batc
     found = _Found(trials, bins, alpha, correction)
     # Each batch's diagnostics run in a second thread (numpy releases the GIL) while this one
     # selects, sorts and analyses the next batch; the diagnostics still take the batches in order.
+    # A batch's trends are computed by whichever thread has been less busy so far.
     with ThreadPoolExecutor(1, thread_name_prefix="benchsage-diagnostics") as second:
         diagnosing: Future[None] | None = None
-        for table in _batches(trials, batch_rows):
+        start = time.perf_counter()
+        for index, table in enumerate(_batches(trials, batch_rows)):
             sv = sort_values(table)
             batch, owners = _order_analysis(table, sv, options, alpha, correction, fleet)
             verdicts.extend(batch.tests)
             notes.extend(batch.warnings)
             if owners is not None:
                 owner_parts.append(owners)
+            trends_here = options.diagnostics and found.busy[0] < found.busy[1]
+            if trends_here:
+                found.add_trends(index, table, sv)
+            found.busy[0] += time.perf_counter() - start
             if diagnosing is not None:
                 diagnosing.result()
+            start = time.perf_counter()
             if options.diagnostics:
-                diagnosing = second.submit(found.add, table, sv)
+                diagnosing = second.submit(found.add, index, table, sv, not trends_here)
             del table, sv, batch
         if diagnosing is not None:
             diagnosing.result()
@@ -232,14 +240,17 @@ class _Found:
         self.trials, self.bins, self.alpha, self.correction = trials, bins, alpha, correction
         self.positions: list[Any] = []
         self.carryover: list[Any] = []
-        self.trends: list[tuple[np.ndarray, ...]] = []
+        self.trends: dict[int, tuple[np.ndarray, ...]] = {}  # by batch: either thread may compute them
         self.pooled: list[tuple[np.ndarray, ...]] = []
         self.balance = diag.BalanceTally(len(trials.test_names), len(trials.worker_names))
+        self.busy = [0.0, 0.0]  # seconds of work so far: the analysing thread, the diagnosing one
 
-    def add(self, table: TrialTable, sv: ValueOrder) -> None:
-        """One batch's comparisons, uncorrected. Its rows are all examined: every value is finite
-        and primary, and with each comparison on one worker no worker's level is removed
-        (pipeline._diagnosed gives back the table and its sort)."""
+    def add(self, index: int, table: TrialTable, sv: ValueOrder, trends: bool) -> None:
+        """Batch `index`'s comparisons, uncorrected (its trends too if `trends`), in batch order.
+        Its rows are all examined: every value is finite and primary, and with each comparison on
+        one worker no worker's level is removed (pipeline._diagnosed gives back the table and its
+        sort)."""
+        start = time.perf_counter()
         parts = diag.Parts(table, alpha=self.alpha, correction=self.correction, sorted_values=sv)
         t, comp, comp_test, comp_metric, least = parts.examined, parts.comp, parts.comp_test, parts.comp_metric, parts.min_values
         ranked = diag._RankCache(t.value, comp, len(comp_test), parts.by_value)
@@ -249,10 +260,20 @@ class _Found:
         carry = diag._carryover_part(t, comp, comp_test, comp_metric, least, ranked)
         if carry is not None:
             self.carryover.append(carry)
-        trend = diag._trend_part(t, self.trials.run_start, comp, comp_test, comp_metric, self.alpha, self.correction, least, parts.by_value)
-        if trend is not None:
-            self.trends.append(trend)
+        if trends:
+            self._trends(index, parts)
         self.balance.add(t, comp, comp_test)
+        self.busy[1] += time.perf_counter() - start
+
+    def add_trends(self, index: int, table: TrialTable, sv: ValueOrder) -> None:
+        """Batch `index`'s trend comparisons, uncorrected."""
+        self._trends(index, diag.Parts(table, alpha=self.alpha, correction=self.correction, sorted_values=sv))
+
+    def _trends(self, index: int, parts: diag.Parts) -> None:
+        trend = diag._trend_part(parts.examined, self.trials.run_start, parts.comp, parts.comp_test, parts.comp_metric, self.alpha, self.correction,
+                                 parts.min_values, parts.by_value)
+        if trend is not None:
+            self.trends[index] = trend
 
     def diagnostics(self) -> Diagnostics:
         """The diagnostics of every batch, corrected as one family each; what looks across tests
@@ -277,7 +298,8 @@ class _Found:
             carry = diag._carryover_rows(diag.concat_parts(self.carryover), test_names, metric_names, alpha, correction)
         trends: Sequence[Any] = ()
         if self.trends:
-            joined = tuple(np.concatenate([t[i] for t in self.trends]) for i in range(6))
+            in_order = [self.trends[index] for index in sorted(self.trends)]
+            joined = tuple(np.concatenate([t[i] for t in in_order]) for i in range(6))
             trends = diag._trend_rows(joined, test_names, metric_names, alpha, correction)
         # A tidy file records no plan, so no random_orders (as read_tidy's provenance).
         return Diagnostics(interleaving=interleaving, position_effects=positions, carryover=carry, trends=trends,
