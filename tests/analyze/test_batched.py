@@ -66,6 +66,18 @@ def test_block_and_batch_sizes_do_not_matter(paper_like: Path) -> None:
     assert in_batches(paper_like, block_bytes=1 << 24, batch_rows=10**9) == expected
 
 
+@pytest.mark.parametrize("busy", [(0.0, float("inf")), (float("inf"), 0.0)], ids=["trends-analysing-thread", "trends-diagnosing-thread"])
+def test_either_thread_may_compute_the_trends(paper_like: Path, monkeypatch: pytest.MonkeyPatch, busy: tuple[float, float]) -> None:
+    real = batched._Found.__init__
+
+    def init(self: batched._Found, *args: object) -> None:
+        real(self, *args)  # type: ignore[arg-type]
+        self.busy = list(busy)  # the less busy thread takes each batch's trends: always the same one
+
+    monkeypatch.setattr(batched._Found, "__init__", init)
+    assert in_batches(paper_like, batch_rows=300) == in_memory(paper_like)
+
+
 def test_the_fixture_has_what_the_batches_must_handle(paper_like: Path) -> None:
     trials = tidy_stream.stream_tidy(paper_like, block_bytes=2048)
     assert trials is not None
