@@ -31,7 +31,7 @@ from benchsage.store.importers.base import exclusion_summary
 from benchsage.store.importers.tidy import REQUEST, is_ok
 from benchsage.store.table import ARMS, FIRST, NO_PREDECESSOR_INFO, RANDOM
 
-BLOCK_BYTES = 4 << 20  # per block of the streaming reader; the tests pass small blocks to cross many block borders
+BLOCK_BYTES = 4 << 20  # per piece of the file; the tests pass small pieces to cross many piece borders
 
 
 @dataclass(frozen=True, eq=False)
@@ -269,8 +269,8 @@ def _pieces(path: Path, block_bytes: int) -> Iterator[memoryview]:
 
 
 class _Labels(_csv._Labels):
-    """A categorical column's file-wide labels; a label holding a line break declines the file
-    (a quoted field the reader's blocks might have cut; read_tidy reads such files)."""
+    """A categorical column's file-wide labels. A label holding a line break (a quoted field)
+    declines the file: read_tidy, whose blocks pyarrow cuts elsewhere, reads it or words why not."""
 
     def __init__(self) -> None:
         super().__init__()
