@@ -16,7 +16,6 @@ from benchsage.analyze.diagnostics import Parts
 from benchsage.analyze.measurement import rss_floor_notes
 from benchsage.analyze.options import Options
 from benchsage.analyze.order import ValueOrder, analyze_table, sort_values
-from benchsage.analyze.sequential import sequential_verdict
 from benchsage.analyze.treatments import TreatmentOptions, analyze_treatments
 from benchsage.analyze.verdict import Analysis, Diagnostics
 from benchsage.store.importers.detect import load_sources
@@ -120,8 +119,17 @@ def analyze_loaded(table: TrialTable, options: Options = Options(), treatments: 
     return dataclasses.replace(
         analysis, diagnostics=diagnostics, warnings=tuple(dict.fromkeys(warnings)), comparisons=treated.comparisons,
         context_effects=treated.context_effects, observer=treated.observer, factorial=treated.factorial,
-        sequential=sequential_verdict(prov),
+        sequential=_sequential(prov),
     )
+
+
+def _sequential(provenance: Any) -> Any:
+    """The looks of a sequential experiment; imported only then (scipy.optimize costs 0.1 s)."""
+    if not provenance.get("sequential"):
+        return None
+    from benchsage.analyze.sequential import sequential_verdict
+
+    return sequential_verdict(provenance)
 
 
 def _fleet(

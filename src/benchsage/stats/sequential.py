@@ -18,7 +18,7 @@ from functools import lru_cache
 from typing import Any, Hashable, Mapping, Sequence
 
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 SPENDINGS: tuple[str, ...] = ("obrien-fleming", "pocock")
 CORRECTIONS: tuple[str, ...] = ("bonferroni", "holm")
@@ -190,6 +190,8 @@ def _solve_critical(exit_probability: Any, target: float) -> float:
         lo, hi = hi, hi * 1.5
         if hi > 60:
             return math.inf
+    from scipy import optimize  # here: 0.1 s of import time every analysis would pay
+
     return float(optimize.brentq(f, lo, hi, xtol=1e-12, rtol=1e-12))
 
 
