@@ -144,7 +144,9 @@ env = "B"
     (result,) = [f for f in doc["factorial"] if f["test"] == "work" and f["metric"] == "wall_time"]
     terms = {t["term"]: t for t in result["terms"]}
     assert terms["A"]["variation_pct"] >= 90
-    assert terms["A"]["ci"][0] <= 0.010 <= terms["A"]["ci"][1]
-    assert terms["B"]["ci"][0] <= 0.001 <= terms["B"]["ci"][1] and terms["B"]["effect"] > 0
+    # sleep overshoots in proportion to what it is asked (measured here: 30 ms sleeps take
+    # 20.1-20.3 ms longer than 10 ms ones), so the real q_A is 10 ms and up to 2 % more.
+    assert terms["A"]["ci"][0] <= 0.0102 and terms["A"]["ci"][1] >= 0.010
+    assert terms["B"]["ci"][0] <= 0.00102 and terms["B"]["ci"][1] >= 0.001 and terms["B"]["effect"] > 0
     assert terms["A:B"]["variation_pct"] < 2
     assert sum(t["variation_pct"] for t in result["terms"]) == pytest.approx(100, abs=0.01)
