@@ -103,6 +103,12 @@ def dimension_labels(described: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+def cell_columns(described: list[dict[str, Any]]) -> tuple[list[dict[str, str]], list[str]]:
+    """Each recorded cell's dimension labels, and the dimensions in order of first appearance."""
+    labels = [dimension_labels(d) for d in described]
+    return labels, list(dict.fromkeys(k for cell in labels for k in cell))
+
+
 def _rng(seed: int, what: str) -> np.random.Generator:
     digest = hashlib.sha256(f"{seed}\0treatments\0{what}".encode()).digest()
     return np.random.Generator(np.random.PCG64(int.from_bytes(digest[:8], "big")))

@@ -333,7 +333,7 @@ def run_process(
             return _failed("cannot start %r: cannot create a working directory %d bytes longer than %r: %s"
                            % (command, cwd_pad, cwd, exc.strerror), time.time(), "exec")
         full_env["PWD"] = cwd
-    if aslr is not None:
+    if aslr is not None and _libc is None:
         try:
             _personality(0xFFFFFFFF)  # loads libc here rather than in the forked child; reads only
         except (OSError, AttributeError) as exc:

@@ -356,9 +356,7 @@ class Runner:
         failed = self._failed_contexts.get(worker.name, {})
         context = self._applier.cells[cell].context if self._applier.active and cell is not None else None
         if context is not None and context.label in failed:
-            journal.finish_attempt(attempt_id, run["id"], "context-failed", f"context {context.label}: {failed[context.label]}")
-            self._current.pop(worker.name, None)
-            self.progress.run_done(run["id"], run["arm"], worker=worker.name)
+            self._skip(worker, run, attempt_id, f"context {context.label}: {failed[context.label]}")
             return
         try:
             self._reset(worker, number, attempt_id)
@@ -402,6 +400,12 @@ class Runner:
         journal.finish_attempt(attempt_id, run["id"], "done")
         self.progress.run_done(run["id"], run["arm"], worker=worker.name)
 
+    def _skip(self, worker: Any, run: dict[str, Any], attempt_id: int, detail: str) -> None:
+        """Finish a run of a context whose build failed on this worker without measuring it."""
+        self.journal.finish_attempt(attempt_id, run["id"], "context-failed", detail)
+        self._current.pop(worker.name, None)
+        self.progress.run_done(run["id"], run["arm"], worker=worker.name)
+
     def _prepare(self, worker: Any, run: dict[str, Any], number: int, attempt_id: int) -> bool:
         """Run the steps of the run's treatment (a link-order build, factor setups) after its
         reset. False when its context's build failed: the run is then skipped (finished
@@ -412,21 +416,18 @@ class Runner:
             self.journal.record_setup(attempt_id, step.kind, step.what, step.request.command, status, result.exit_status,
                                       result.wall_time, result.stdout, result.stderr)
             if status == "ok":
-                if step.kind == "build":
-                    self._built[worker.name] = step.what.removeprefix("context ")
+                if step.context is not None:
+                    self._built[worker.name] = step.context
                 continue
             why = result.error or (f"did not finish within {step.request.timeout:g} s" if result.timed_out else f"exit status {result.exit_status}")
             last = _last_line(result.stderr) or _last_line(result.stdout)
             why += f": {last}" if last else ""
-            if step.kind == "build":
-                context = step.what.removeprefix("context ")
+            if step.context is not None:
                 self._built[worker.name] = None
-                self._failed_contexts.setdefault(worker.name, {})[context] = why
-                self.journal.finish_attempt(attempt_id, run["id"], "context-failed", f"{step.what}: link-order build failed: {why}")
-                self._current.pop(worker.name, None)
+                self._failed_contexts.setdefault(worker.name, {})[step.context] = why
                 self.progress.message(f"{self._prefix(worker)}the link-order build for {step.what} failed ({why}); "
                                       f"its runs are skipped, the others go on")
-                self.progress.run_done(run["id"], run["arm"], worker=worker.name)
+                self._skip(worker, run, attempt_id, f"{step.what}: link-order build failed: {why}")
                 return False
             raise _ResetFailed(f"{self._prefix(worker)}{step.what}: the setup `{step.request.command}` failed before run {number} ({why})")
         return True

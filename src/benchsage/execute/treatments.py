@@ -44,6 +44,7 @@ class Step:
     kind: str  # "build" | "setup"
     what: str  # "context c3", "factor smt=on"
     request: ProcessRequest
+    context: str | None = None  # a build's context label
 
 
 class Applier:
@@ -103,7 +104,7 @@ class Applier:
         if link is not None and context is not None and context.link_order is not None and built != context.label:
             objects = " ".join(shlex.quote(o) for o in context.link_order)
             out.append(Step("build", f"context {context.label}", ProcessRequest(
-                command=link.build.replace("{objects}", objects), cwd=self.spec.folder, timeout=BUILD_TIMEOUT)))
+                command=link.build.replace("{objects}", objects), cwd=self.spec.folder, timeout=BUILD_TIMEOUT), context.label))
         for name, level in treatment.factors:
             setup = self._factor_setup.get(name)
             if setup:

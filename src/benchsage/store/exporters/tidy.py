@@ -6,7 +6,7 @@ import os
 
 import pyarrow as pa
 
-from benchsage.design.treatments import dimension_labels
+from benchsage.design.treatments import cell_columns
 from benchsage.store.importers.benchsage import trial_boot_ids
 from benchsage.store.journal import Journal
 from benchsage.store.table import OPTIONAL_HARNESS_METRICS
@@ -21,8 +21,7 @@ def tidy_table(directory: str | os.PathLike[str]) -> pa.Table:
     journal = Journal.open(directory)
     try:
         described = journal.meta().get("treatments") or []
-        cell_labels = [dimension_labels(d) for d in described]
-        dims = list(dict.fromkeys(k for labels in cell_labels for k in labels))
+        cell_labels, dims = cell_columns(described)
         cell_of_run = {r["id"]: r["treatment"] for r in journal.runs()}
         extra: dict[str, list] = {d: [] for d in dims}
         tests = journal.tests()

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from benchsage.store.journal import FINISHED, Journal
-from benchsage.design.treatments import dimension_labels
+from benchsage.design.treatments import cell_columns
 from benchsage.store.table import FIRST, HARNESS_METRICS, MetricInfo, TrialTable, encode_treatments
 
 
@@ -196,8 +196,7 @@ def _read(journal: Journal, directory: str) -> TrialTable:
 
 def _treatment_columns(described: list[dict[str, Any]], runs: list[dict[str, Any]], row_runs: np.ndarray) -> tuple[Any, Any, np.ndarray]:
     """The table's treatment dimensions, from the treatment each row's run carried."""
-    cell_labels = [dimension_labels(d) for d in described]
-    dims = list(dict.fromkeys(k for labels in cell_labels for k in labels))
+    cell_labels, dims = cell_columns(described)
     cell_of_run = {r["id"]: r["treatment"] for r in runs}
     run_ids = np.unique(row_runs)
     cells = np.array([cell_of_run.get(int(r)) if cell_of_run.get(int(r)) is not None else -1 for r in run_ids], dtype=np.int64)
