@@ -45,7 +45,7 @@ IN_MEMORY = (
     "a, _ = analyze_sources([sys.argv[1]], format='tidy'); sys.stdout.write(a.to_json_text())"
 )
 BATCHED = (
-    "import sys; from benchsage.analyze.batched import analyze_tidy_file; "
+    "import sys; from benchsage.analyze.pipeline import analyze_tidy_file; "
     "a = analyze_tidy_file(sys.argv[1]); "
     "sys.stdout.write('DECLINED' if a is None else a.to_json_text())"
 )

@@ -32,12 +32,12 @@ def test_hugepage_setting_of_the_user_is_left_alone() -> None:
     assert _child(HUGEPAGE, NUMPY_MADVISE_HUGEPAGE="0") == "True False"
 
 
-def test_preload_imports_in_the_background_and_survives_a_missing_module() -> None:
+def test_import_in_background_imports_in_the_background_and_survives_a_missing_module() -> None:
     code = (
         "import sys\n"
-        "from benchsage._runtime import preload\n"
+        "from benchsage._runtime import import_in_background\n"
         "assert 'colorsys' not in sys.modules\n"
-        "preload('no_such_module_xyz', 'colorsys').join(10)\n"
+        "import_in_background('no_such_module_xyz', 'colorsys').join(10)\n"
         "print('colorsys' in sys.modules, 'no_such_module_xyz' in sys.modules)"
     )
     assert _child(code) == "True False"

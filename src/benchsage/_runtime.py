@@ -62,13 +62,14 @@ def no_hugepage_advice() -> bool:
     return True
 
 
-def preload(*modules: str) -> threading.Thread:
-    """Import third-party modules in a background thread, while the main thread reads data.
+def import_in_background(*modules: str) -> threading.Thread:
+    """Import modules in a background thread, while the calling thread reads data.
 
     pyarrow parses a CSV file with the GIL released, so the imports the analysis needs next
-    (scipy.special: 0.15 s, mostly its array-API layer) cost nothing on the critical path. Only
-    for modules that never import benchsage (two threads importing each other's modules could
-    deadlock); an import that fails here fails again, with its message, where it is used.
+    (its own modules and scipy.special, 0.2 s) cost next to nothing on the critical path. The
+    caller must not import anything itself until it has joined the thread, unless the modules
+    never import benchsage: two threads importing modules that import each other could
+    deadlock. An import that fails here fails again, with its message, where it is used.
     """
 
     def run() -> None:
@@ -80,7 +81,7 @@ def preload(*modules: str) -> threading.Thread:
             except Exception:  # noqa: BLE001 - reported by the real import later
                 pass
 
-    thread = threading.Thread(target=run, name="benchsage-preload", daemon=True)
+    thread = threading.Thread(target=run, name="benchsage-import", daemon=True)
     thread.start()
     return thread
 
@@ -89,4 +90,4 @@ def tune_short_lived_process() -> None:
     """All of the above, for `benchsage analyze` and `benchsage report`."""
     retain_freed_memory()
     no_hugepage_advice()
-    preload("scipy.special")
+    import_in_background("scipy.special")

@@ -62,9 +62,9 @@ def _treatment_options(func: Callable[..., Any]) -> Callable[..., Any]:
     opts = [
         click.option("--compare", "claims", multiple=True, metavar="A,B[,METRIC]", callback=_compare_claims,
                      help="Is test A better than test B (on METRIC; default their primary metric)? Repeatable; adds to the spec's [[compare]]."),
-        click.option("--compare-method", type=click.Choice(["mann-whitney", "touati"]), default="mann-whitney", show_default=True,
+        click.option("--compare-method", type=click.Choice(["mann-whitney", "touati"]), default=COMPARE_DEFAULTS[0], show_default=True,
                      help="The test of a comparison: Mann-Whitney, or Touati's Speedup-Test protocol."),
-        click.option("--ratio-ci", type=click.Choice(["bonett-price", "bauer"]), default="bonett-price", show_default=True,
+        click.option("--ratio-ci", type=click.Choice(["bonett-price", "bauer"]), default=COMPARE_DEFAULTS[1], show_default=True,
                      help="The interval of a comparison's ratio of medians."),
     ]
     for opt in reversed(opts):
@@ -72,7 +72,15 @@ def _treatment_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
+# The test and the ratio interval of a comparison unless asked otherwise: those of
+# analyze.treatments.TreatmentOptions(), which is not imported for them (it imports scipy).
+COMPARE_DEFAULTS = ("mann-whitney", "bonett-price")
+
+
 def _treatments(claims: Sequence[tuple[str, str, str | None]], compare_method: str, ratio_ci: str) -> Any:
+    """The TreatmentOptions asked for, or None (the defaults) when nothing but the defaults was."""
+    if not claims and (compare_method, ratio_ci) == COMPARE_DEFAULTS:
+        return None
     from benchsage.analyze.treatments import CompareRequest, TreatmentOptions
 
     return TreatmentOptions(tuple(CompareRequest(*c) for c in claims), compare_method, ratio_ci)
@@ -208,9 +216,10 @@ def analyze(sources: Sequence[str], fmt: str, alpha: float | None, correction: s
             as_json: bool, csv_path: str | None, fail_on_effect: bool) -> None:
     """Analyze experiment directories or data files (tidy CSV, OrderSage CSV)."""
     from benchsage._runtime import tune_short_lived_process
-    from benchsage.analyze.pipeline import analyze_sources_only
 
     tune_short_lived_process()
+    from benchsage.analyze.pipeline import analyze_sources_only
+
     analysis = analyze_sources_only(sources, format=fmt, options=_options(alpha, correction, ci_method, ci_level, ci_case_rule, no_diagnostics),
                                     treatments=_treatments(claims, compare_method, ratio_ci))
     if csv_path:

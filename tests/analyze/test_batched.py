@@ -157,7 +157,7 @@ def test_files_with_treatments_are_analysed_in_memory(tmp_path: Path, column: st
     rows = trials_rows(tests=[f"t{i}" for i in range(4)], runs=10)
     path = write(tmp_path / "treated.csv", [*HEADER, column], [[*r, "A" if i % 2 else "B"] for i, r in enumerate(rows)])
     assert tidy_stream.stream_tidy(path, block_bytes=256) is None
-    assert batched.analyze_tidy_file(str(path)) is None
+    assert pipeline.analyze_tidy_file(str(path)) is None
 
 
 def test_files_it_does_not_handle_are_analysed_in_memory(tmp_path: Path) -> None:

@@ -278,3 +278,14 @@ def test_env_says_how_trials_are_measured_here(tmp_path: Path) -> None:
     aspects = {a["name"]: a for a in json.loads(off.stdout)["measurement"]["aspects"]}
     assert aspects["cgroups"]["state"] == "off" and "BENCHSAGE_CGROUPS=off" in aspects["cgroups"]["advice"]
     assert aspects["leftovers"]["data"]["method"] == "subreaper"
+
+
+def test_the_command_line_comparison_defaults_are_the_analysis_defaults() -> None:
+    # `benchsage analyze` passes no TreatmentOptions (imports nothing for them) when only its
+    # defaults were given: they must be the analysis's own.
+    from benchsage.analyze.treatments import TreatmentOptions
+    from benchsage.cli import COMPARE_DEFAULTS, _treatments
+
+    assert (TreatmentOptions().compare_method, TreatmentOptions().ratio_ci) == COMPARE_DEFAULTS
+    assert _treatments((), *COMPARE_DEFAULTS) is None
+    assert _treatments((), "touati", COMPARE_DEFAULTS[1]) == TreatmentOptions(compare_method="touati")

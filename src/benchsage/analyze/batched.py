@@ -304,14 +304,3 @@ class _Found:
         # A tidy file records no plan, so no random_orders (as read_tidy's provenance).
         return Diagnostics(interleaving=interleaving, position_effects=positions, carryover=carry, trends=trends,
                            carryover_balance=self.balance.result())
-
-
-def analyze_tidy_file(path: str, options: Options = Options(), *, block_bytes: int | None = None, batch_rows: int = BATCH_ROWS) -> Analysis | None:
-    """A tidy file read block by block and analysed in batches, or None when the file is one
-    to read in memory (tidy_stream.stream_tidy, can_batch); the Analysis is analyze_loaded's."""
-    from benchsage.store.importers.tidy_stream import BLOCK_BYTES, stream_tidy
-
-    trials = stream_tidy(path, block_bytes=block_bytes or BLOCK_BYTES)
-    if trials is None or not can_batch(trials):
-        return None
-    return analyze_compact(trials, options, batch_rows=batch_rows)

@@ -8,25 +8,30 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from typing import Any, Callable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
 
 import numpy as np
 
-from benchsage.analyze.diagnostics import Parts
-from benchsage.analyze.measurement import rss_floor_notes
 from benchsage.analyze.options import Options
-from benchsage.analyze.order import ValueOrder, analyze_table, sort_values
-from benchsage.analyze.treatments import TreatmentOptions, analyze_treatments
-from benchsage.analyze.verdict import Analysis, Diagnostics
-from benchsage.store.importers.detect import load_sources
-from benchsage.store.table import TrialTable
+
+if TYPE_CHECKING:
+    from benchsage.analyze.order import ValueOrder
+    from benchsage.analyze.treatments import TreatmentOptions
+    from benchsage.analyze.verdict import Analysis, Diagnostics
+    from benchsage.store.table import TrialTable
+
+# The analysis's own modules (scipy among them, about 0.2 s of imports) are imported where they
+# are used: the command line first starts reading a large file (analyze_sources_only), and they
+# load in a second thread while pyarrow parses it.
 
 _A = TypeVar("_A")
 _B = TypeVar("_B")
 
 
 def analyze_sources(sources: Sequence[str], *, format: str = "auto", options: Options = Options(),
-                    treatments: TreatmentOptions = TreatmentOptions()) -> tuple[Analysis, TrialTable]:
+                    treatments: TreatmentOptions | None = None) -> tuple[Analysis, TrialTable]:
+    from benchsage.store.importers.detect import load_sources
+
     table = load_sources(list(sources), format=format)
     return analyze_loaded(table, options, treatments), table
 
@@ -38,17 +43,40 @@ STREAM_BYTES = 64 << 20
 
 
 def analyze_sources_only(sources: Sequence[str], *, format: str = "auto", options: Options = Options(),
-                         treatments: TreatmentOptions = TreatmentOptions()) -> Analysis:
+                         treatments: TreatmentOptions | None = None) -> Analysis:
     """analyze_sources' Analysis, for a caller that does not need the trial table: a large tidy
     file (STREAM_BYTES) is then analysed without holding its rows in memory as a table (unless
     comparisons are asked for: they need the table)."""
-    if len(sources) == 1 and not treatments.compare and _large_tidy(sources[0], format):
-        from benchsage.analyze.batched import analyze_tidy_file
-
+    if len(sources) == 1 and not (treatments and treatments.compare) and _large_tidy(sources[0], format):
         analysis = analyze_tidy_file(sources[0], options)
         if analysis is not None:
             return analysis
     return analyze_sources(sources, format=format, options=options, treatments=treatments)[0]
+
+
+def analyze_tidy_file(path: str, options: Options = Options(), *, block_bytes: int | None = None, batch_rows: int | None = None) -> Analysis | None:
+    """A tidy file read block by block and analysed in batches (analyze/batched.py), or None
+    when the file is one to read in memory (tidy_stream.stream_tidy, batched.can_batch); the
+    Analysis is analyze_loaded's.
+
+    The batched analysis's modules are imported in a second thread while this one reads the
+    file: pyarrow parses with the GIL released, so on the paper-scale file those 0.2 s of
+    imports no longer come before the reading. This thread imports nothing until that thread
+    is done (two threads importing modules that import each other could deadlock).
+    """
+    from benchsage._runtime import import_in_background
+    from benchsage.store.importers.tidy_stream import BLOCK_BYTES, stream_tidy
+
+    importing = import_in_background("benchsage.analyze.batched")
+    try:
+        trials = stream_tidy(path, block_bytes=block_bytes or BLOCK_BYTES)
+    finally:
+        importing.join()
+    from benchsage.analyze.batched import BATCH_ROWS, analyze_compact, can_batch
+
+    if trials is None or not can_batch(trials):
+        return None
+    return analyze_compact(trials, options, batch_rows=batch_rows or BATCH_ROWS)
 
 
 def _large_tidy(source: str, format: str) -> bool:
@@ -66,10 +94,16 @@ def _large_tidy(source: str, format: str) -> bool:
         return False
 
 
-def analyze_loaded(table: TrialTable, options: Options = Options(), treatments: TreatmentOptions = TreatmentOptions()) -> Analysis:
+def analyze_loaded(table: TrialTable, options: Options = Options(), treatments: TreatmentOptions | None = None) -> Analysis:
     """Analyse a table; an experiment's own alpha and correction apply unless overridden.
     With treatments, their analyses are added, and the order analysis examines the rows
     treatments.order_rows keeps (the lightest observer level)."""
+    from benchsage.analyze.diagnostics import Parts
+    from benchsage.analyze.measurement import rss_floor_notes
+    from benchsage.analyze.order import analyze_table, sort_values
+    from benchsage.analyze.treatments import TreatmentOptions, analyze_treatments
+
+    treatments = treatments if treatments is not None else TreatmentOptions()
     prov = table.provenance
     alpha = options.alpha if options.alpha is not None else float(prov.get("alpha") or 0.05)
     correction = options.correction or str(prov.get("correction") or "bonferroni")
@@ -148,6 +182,7 @@ def _fleet(
     from benchsage.analyze import fleet
     from benchsage.analyze.identity import identity_warnings
     from benchsage.analyze.strata import comparison_workers
+    from benchsage.analyze.verdict import Diagnostics
 
     # Each worker ran its own tests (no comparison spans two workers): the per-worker rows are
     # the combined ones, corrected per worker, and there is nothing to compare across workers.
@@ -178,6 +213,7 @@ def _diagnosed(table: TrialTable, sorted_values: ValueOrder | None) -> tuple[Tri
     slower position, predecessor or time.
     """
     from benchsage.analyze import strata
+    from benchsage.analyze.order import sort_values
 
     if strata.workers_present(table) <= 1:
         return table, sorted_values
