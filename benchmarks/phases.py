@@ -8,8 +8,9 @@ each phase, its wall seconds and the CPU seconds of all the process's threads in
 
 The command line reads a tidy file of pipeline.STREAM_BYTES or more block by block and
 analyses it in batches (--path auto picks the path the command line takes). Phases of the
-batched path: imports, load (tidy_stream.stream_tidy: parse the CSV into compact columns),
-analysis (batched.analyze_compact: order analysis and diagnostics, batch by batch), JSON
+batched path: imports (those reading needs), load (tidy_stream.stream_tidy: parse the CSV into
+compact columns, while the analysis's modules are imported in a second thread), imports after
+(what of those is left once the file is read), analysis (batched.analyze_compact: order analysis and diagnostics, batch by batch), JSON
 (Analysis.to_json_text, compact, as --json prints when piped). Phases of the in-memory path:
 imports, load (parse the CSV into a TrialTable), the shared sort of the values, the order
 analysis, the diagnostics, Analysis.to_json, json.dumps. Then the child's peak RSS, its system
@@ -73,12 +74,22 @@ text = json.dumps(doc, allow_nan=False, separators=(",", ":")); mark("json.dumps
 """ + EPILOGUE
 
 BATCHED = PROLOGUE + r"""
-from benchsage.analyze import pipeline
-from benchsage.analyze.batched import analyze_compact, can_batch
 from benchsage.analyze.options import Options
 from benchsage.store.importers.tidy_stream import stream_tidy
+try:
+    from benchsage._runtime import import_in_background
+except ImportError:  # versions that imported the analysis before reading
+    import_in_background = None
+    import benchsage.analyze.batched
 mark("imports")
-trials = stream_tidy(sys.argv[1]); mark("load")
+if import_in_background is not None:  # as pipeline.analyze_tidy_file: the analysis imports while the file is read
+    importing = import_in_background("benchsage.analyze.batched")
+trials = stream_tidy(sys.argv[1])
+if import_in_background is not None:
+    importing.join()
+mark("load")
+from benchsage.analyze.batched import analyze_compact, can_batch
+mark("imports after")
 if trials is None or not can_batch(trials):
     sys.exit("the batched path declines this file: time it with --path memory")
 analysis = analyze_compact(trials, Options(diagnostics=sys.argv[2] == "1")); mark("analysis")
