@@ -184,10 +184,10 @@ positive = st.lists(st.integers(8, 64).map(lambda i: i / 16), min_size=5, max_si
 
 
 @settings(max_examples=60, deadline=None)
-@given(positive, positive, st.sampled_from([1e-6, 1e-3, 0.1, 3.0, 7e5]))
-def test_swap_inverts_and_scale_leaves_unchanged(a, b, scale):
+@given(positive, positive, st.sampled_from([1e-6, 1e-3, 0.1, 3.0, 7e5]), st.sampled_from(["bauer", "bonett-price"]))
+def test_swap_inverts_and_scale_leaves_unchanged(a, b, scale, ci_method):
     a, b = np.array(a), np.array(b)
-    ab, ba = compare(a, b), compare(b, a)
+    ab, ba = compare(a, b, ci_method=ci_method), compare(b, a, ci_method=ci_method)
     if ab.ci is None:
         assert ba.ci is None
     else:
@@ -197,7 +197,7 @@ def test_swap_inverts_and_scale_leaves_unchanged(a, b, scale):
     if ab.p is not None:
         assert ba.p == pytest.approx(ab.p, rel=1e-12)
         assert {ab.better, ba.better} in ({None}, {"a", "b"})
-    scaled = compare(a * scale, b * scale)
+    scaled = compare(a * scale, b * scale, ci_method=ci_method)
     assert scaled.ratio == pytest.approx(ab.ratio, rel=1e-9)
     if ab.ci is not None:
         assert scaled.ci == (pytest.approx(ab.ci[0], rel=1e-9), pytest.approx(ab.ci[1], rel=1e-9))
@@ -215,9 +215,10 @@ def test_mann_whitney_comparison_matches_scipy():
 
 
 def test_too_few_values_equal_values_and_non_positive():
-    r = compare([1.0, 2.0, 3.0, 4.0], [2.0, 3.0, 4.0, 5.0, 6.0])
+    r = compare([1.0, 2.0, 3.0, 4.0], [2.0, 3.0, 4.0, 5.0, 6.0], ci_method="bauer")
     assert r.p is None and r.better is None and "fewer than 5" in r.reason
     assert r.ratio == pytest.approx(2.5 / 4.0) and r.ci == (pytest.approx(1 / 5), pytest.approx(3 / 2))  # k = 2: second extremes
+    assert compare([1.0, 2.0, 3.0, 4.0], [2.0, 3.0, 4.0, 5.0, 6.0]).ci is None  # Bonett-Price, the default, needs more
     same = compare([3.0] * 6, [3.0] * 7)
     assert same.p is None and "every value is equal" in same.reason and same.ratio == 1.0
     tiny = compare([1.0, 2.0, 3.0], [1.0, 2.0, 3.0])

@@ -19,7 +19,7 @@ import numpy as np
 
 from benchsage.errors import UsageError
 from benchsage.stats.compare import METHODS as COMPARE_METHODS
-from benchsage.stats.compare import MIN_VALUES, RATIO_CI_METHODS, Comparison, ContextSummary, compare, summarize_contexts
+from benchsage.stats.compare import DEFAULT_RATIO_CI, MIN_VALUES, RATIO_CI_METHODS, Comparison, ContextSummary, compare, summarize_contexts
 from benchsage.stats.correction import adjust
 from benchsage.stats.factorial import FactorialResult, factorial_2k
 from benchsage.stats.spearman import spearman_grouped
@@ -30,12 +30,6 @@ CONTEXT = "context"
 CONTEXT_PREFIX = "context:"
 OBSERVER = "observer"
 FACTOR_PREFIX = "factor:"
-# The ratio interval of comparisons and observer effects. Bonett-Price rather than Bauer's
-# interval: two tests (o3 and o2, a test with and without strace) rarely share a shape, and
-# then Bauer's interval, which assumes one is a scaled copy of the other, covered the ratio of
-# medians only 82% of the time at 100 values; Bonett-Price covered >= 94.7% in every case
-# measured, shapes alike or not (docs/validation.md, "Treatments").
-DEFAULT_RATIO_CI = "bonett-price"
 # Context dimensions whose levels are magnitudes (bytes): tested for a monotone trend. The others
 # (a CPU list, ASLR on/off, a link order) are categories.
 NUMERIC_DIMENSIONS = ("env_bytes", "cwd_bytes")
