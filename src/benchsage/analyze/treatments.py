@@ -9,7 +9,6 @@ of p-values is corrected with the analysis's correction at its alpha.
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
@@ -22,6 +21,7 @@ from benchsage.stats.compare import METHODS as COMPARE_METHODS
 from benchsage.stats.compare import DEFAULT_RATIO_CI, MIN_VALUES, RATIO_CI_METHODS, Comparison, ContextSummary, compare, summarize_contexts
 from benchsage.stats.correction import adjust
 from benchsage.stats.factorial import FactorialResult, factorial_2k
+from benchsage.stats.permutation import MAX_EXACT, exact_rank_p
 from benchsage.stats.spearman import spearman_grouped
 from benchsage.stats.stratified import kruskal_k
 from benchsage.store.table import ARMS, TrialTable
@@ -752,7 +752,7 @@ def _dimension_test(table: TrialTable, k: int, medians: np.ndarray) -> _Dimensio
     for mask in {tuple(row) for row in usable[exact & np.isfinite(p)]}:
         rows = np.flatnonzero(exact & np.isfinite(p) & (usable == np.array(mask)).all(axis=1))
         cols = np.flatnonzero(mask)
-        p[rows] = _exact_p(medians[np.ix_(rows, cols)], setting[cols], numeric)
+        p[rows] = exact_rank_p(medians[np.ix_(rows, cols)], setting[cols], numeric=numeric)
     approximation = "t approximation" if numeric else "chi-squared approximation"
     kinds = sorted({"exact permutation p" if e else approximation for e in exact[points > 0]}) or ["exact permutation p"]
     return _DimensionTest(p=p, statistic=statistic, points=points, method=f"{name} ({', '.join(kinds)})")
@@ -760,54 +760,10 @@ def _dimension_test(table: TrialTable, k: int, medians: np.ndarray) -> _Dimensio
 
 # Up to this many contexts, a dimension's p-value comes from all n! assignments of the context
 # medians (40,320 at 8, the default number of variants).
-EXACT_CONTEXTS = 8
+EXACT_CONTEXTS = MAX_EXACT
 
 
 @lru_cache(maxsize=8)
-def _permutations(n: int) -> np.ndarray:
-    return np.array(list(itertools.permutations(range(n))), dtype=np.int64).reshape(-1, n)
-
-
-def _midranks(x: np.ndarray) -> np.ndarray:
-    order = np.argsort(x, kind="stable")
-    _, inverse, counts = np.unique(x[order], return_inverse=True, return_counts=True)
-    ends = np.cumsum(counts)
-    ranks = np.empty(len(x))
-    ranks[order] = ((ends - counts + ends + 1) / 2.0)[inverse.ravel()]
-    return ranks
-
-
-def _exact_p(medians: np.ndarray, setting: np.ndarray, numeric: bool) -> np.ndarray:
-    """P(T >= T observed) over the n! assignments of each row's n values to the n settings.
-
-    Both tests are functions of the ranks of the values r (midranks, centred) through
-    T = ||D' r||^2 for a design D fixed by the settings: D = the centred midranks of the
-    settings for Spearman (T = const x rho^2: two-sided), D = the one-hot columns of the
-    levels scaled by 1 / sqrt(n_level) for Kruskal-Wallis (T = const x H). Permuting the rows
-    of D gives every assignment; the observed one is among them, so p >= 1 / n!.
-    """
-    n = medians.shape[1]
-    ranks = np.array([_midranks(row) for row in medians])
-    ranks -= ranks.mean(axis=1, keepdims=True)
-    if numeric:
-        xr = _midranks(setting.astype(np.float64))
-        design = (xr - xr.mean())[:, None]
-    else:
-        levels, code = np.unique(setting, return_inverse=True)
-        onehot = np.eye(len(levels))[code.ravel()]
-        design = onehot / np.sqrt(onehot.sum(axis=0))[None, :]
-    permuted = design[_permutations(n)]  # (n!, n, L)
-    observed = ((ranks @ design) ** 2).sum(axis=1)
-    out = np.empty(len(ranks))
-    step = max(1, (1 << 22) // (permuted.shape[0] * design.shape[1]))
-    for start in range(0, len(ranks), step):
-        part = slice(start, start + step)
-        stat = (np.einsum("pnl,gn->pgl", permuted, ranks[part]) ** 2).sum(axis=2)  # (n!, rows)
-        # a relative tolerance: the observed assignment must count itself despite rounding
-        out[part] = np.mean(stat >= observed[part][None, :] * (1.0 - 1e-9) - 1e-12, axis=0)
-    return out
-
-
 def _numeric(levels: Sequence[str]) -> bool:
     try:
         [float(v) for v in levels]
