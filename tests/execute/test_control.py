@@ -266,3 +266,36 @@ def test_pinning_and_leftovers_in_a_whole_experiment(tmp_path: Path) -> None:
     malformed = bench("run", str(spec), "-o", "out8")
     assert malformed.returncode == 2 and "[experiment]" in malformed.stderr and "'3-1'" in malformed.stderr
     assert "Traceback" not in malformed.stderr + lacking.stderr
+
+
+def test_without_cgroups_a_reset_daemon_that_exits_leaves_no_zombie(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A reset that starts a server in the background (adopted by the agent as subreaper) and the
+    # next reset that stops it: the stopped server is the agent's child, and must be reaped.
+    monkeypatch.setenv("BENCHSAGE_CGROUPS", "off")
+    with LocalWorker() as worker:
+        agent = worker.connect()["pid"]
+        started = worker.run(ProcessRequest("sh -c 'setsid sleep 62 & echo $!'", "/"))
+        (daemon,) = pids_of(started.stdout)
+        trial = worker.run(ProcessRequest("true", "/", trial=True))
+        assert trial.leftovers == 0 and alive(daemon)  # a reset's daemon is not the trial's leftover
+        worker.run(ProcessRequest(f"kill {daemon}", "/"))
+        deadline = time.monotonic() + 5
+        while _state(daemon) != "Z":  # the agent's zombie now
+            assert time.monotonic() < deadline, f"daemon {daemon} in state {_state(daemon)}"
+            time.sleep(0.02)
+        assert _parent(daemon) == agent
+        assert worker.run(ProcessRequest("true", "/", trial=True)).leftovers == 0
+        assert _state(daemon) is None  # reaped before the next trial
+
+
+def _state(pid: int) -> str | None:
+    try:
+        data = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    return data[data.rindex(b")") + 2 : data.rindex(b")") + 3].decode()
+
+
+def _parent(pid: int) -> int:
+    data = Path(f"/proc/{pid}/stat").read_bytes()
+    return int(data[data.rindex(b")") + 2 :].split()[1])

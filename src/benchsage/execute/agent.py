@@ -665,8 +665,10 @@ class _Measurement:
 
     def before(self) -> None:
         """Just before the fork: which children the agent already has (a reset's daemons are
-        not the trial's leftovers), and the energy counters."""
-        self._known = set(_children()) if self.subreaper else set()
+        not the trial's leftovers), and the energy counters. An adopted daemon that has exited
+        since (a reset stopped the server an earlier one started) is reaped here, or each
+        restart would leave a zombie for as long as the agent lives."""
+        self._known = _reap_exited(_children()) if self.subreaper else set()
         self._energy0 = None
         if self.rapl is not None:
             try:
@@ -763,6 +765,20 @@ def _kill_adopted(known: Any) -> set:
             if alive:
                 killed.add(kid)
     return killed
+
+
+def _reap_exited(children: List[int]) -> set:
+    """Wait for those of the agent's children that have exited (zombies); the living ones."""
+    living = set()  # type: set
+    for kid in children:
+        if _state(kid) in ("Z", "X"):
+            try:
+                os.waitpid(kid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+        else:
+            living.add(kid)
+    return living
 
 
 def _state(pid: int) -> Optional[str]:
