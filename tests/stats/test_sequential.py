@@ -217,6 +217,51 @@ def test_decide_input_errors():
         spending_boundaries([0.5, 0.5, 1.0], 0.05)
 
 
+def _exit_probability(critical, t) -> float:
+    """P(|Z_k| >= c_k at some look) under no effect, Z_1..Z_K of the canonical joint
+    distribution at information fractions t (scipy's multivariate normal)."""
+    tt, c = np.array(t), np.array(critical)
+    cov = np.sqrt(np.minimum.outer(tt, tt) / np.maximum.outer(tt, tt))
+    mvn = sps.multivariate_normal(mean=np.zeros(len(t)), cov=cov, abseps=1e-9, releps=1e-9, maxpts=2_000_000, seed=1)
+    return 1.0 - mvn.cdf(c, lower_limit=-c)
+
+
+@pytest.mark.parametrize("correction", ["bonferroni", "holm"])
+def test_looks_at_other_runs_than_planned_keep_the_error_at_alpha(correction):
+    """3 workers of 7 runs per arm, 5 looks: the plan's looks fall at 5, 9, 13, 17, 21 runs
+    per arm over all workers, but each worker's share is rounded down (1, 3, 4, 5, 7 runs), so
+    the looks analyse 3, 9, 12, 15, 21. Boundaries at the planned fractions would make the
+    family-wise error 0.0523; at the fractions taken it is alpha."""
+    d = SequentialDesign(21, 5, correction=correction)
+    taken = (3, 9, 12, 15, 21)
+    t = [n / 21 for n in taken]
+    assert _exit_probability(d.critical(1), t) == pytest.approx(0.0523, abs=2e-4)
+    assert _exit_probability(d.critical(1, information=t), t) == pytest.approx(0.05, abs=3e-6)
+    rng = np.random.default_rng(21)
+    data = {name: (rng.normal(100, 1, 21), rng.normal(100, 1, 21)) for name in ("a", "b")}
+    looks: list[Look] = []
+    for k, n in enumerate(taken):
+        look = d.decide(k, {name: (f[:n], r[:n]) for name, (f, r) in data.items()}, looks, runs=n)
+        assert (look.runs, look.information) == (n, n / 21)
+        assert all(x.critical == d.critical(2, information=t)[k] for x in look.tests)
+        assert look.alpha_spent == pytest.approx(2 * float(alpha_spending(n / 21, 0.025)), rel=1e-12)
+        looks.append(look)
+        if look.stop:
+            break
+    assert looks[-1].stop and (looks[-1].decided == 2 or looks[-1].alpha_spent == 0.05)
+    # Looks at the planned runs are the planned design, boundaries and all.
+    planned = d.decide(0, {name: (f[:5], r[:5]) for name, (f, r) in data.items()})
+    assert planned == d.decide(0, {name: (f[:5], r[:5]) for name, (f, r) in data.items()}, runs=5)
+    assert planned.tests[0].critical == d.critical(2)[0] and planned.information == 5 / 21
+    first = d.decide(0, {name: (f[:3], r[:3]) for name, (f, r) in data.items()}, runs=3)
+    with pytest.raises(ValueError, match="adds nothing to look 0 at 3"):
+        d.decide(1, {name: (f[:3], r[:3]) for name, (f, r) in data.items()}, [first], runs=3)
+    with pytest.raises(ValueError, match="more than the 3 runs per arm of look 0"):
+        d.decide(0, {name: (f[:4], r[:4]) for name, (f, r) in data.items()}, runs=3)
+    with pytest.raises(ValueError, match="runs must be an integer in 1..21"):
+        d.decide(0, data, runs=22)
+
+
 @pytest.mark.parametrize("correction", ["bonferroni", "holm"])
 def test_one_look_gives_the_decisions_of_the_fixed_test(correction):
     """With one look the procedure is benchsage's fixed analysis: scipy's Mann-Whitney p (no

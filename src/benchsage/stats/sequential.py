@@ -351,6 +351,7 @@ def decide_step(
     abs_z: np.ndarray,
     within: np.ndarray,
     state: np.ndarray,
+    information: Sequence[float] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """New states of m tests in R experiments at look `look` (0-based), all looks' data known.
 
@@ -358,6 +359,8 @@ def decide_step(
     within: (R, m) bool, the no-effect condition at this look (the repeated CI of the shift lies
         within +-min_effect % of the median).
     state: (R, m) codes UNDECIDED / DECIDED_EFFECT / DECIDED_NO_EFFECT before this look.
+    information: the information fractions of looks 0..look as taken (at least look + 1 of
+        them; see `SequentialDesign.decide`); None: the design's planned fractions.
     Returns (new state, level): level is the per-test alpha at which a test decided "effect" at
     this look crossed (alpha / m for Bonferroni, alpha / h for Holm), NaN otherwise.
 
@@ -376,7 +379,7 @@ def decide_step(
     level = np.full((r, m), np.nan)
     with np.errstate(invalid="ignore"):
         if design.correction == "bonferroni":
-            c = design.critical(m, m)[look]
+            c = design.critical(m, m, information)[look]
             cross = open_ & (abs_z[:, :, look] >= c)
             rejected |= cross
             level[cross] = design.alpha / m
@@ -388,7 +391,7 @@ def decide_step(
                 h = m - rejected.sum(axis=1)
                 crit = np.full((r, look + 1), np.inf)
                 for hv in np.unique(h[h > 0]):
-                    crit[h == hv] = design.critical(m, int(hv))[: look + 1]
+                    crit[h == hv] = design.critical(m, int(hv), information)[: look + 1]
                 cross = open_ & ~rejected & (abs_z >= crit[:, None, :]).any(axis=2)
                 if not cross.any():
                     break
@@ -590,20 +593,25 @@ class SequentialDesign:
         """Two-sided spending boundaries of one test at per-test level `level` at this design's looks."""
         return spending_boundaries(self.information(), level, self.spending)
 
-    def critical(self, m: int, h: int | None = None) -> tuple[float, ...]:
-        """c_k(alpha / h) at every look, for a family of m tests (h defaults to m: Bonferroni)."""
+    def critical(self, m: int, h: int | None = None, information: Sequence[float] | None = None) -> tuple[float, ...]:
+        """c_k(alpha / h) at every look, for a family of m tests (h defaults to m: Bonferroni):
+        at the planned looks, or at `information`, the fractions of the looks as taken (c_k
+        depends on t_1..t_k only, so a prefix of the looks gives their boundaries)."""
         h = m if h is None else h
         if m < 1 or not 1 <= h <= m:
             raise ValueError(f"need 1 <= h <= m, got h={h}, m={m}")
-        return _boundaries(self.information(), self.alpha / h, self.spending).critical
+        t = self.information() if information is None else _check_information(information)
+        return _boundaries(t, self.alpha / h, self.spending).critical
 
-    def alpha_spent(self, m: int) -> tuple[float, ...]:
-        """Family-wise alpha spent by each look with m tests: m x alpha_k(alpha / m)."""
+    def alpha_spent(self, m: int, information: Sequence[float] | None = None) -> tuple[float, ...]:
+        """Family-wise alpha spent by each look with m tests: m x alpha_k(alpha / m), at the
+        planned looks or at `information` (the looks as taken)."""
         if m < 1:
             raise ValueError(f"m must be at least 1, got {m}")
-        spent = [float(m * s) for s in alpha_spending(np.array(self.information()), self.alpha / m, self.spending)]
-        spent[-1] = float(self.alpha)  # exactly alpha at t = 1, not alpha within rounding
-        return tuple(spent)
+        t = self.information() if information is None else _check_information(information)
+        spent = alpha_spending(np.array(t), self.alpha / m, self.spending)
+        # exactly alpha at t = 1, not alpha within rounding
+        return tuple(float(self.alpha) if tk >= 1.0 else float(m * s) for tk, s in zip(t, spent))
 
     def method(self, m: int | None = None) -> str:
         """One sentence naming every choice, for the JSON's `sequential.method`."""
@@ -625,15 +633,33 @@ class SequentialDesign:
         look: int,
         data: Mapping[Hashable, tuple[Sequence[float] | np.ndarray, Sequence[float] | np.ndarray]],
         previous: Sequence[Look] = (),
+        runs: int | None = None,
     ) -> Look:
         """Analyse look `look` (0-based) and decide what can be decided.
 
         data: for every test of the family (the same tests at every look), its (fixed-arm
-            values, random-arm values) so far: at most look_points()[look] values per arm (a
-            failed trial leaves one fewer; boundaries stay those of the planned runs).
+            values, random-arm values) so far: at most `runs` values per arm (a failed trial
+            leaves one fewer; boundaries stay those of the runs).
         previous: the Look results of looks 0..look-1, in order (the Holm step-down uses the
             earlier looks' statistics; decisions already made are kept).
+        runs: the runs per arm this look analyses, when they are not the planned
+            look_points()[look]: more than the previous look's, at most max_runs.
         Returns the Look; `look.stop` says whether the experiment can end.
+
+        Looks at other runs than planned keep the family-wise error at most alpha. The
+        boundaries are those of the looks as taken: c_k solves the exit probability of the
+        canonical joint distribution (corr(Z_j, Z_k) = sqrt(t_j / t_k)) at the information
+        fractions t_j = runs_j / max_runs of this look and the earlier ones, spending
+        alpha(t_k) by look k. That is Lan & DeMets' (1983) use of a spending function: the
+        type I error stays alpha(t_K) <= alpha whatever the looks' times, as long as they do not
+        depend on the values seen (Jennison & Turnbull 2000, section 7.2). A fleet's looks
+        analyse every worker's first p runs per arm, p a per-worker share of the planned runs
+        (rounded down): fewer runs than planned, so boundaries at the planned fractions would
+        assume more correlation between looks than there is, and the error exceed alpha (with
+        3 workers of 7 runs and 5 looks, 0.052 at alpha = 0.05: tests/stats/test_sequential.py).
+        The same holds when a look goes ahead without the runs of a lost worker or of a failed
+        context: what is missing is fixed by events outside the values, and the runs analysed
+        at a look include those of every earlier look.
         """
         if isinstance(look, bool) or not isinstance(look, (int, np.integer)) or not 0 <= look < self.looks:
             raise ValueError(f"look must be an integer in 0..{self.looks - 1}, got {look!r}")
@@ -643,11 +669,12 @@ class SequentialDesign:
         if not keys:
             raise ValueError("no tests to decide")
         for i, prev in enumerate(previous):
-            if prev.index != i or prev.runs != self._points[i]:
-                raise ValueError(f"previous[{i}] is look {prev.index} at {prev.runs} runs, expected look {i} at {self._points[i]} runs")
+            if prev.index != i:
+                raise ValueError(f"previous[{i}] is look {prev.index}, expected look {i}")
             if [t.test for t in prev.tests] != keys:
                 raise ValueError(f"the tests at look {look} differ from those at look {i}: the family must stay the same")
-        runs = self._points[look]
+        runs = self._points[look] if runs is None else runs
+        information = self._taken(look, runs, previous)
         m = len(keys)
         arrays: list[tuple[np.ndarray, np.ndarray]] = []
         for key in keys:
@@ -660,7 +687,7 @@ class SequentialDesign:
             if len(f) > runs or len(r) > runs:
                 raise ValueError(f"test {key!r}: {len(f)} fixed and {len(r)} random values, more than the {runs} runs per arm of look {look}")
             arrays.append((f, r))
-        crit = self.critical(m)[look]
+        crit = self.critical(m, information=information)[look]
         z = np.full(m, np.nan)
         shift = np.full(m, np.nan)
         low = np.full(m, np.nan)
@@ -686,7 +713,7 @@ class SequentialDesign:
         for l, prev in enumerate(previous):
             abs_z[0, :, l] = [abs(t.z) if t.z is not None else np.nan for t in prev.tests]
         abs_z[0, :, look] = np.abs(z)
-        new_state, level = decide_step(self, look, abs_z, within[None, :], state)
+        new_state, level = decide_step(self, look, abs_z, within[None, :], state, information)
         tests = []
         for i, key in enumerate(keys):
             code = int(new_state[0, i])
@@ -720,14 +747,27 @@ class SequentialDesign:
         return Look(
             index=look,
             runs=runs,
-            information=runs / self.max_runs,
-            alpha_spent=self.alpha_spent(m)[look],
+            information=information[look],
+            alpha_spent=self.alpha_spent(m, information)[look],
             m=m,
             tests=tuple(tests),
             decided=decided,
             newly_decided=newly,
             stop=decided == m or look == self.looks - 1,
         )
+
+    def _taken(self, look: int, runs: int, previous: Sequence[Look]) -> tuple[float, ...]:
+        """The information fractions of the looks up to `look` as taken; the planned ones (all
+        of them, so that the boundaries are exactly the planned ones) while every look so far
+        analysed its planned runs."""
+        if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or not 1 <= runs <= self.max_runs:
+            raise ValueError(f"runs must be an integer in 1..{self.max_runs}, got {runs!r}")
+        if previous and runs <= previous[-1].runs:
+            raise ValueError(f"look {look} at {runs} runs per arm adds nothing to look {look - 1} at {previous[-1].runs}: "
+                             "a look needs new runs")
+        planned = self.information()
+        taken = tuple(p.information for p in previous) + (runs / self.max_runs,)
+        return planned if taken == planned[: look + 1] else taken
 
     def run(self, data_at_looks: Sequence[Mapping[Hashable, tuple[Any, Any]]]) -> tuple[Look, ...]:
         """All looks in turn on the data each look saw, stopping at the first look that stops
