@@ -9,12 +9,18 @@ order always does and a random order does one time in six.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import pty
 import re
+import select
 import shutil
 import sqlite3
+import struct
 import subprocess
 import sys
+import termios
 from pathlib import Path
 
 import pytest
@@ -126,6 +132,53 @@ def test_a_strong_order_effect_stops_early_decided_effect(tmp_path: Path) -> Non
     text = bench("analyze", "out", cwd=tmp_path).stdout
     assert "Sequential stopping: stopped at 20 of 30 runs per arm, at look 2 of 3: every test is decided" in text
     assert re.search(r"^a +wall_time +no-effect +20$", text, re.M) and re.search(r"^d +wall_time +effect +20$", text, re.M)
+
+
+def on_a_terminal(*args: str, cwd: Path) -> tuple[int, str]:
+    """Run benchsage with its stderr on a pseudo-terminal 200 columns wide, as a user sees it
+    (the rich progress bar); (exit status, the frames it drew, escape sequences removed)."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
+    proc = subprocess.Popen([sys.executable, "-m", "benchsage", *args], cwd=cwd, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    drawn = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 1.0)
+        if ready:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                chunk = b""
+            if not chunk:
+                break
+            drawn += chunk
+        elif proc.poll() is not None:
+            break
+    os.close(master)
+    proc.wait(timeout=60)
+    return proc.returncode, re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", drawn.decode(errors="replace"))
+
+
+def test_the_progress_bar_ends_at_the_runs_needed_and_says_the_rest_were_not(tmp_path: Path) -> None:
+    """The bar on the terminal counts down to the runs the experiment needed, not the planned
+    ones, and says how many planned runs were not needed; so does a resume of it."""
+    spec = tmp_path / "experiment.toml"
+    spec.write_text(EFFECT.replace("sleep 0.10$(", "sleep 0.02$(").replace("sleep 0.02; else sleep 0.1", "sleep 0.005; else sleep 0.03")
+                    .replace("min_effect = 10.0", "min_effect = 25.0"))
+    status, drawn = on_a_terminal("run", str(spec), "-o", "out", "--json", cwd=tmp_path)
+    assert status == 0, drawn
+    counts = statuses(tmp_path / "out")
+    needed, not_needed = counts["done"], counts["not-needed"]
+    assert not_needed > 0 and needed + not_needed == 60
+    frames = [f for f in re.split(r"[\r\n]+", drawn) if "trials" in f]
+    assert f"run {needed}/{needed}, {not_needed} not needed" in frames[-1]
+    assert f"{3 * needed}/{3 * needed} trials" in frames[-1]
+    assert f"/{3 * 60} trials" in frames[0]  # planned in full until the look that stopped it
+    status, drawn = on_a_terminal("resume", "out", cwd=tmp_path)
+    assert status == 0, drawn
+    last = [f for f in re.split(r"[\r\n]+", drawn) if "trials" in f][-1]
+    assert f"run {needed}/{needed}, {not_needed} not needed" in last and f"{3 * needed}/{3 * needed} trials" in last
 
 
 def test_no_order_effect_is_decided_no_effect(tmp_path: Path) -> None:

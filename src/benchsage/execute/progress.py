@@ -20,6 +20,7 @@ class Progress(Protocol):
     def run_started(self, run_index: int, arm: str, attempt: int, worker: str = "") -> None: ...
     def trial_done(self, test: str, status: str, shown_value: str, reason: str | None, worker: str = "") -> None: ...
     def run_done(self, run_index: int, arm: str, worker: str = "") -> None: ...
+    def dropped(self, runs: int, trials: int, why: str) -> None: ...
     def message(self, text: str) -> None: ...
     def stop(self) -> None: ...
 
@@ -40,6 +41,7 @@ class _Counter:
         self.t0 = time.monotonic()
         self.lock = threading.RLock()
         self.workers_seen: set[str] = set()
+        self.dropped_runs: dict[str, int] = {}  # why -> planned runs that will not be carried out
 
     def tag(self, worker: str) -> str:
         """"[node1] " once several workers report, so lines say where they come from."""
@@ -50,7 +52,21 @@ class _Counter:
     def start(self, total_runs: int, total_trials: int, done_runs: int, done_trials: int) -> None:
         self.total_runs, self.total_trials = total_runs, total_trials
         self.done_runs, self.done_trials = done_runs, done_trials
+        self.dropped_runs = {}
         self.t0 = time.monotonic()
+
+    def dropped(self, runs: int, trials: int, why: str) -> None:
+        """`runs` planned runs (`trials` trials) will not be carried out in this session, `why`:
+        "not needed" (a sequential experiment stopped before them), "skipped" (their context's
+        build failed). The totals shrink to the runs carried out, so the display ends full."""
+        with self.lock:
+            self.total_runs -= runs
+            self.total_trials -= trials
+            self.dropped_runs[why] = self.dropped_runs.get(why, 0) + runs
+
+    def dropped_note(self) -> str:
+        """", 20 not needed" for the runs dropped so far; "" when none were."""
+        return "".join(f", {n} {why}" for why, n in self.dropped_runs.items())
 
     def eta(self) -> str:
         if self.session_trials == 0:
@@ -137,7 +153,15 @@ class RichProgress(_Counter):
         self.bar.refresh()
 
     def _label(self) -> str:
-        return f"run {min(self.done_runs + 1, self.total_runs)}/{self.total_runs}"
+        return f"run {min(self.done_runs + 1, self.total_runs)}/{self.total_runs}{self.dropped_note()}"
+
+    def dropped(self, runs: int, trials: int, why: str) -> None:
+        with self.lock:
+            super().dropped(runs, trials, why)
+            if self.task is None:  # before start(): start() sets the totals
+                return
+            self.bar.update(self.task, total=self.total_trials, description=self._label())
+            self.bar.refresh()
 
     def run_started(self, run_index: int, arm: str, attempt: int, worker: str = "") -> None:
         with self.lock:

@@ -29,7 +29,7 @@ from benchsage.execute.sequential import Looks
 from benchsage.execute.treatments import Applier
 from benchsage.execute.worker import ProcessRequest, ProcessResult, Worker
 from benchsage.spec import Spec, TestSpec, load_spec
-from benchsage.store.journal import NOT_NEEDED, Journal, TrialRecord, check_directory_for
+from benchsage.store.journal import FINISHED, NOT_NEEDED, Journal, TrialRecord, check_directory_for
 from benchsage.store.table import HARNESS_METRIC_INFO
 from benchsage.treatments import check_runs_cover
 
@@ -207,12 +207,17 @@ class Runner:
         worker was lost or the user interrupted; everything measured until then is kept."""
         journal = self.journal
         interrupted = journal.interrupt_unfinished()
-        self._looks = Looks.open(journal, self.progress, self._stop)  # sequential stopping; None: every run
+        observer = self.spec.treatments.observer
+        # sequential stopping; None: every run
+        self._looks = Looks.open(journal, self.progress, self._stop, observer.baseline if observer else None)
         runs = journal.runs()
         tests = self.spec.tests
         by_worker = self._assign(runs)
         done_runs, done_trials = journal.progress()
         self.progress.start(len(runs), len(runs) * len(tests), done_runs, done_trials)
+        not_needed = sum(1 for r in runs if r["status"] == NOT_NEEDED)  # a sequential experiment decided before
+        if not_needed:
+            self.progress.dropped(not_needed, not_needed * len(tests), "not needed")
         if interrupted:
             self.progress.message(f"{interrupted} interrupted run(s) will be redone from their reset")
         runs_per_arm = len(runs) // (2 * max(1, len(by_worker)))
@@ -276,23 +281,64 @@ class Runner:
             f"{context}{' on worker ' + worker if len(self.workers) > 1 else ''} ({why})"
             for worker, contexts in sorted(self._failed_contexts.items()) for context, why in sorted(contexts.items())
         )
+        decided = self._decided()
+        if decided:  # the looks went ahead without the skipped runs, and the stop ruled them out
+            return (f"{self.spec.path}: [context] key 'link_order': the build failed for {failed}; {decided} without "
+                    f"its runs, so they are not needed; {done} runs ({trials} trials) are measured in {self._directory}; "
+                    "fix the build before measuring with these contexts again")
+        then = " and takes the last look" if self._looks is not None else ""
         return (f"{self.spec.path}: [context] key 'link_order': the build failed for {failed}; their {skipped} runs were skipped, "
                 f"the other {done} runs ({trials} trials) are measured in {self._directory}; fix the build, then "
-                f"`benchsage resume {self._directory}` runs the skipped ones")
+                f"`benchsage resume {self._directory}` runs the skipped ones{then}")
 
     def _lost_message(self) -> str:
+        """The lost workers and why, what the others did (finished; stopped because every test
+        was decided; or did not finish), what is kept and what to do next."""
         done, trials = self.journal.progress()
         kept = f"{done} finished runs ({trials} trials) are kept in {self._directory}"
+        decided = self._decided()
         if len(self.workers) == 1:
             (reason,) = self._lost.values()
             return f"{reason}; {kept}; fix it, then `benchsage resume {self._directory}`"
         lost = "; ".join(f"{name}: {reason}" for name, reason in sorted(self._lost.items()))
-        others = len(self.workers) - len(self._lost)
-        return (
-            f"{len(self._lost)} of {len(self.workers)} workers lost ({lost}); "
-            f"{'the other ' + str(others) + ' finished; ' if others else ''}{kept}; "
-            f"`benchsage resume {self._directory}` continues exactly the missing runs"
-        )
+        then = (f"`benchsage analyze {self._directory}` reports the result" if decided else
+                f"`benchsage resume {self._directory}` continues exactly the missing runs")
+        return f"{len(self._lost)} of {len(self.workers)} workers lost ({lost}); {self._others(decided)}{kept}; {then}"
+
+    def _decided(self) -> str | None:
+        """Where a sequential experiment stopped early: "every test was decided at look 2 of 4
+        (20 runs per arm)"; None when it did not (a lost worker or a failed context keeps the
+        last look from being taken, so an experiment they touched can only stop early)."""
+        if self._looks is None:
+            return None
+        looks, points = self._looks.taken, self._looks.points
+        if not looks or not looks[-1].stop or looks[-1].decided < looks[-1].m:
+            return None
+        last = looks[-1]
+        return f"every test was decided at look {last.index + 1} of {len(points)} ({points[last.index]} runs per arm)"
+
+    def _others(self, decided: str | None) -> str:
+        """What the workers that were not lost did, as the lost-worker message says it."""
+        others = [w.name for w in self.workers if w.name not in self._lost]
+        if not others:
+            return ""
+        if decided:
+            return f"the other {len(others)} stopped when {decided}, so the runs not carried out are not needed; "
+        left = {name: 0 for name in others}
+        for run in self.journal.runs():
+            if run["worker"] in left and run["status"] not in FINISHED:
+                left[run["worker"]] += 1
+        unfinished = {name: n for name, n in left.items() if n}
+        if not unfinished:
+            text = f"the other {len(others)} finished"
+            if self._looks is not None:  # their runs are all done, and the last look needs the lost workers' too
+                text += f", and the last look waits for the runs {' and '.join(sorted(self._lost))} did not carry out"
+            return text + "; "
+        counts = ", ".join(f"{name}: {n} runs left" for name, n in unfinished.items())
+        if len(unfinished) == len(others):
+            return f"the other {len(others)} did not finish ({counts}); "
+        finished = [name for name in others if name not in unfinished]
+        return f"{', '.join(finished)} finished, {', '.join(unfinished)} did not ({counts}); "
 
     def _thread(self, worker: Any, runs: list[dict[str, Any]], finished: queue.Queue[str]) -> None:
         try:
@@ -404,7 +450,7 @@ class Runner:
         """Finish a run of a context whose build failed on this worker without measuring it."""
         self.journal.finish_attempt(attempt_id, run["id"], "context-failed", detail)
         self._current.pop(worker.name, None)
-        self.progress.run_done(run["id"], run["arm"], worker=worker.name)
+        self.progress.dropped(1, len(run["order"]), "skipped")
 
     def _prepare(self, worker: Any, run: dict[str, Any], number: int, attempt_id: int) -> bool:
         """Run the steps of the run's treatment (a link-order build, factor setups) after its
