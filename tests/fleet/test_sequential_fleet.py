@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
-from journalcheck import rows
+from journalcheck import count, rows
 
 from benchsage.stats.sequential import SequentialDesign
 
@@ -146,3 +147,30 @@ def test_the_others_finish_and_the_last_look_waits_for_the_crashed_worker(fake_f
     assert [(p, r["runs"], r["information"], r["stop"]) for p, r in looks(out)] == [(5, 10, 0.5, False), (10, 20, 1.0, True)]
     assert statuses(out) == {("node1", "done"): 20, ("node2", "done"): 20}
     assert json.loads(again.stdout)["sequential"]["stopped_at_runs"] == 10
+
+
+def test_a_worker_that_reconnects_is_waited_for_at_a_look(fake_fleet, tmp_path: Path) -> None:
+    # node2's host goes down in the middle of its first run and is back 6 s later, within its
+    # reconnect timeout; meanwhile node1 reaches the first look point (3 runs per arm) and waits
+    # for node2's runs instead of stopping. Nothing can be decided (a margin of 0.001 %).
+    fleet = fake_fleet(2)
+    spec = write_spec(tmp_path, fleet, fleet.hosts, runs=6, looks=2, min_effect=0.001, reset=TRACE)
+    spec.write_text(spec.read_text().replace("reconnect_timeout = 2", "reconnect_timeout = 30")
+                    .replace("sleep 0.02$(", "sleep 0.3$("))
+    proc = subprocess.Popen([sys.executable, "-m", "benchsage", "run", str(spec), "-o", "out", "--quiet"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    out = tmp_path / "out"
+    deadline = time.monotonic() + 60
+    while count(out, "SELECT COUNT(*) FROM trials WHERE worker = 'node2'") < 1:
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.02)
+    time.sleep(0.1)  # inside node2's second trial (b, 0.3 s and more)
+    fleet.crash("node2")
+    time.sleep(6)
+    assert count(out, "SELECT COUNT(*) FROM runs WHERE worker = 'node1' AND status = 'done'") == 6  # at the look point
+    fleet.boot("node2")
+    _, stderr = proc.communicate(timeout=240)
+    assert proc.returncode == 0, stderr
+    assert "worker node2: " in stderr and "reconnecting" in stderr
+    assert statuses(out) == {("node1", "done"): 12, ("node2", "done"): 12}
+    assert [(p, r["runs"], r["stop"]) for p, r in looks(out)] == [(3, 6, False), (6, 12, True)]
