@@ -201,3 +201,41 @@ python = "{PYTHON}"
     assert doc["sequential"]["stopped_at_runs"] == stopped and doc["sequential"]["max_runs"] == 30
     assert "2 workers pooled" in doc["sequential"]["method"]
     assert "on each of 2 workers" in stderr.decode()
+
+
+def test_a_worker_that_cannot_go_on_without_the_lost_one_did_not_finish(tmp_path: Path) -> None:
+    # "w2"'s reset fails before its first run (it is lost); every link-order build fails on
+    # "w1", so its runs are skipped. The first look (1 run per arm on each worker) has no pair of
+    # runs to analyse and cannot be taken: w1 stops there, and the message says so.
+    workers = "".join(f'[[worker]]\nname = "w{k}"\nkind = "command"\ntransport = ["env", "W={k}"]\npython = "{PYTHON}"\n'
+                      for k in (1, 2))
+    spec = write_spec(tmp_path, """
+[experiment]
+name = "held"
+runs = 4
+seed = 3
+stop = "sequential"
+looks = 4
+
+[reset]
+command = '[ "$W" != 2 ]'
+
+[[test]]
+name = "a"
+command = "true"
+
+[context]
+variants = 2
+link_order = {objects = ["x.o", "y.o"], build = '[ "$W" != 1 ] && echo {objects} > built.txt'}
+""" + workers)
+    proc = start_cli("run", str(spec), "-o", "out", cwd=tmp_path)
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 3, stderr.decode()
+    error = stderr.decode().strip().splitlines()[-1]
+    assert error == ("benchsage: error: 1 of 2 workers lost (w2: worker w2: reset failed before run 1 (exit status 1)); "
+                     "the other 1 did not finish (w1: 8 runs left; look 1 of 4 at 1 run per arm has no new pair of runs to "
+                     "analyse without the missing ones); 0 finished runs (0 trials) are kept in out; "
+                     "`benchsage resume out` continues exactly the missing runs")
+    assert looks(tmp_path / "out") == []
+    assert sorted(rows(tmp_path / "out", "SELECT worker, status, COUNT(*) FROM runs GROUP BY worker, status")) == [
+        ("w1", "planned", 6), ("w1", "skipped", 2), ("w2", "failed", 1), ("w2", "planned", 7)]

@@ -334,11 +334,20 @@ class Runner:
             if self._looks is not None:  # their runs are all done, and the last look needs the lost workers' too
                 text += f", and the last look waits for the runs {' and '.join(sorted(self._lost))} did not carry out"
             return text + "; "
-        counts = ", ".join(f"{name}: {n} runs left" for name, n in unfinished.items())
+        counts = ", ".join(f"{name}: {n} runs left" for name, n in unfinished.items()) + self._held()
         if len(unfinished) == len(others):
             return f"the other {len(others)} did not finish ({counts}); "
         finished = [name for name in others if name not in unfinished]
         return f"{', '.join(finished)} finished, {', '.join(unfinished)} did not ({counts}); "
+
+    def _held(self) -> str:
+        """Why workers that were not lost stopped short in a sequential experiment: the next
+        look has no new pair of runs to analyse without the lost workers' and skipped runs."""
+        if self._looks is None:
+            return ""
+        k, points = len(self._looks.taken), self._looks.points
+        return (f"; look {k + 1} of {len(points)} at {points[k]} run{'s' if points[k] != 1 else ''} per arm has no new pair "
+                "of runs to analyse without the missing ones")
 
     def _thread(self, worker: Any, runs: list[dict[str, Any]], finished: queue.Queue[str]) -> None:
         try:
