@@ -128,3 +128,29 @@ def test_no_look_ends_the_experiment_before_every_treatment_ran_in_each_arm(tmp_
     doc = json.loads(done.stdout)
     assert doc["sequential"]["stopped_at_runs"] == 12
     assert {t["test"]: t["decided_at_runs"] for t in doc["tests"] if t["primary"] and t["decided"]} == {"a": 6, "b": 6}
+
+
+def test_an_experiment_decided_without_a_failed_context_says_its_runs_are_not_needed(tmp_path: Path) -> None:
+    # Every link-order build fails on w1; w2 and w3 carry on, and their 20 pairs each decide
+    # every test at the first look (40 of 120 runs per arm): the experiment stops there.
+    workers = "".join(f'[[worker]]\nname = "w{k}"\nkind = "command"\ntransport = ["env", "W={k}"]\npython = "{PYTHON}"\n'
+                      for k in (1, 2, 3))
+    spec = tmp_path / "experiment.toml"
+    spec.write_text(
+        '[experiment]\nname = "sequential-decided"\nruns = 40\nseed = 2\nstop = "sequential"\nlooks = 2\nmin_effect = 25.0\n'
+        '[reset]\ncommand = ": > trace$W"\n' + TESTS.replace("trace", "trace$W") +
+        '[context]\nvariants = 2\nlink_order = {objects = ["x.o", "y.o"], build = \'[ "$W" != 1 ] && echo {objects} > built$W.txt\'}\n'
+        + workers
+    )
+    done = bench(tmp_path, "run", str(spec), "-o", "out")
+    assert done.returncode == 2, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert "[context] key 'link_order': the build failed for c1 on worker w1 (exit status 1); c2 on worker w1 (exit status 1); " in last
+    assert last.endswith("every test was decided at look 1 of 2 (20 runs per arm) without their runs, so they are not needed; "
+                         "80 runs (240 trials) are measured in out; fix the build before measuring with these contexts again")
+    out = tmp_path / "out"
+    (point, record), = looks(out)
+    assert (point, record["runs"], record["information"], record["decided"], record["stop"]) == (20, 40, 40 / 120, 3, True)
+    assert [t["decided"] for t in record["tests"] if t["test"][0] == "d"] == ["effect"]
+    assert sorted(query(out, "SELECT worker, status, COUNT(*) FROM runs GROUP BY worker, status")) == [
+        ("w1", "not-needed", 80), ("w2", "done", 40), ("w2", "not-needed", 40), ("w3", "done", 40), ("w3", "not-needed", 40)]

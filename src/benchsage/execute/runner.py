@@ -284,7 +284,7 @@ class Runner:
         decided = self._decided()
         if decided:  # the looks went ahead without the skipped runs, and the stop ruled them out
             return (f"{self.spec.path}: [context] key 'link_order': the build failed for {failed}; {decided} without "
-                    f"its runs, so they are not needed; {done} runs ({trials} trials) are measured in {self._directory}; "
+                    f"their runs, so they are not needed; {done} runs ({trials} trials) are measured in {self._directory}; "
                     "fix the build before measuring with these contexts again")
         then = " and takes the last look" if self._looks is not None else ""
         return (f"{self.spec.path}: [context] key 'link_order': the build failed for {failed}; their {skipped} runs were skipped, "
