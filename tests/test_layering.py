@@ -17,7 +17,7 @@ ALLOWED = {
     "design": {"spec", "treatments", "errors", "store", "stats"},  # planning reads earlier experiments (durations, pilots)
     "execute": {"spec", "treatments", "design", "store", "stats", "errors"},
     "store": {"stats", "errors", "spec", "design"},
-    "analyze": {"stats", "store", "errors", "design"},
+    "analyze": {"stats", "store", "errors", "design", "_runtime"},  # _runtime: a leaf (stdlib only), like errors
     "report": {"analyze", "stats", "store", "errors", "execute", "spec", "treatments", "design"},
 }
 
