@@ -459,3 +459,16 @@ def test_family_wise_error_under_no_effect_small_simulation():
             state, _ = decide_step(d, k, np.stack(zs, axis=2), np.zeros((reps, m), bool), state)
         fwer = (state == DECIDED_EFFECT).any(axis=1).mean()
         assert fwer <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / reps)
+
+
+def test_a_fleets_method_names_the_runs_its_looks_analyse() -> None:
+    # 3 workers of 10 runs per arm, 4 looks: the design's pooled points are 8, 15, 23, 30, but
+    # each worker analyses its rounded-down share (2, 5, 7, 10), so the looks analyse 6, 15, 21
+    # and 30 pooled runs per arm, and their boundaries are those (SequentialDesign.decide, runs=).
+    from benchsage.design.sequential import SequentialPlan
+
+    plan = SequentialPlan(10, 4, 3, 0.05, "bonferroni", 2.0)
+    assert plan.points == (2, 5, 7, 10)
+    text = plan.method(5)
+    assert "4 looks at 6, 15, 21, 30 runs per arm" in text and "looks at 2, 5, 7, 10 runs per arm on every worker" in text
+    assert "4 looks at 3, 5, 8, 10 runs per arm" in SequentialPlan(10, 4, 1, 0.05, "bonferroni", 2.0).method(5)

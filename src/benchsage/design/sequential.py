@@ -81,12 +81,14 @@ class SequentialPlan:
         return tuple(p // self.workers for p in self.design.look_points())
 
     def method(self, m: int | None = None) -> str:
-        text = self.design.method(m)
-        if self.workers > 1:
-            points = ", ".join(str(p) for p in self.points)
-            text += (f"; the values of {self.workers} workers pooled, looks at {points} runs per arm on every worker "
-                     "(the runs per arm above count all workers)")
-        return text
+        if self.workers == 1:
+            return self.design.method(m)
+        # The looks analyse each worker's rounded-down share, and their boundaries are those of
+        # the runs analysed (SequentialDesign.decide's `runs`), not the design's planned points.
+        text = self.design.method(m, points=[p * self.workers for p in self.points])
+        points = ", ".join(str(p) for p in self.points)
+        return text + (f"; the values of {self.workers} workers pooled, looks at {points} runs per arm on every worker "
+                       "(the runs per arm above count all workers)")
 
     def to_meta(self) -> dict[str, Any]:
         """What the journal's meta records under "sequential"."""

@@ -613,15 +613,16 @@ class SequentialDesign:
         # exactly alpha at t = 1, not alpha within rounding
         return tuple(float(self.alpha) if tk >= 1.0 else float(m * s) for tk, s in zip(t, spent))
 
-    def method(self, m: int | None = None) -> str:
-        """One sentence naming every choice, for the JSON's `sequential.method`."""
+    def method(self, m: int | None = None, points: Sequence[int] | None = None) -> str:
+        """One sentence naming every choice, for the JSON's `sequential.method`; `points`: the
+        runs per arm the looks analyse when they are not the planned ones (decide's `runs`)."""
         spend = {"obrien-fleming": "O'Brien-Fleming-type", "pocock": "Pocock-type"}[self.spending]
         family = f" over {m} tests" if m is not None else ""
         corr = "Bonferroni" if self.correction == "bonferroni" else "Holm step-down across tests and looks"
-        points = ", ".join(str(p) for p in self._points)
+        at = ", ".join(str(p) for p in (points if points is not None else self._points))
         return (
             f"group-sequential Mann-Whitney test of the fixed vs random arm, {self.looks} look"
-            f"{'s' if self.looks != 1 else ''} at {points} runs per arm; Lan-DeMets {spend} alpha spending; "
+            f"{'s' if self.looks != 1 else ''} at {at} runs per arm; Lan-DeMets {spend} alpha spending; "
             f"{corr}{family}, family-wise alpha {self.alpha:g}; no-effect when the repeated "
             f"Hodges-Lehmann CI of the shift lies within +-{self.min_effect:g}% of the fixed-arm median"
         )
