@@ -402,3 +402,50 @@ def _columns(table: TrialTable) -> dict[str, object]:
     treatments = {d: [None if v != v else str(v) for v in frame[d].astype(object)] for d in table.dims}
     return {"test": frame.test.astype(str).tolist(), "arm": frame.arm.astype(str).tolist(), "metric": frame.metric.astype(str).tolist(),
             "value": table.value, "run": table.run, "position": table.position, "treatments": treatments}
+
+
+def _fleet_table(medians: dict[str, dict[str, float]], runs: int = 20, seed: int = 3) -> TrialTable:
+    """Each worker runs every test once per run, the arms alternating; medians[worker][test]."""
+    rng = np.random.default_rng(seed)
+    cols: dict[str, list] = {k: [] for k in ("test", "arm", "value", "run", "position", "metric", "worker")}
+    for w, (worker, tests) in enumerate(medians.items()):
+        for run in range(2 * runs):
+            arm = ("fixed", "random")[run % 2]
+            order = list(tests) if arm == "fixed" else list(rng.permutation(list(tests)))
+            for position, test in enumerate(order):
+                cols["test"].append(test)
+                cols["arm"].append(arm)
+                cols["value"].append(tests[test] * (1 + 0.01 * rng.standard_normal()))
+                cols["run"].append(w * 1000 + run)
+                cols["position"].append(position)
+                cols["metric"].append("wall_time")
+                cols["worker"].append(worker)
+    return TrialTable.from_columns(**cols)
+
+
+def test_a_claim_that_flips_on_one_worker_of_a_fleet_says_so() -> None:
+    # o3 beats o2 by 7% on two machines; the third runs another build of o3, 10% slower than o2.
+    table = _fleet_table({"w1": {"o3": 0.093, "o2": 0.100}, "w2": {"o3": 0.093, "o2": 0.100}, "w3": {"o3": 0.110, "o2": 0.100}})
+    (row,) = analyze_treatments(table, options=claims(("o3", "o2"))).comparisons
+    assert row.better == "a"  # pooled over the fleet, o3 still wins
+    assert (row.workers.n, row.workers.a_better, row.workers.b_better, row.workers.flips) == (3, 2, 1, True)
+    assert "flips on 1 of 3 workers" in row.sentence()
+    by = {s.name: s for s in row.per_worker}
+    assert [by[w].better for w in ("w1", "w2", "w3")] == ["a", "a", "b"]
+    frame = table.to_pandas()
+    on3 = frame[frame.worker == "w3"]
+    a, b = (on3[on3.test == t].value.to_numpy() for t in ("o3", "o2"))
+    assert by["w3"].comparison.ratio == pytest.approx(np.median(a) / np.median(b), rel=1e-12)
+    assert by["w3"].comparison.ci == ratio_ci_bonett_price(a, b, 1 - row.alpha_each)[0]  # each worker at the claim's share of alpha
+    assert by["w3"].p_adjusted == pytest.approx(min(1.0, by["w3"].comparison.p * 3), rel=1e-12)  # Bonferroni over 3 workers
+    doc = row.to_json()
+    assert doc["workers"] == {"n": 3, "a_better": 2, "b_better": 1, "undecided": 0, "flips": True}
+    assert [w["worker"] for w in doc["per_worker"]] == ["w1", "w2", "w3"] and doc["per_worker"][2]["better"] == "b"
+
+
+def test_a_claim_that_holds_on_every_worker_and_one_worker_has_no_worker_keys() -> None:
+    same = {"o3": 0.093, "o2": 0.100}
+    (row,) = analyze_treatments(_fleet_table({"w1": same, "w2": same}), options=claims(("o3", "o2"))).comparisons
+    assert row.workers.a_better == 2 and "holds on all 2 workers" in row.sentence()
+    (alone,) = analyze_treatments(_fleet_table({"w1": same}), options=claims(("o3", "o2"))).comparisons
+    assert alone.workers is None and "workers" not in alone.to_json() and "per_worker" not in alone.to_json()

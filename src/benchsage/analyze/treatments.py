@@ -119,7 +119,9 @@ class ComparisonRow:
     decided on p_adjusted; holds_in: per order arm, whether the same winner is significant in
     that arm on its own (at the comparison's share of alpha); contexts: the count of contexts
     won by each, corrected over the contexts, and whether the winner flips (None without
-    contexts).
+    contexts); workers: the same over the workers of a fleet that measured both tests (None
+    with one worker): a claim that flips on one machine of a fleet (a different binary, a
+    different BIOS setting) is what a fleet's per-worker answer is for.
     """
 
     a: str
@@ -135,6 +137,8 @@ class ComparisonRow:
     contexts: ContextSummary | None
     per_context: tuple[StratumComparison, ...]
     alpha_each: float
+    workers: ContextSummary | None = None
+    per_worker: tuple[StratumComparison, ...] = ()
 
     @property
     def ratio(self) -> float | None:
@@ -171,6 +175,9 @@ class ComparisonRow:
             "alpha_each": self.alpha_each,
             "arms": {s.name: s.to_json() for s in self.arms},
             "per_context": [{"context": s.name, **s.to_json()} for s in self.per_context],
+            # a fleet's keys only: the JSON of one worker's data is as before
+            **({} if self.workers is None else {"workers": self.workers.to_json(),
+                                                "per_worker": [{"worker": s.name, **s.to_json()} for s in self.per_worker]}),
         }
 
     def sentence(self) -> str:
@@ -214,26 +221,29 @@ class ComparisonRow:
                 out.append(f"holds in the {held[0]} arm only, not significant in the {missing[0]} arm")
             else:
                 out.append("not significant in either arm on its own")
-        s = self.contexts
-        if s is not None and s.n and all(c.comparison.p is None for c in self.per_context):
-            out.append(f"not testable within the {s.n} contexts (fewer than {MIN_VALUES} values of a test in each)")
-        elif s is not None and s.n:
-            if self.better is not None:
-                won = s.a_better if self.better == "a" else s.b_better
-                lost = s.b_better if self.better == "a" else s.a_better
-                if lost:
-                    out.append(f"flips in {lost} of {s.n} contexts")
-                elif won == s.n:
-                    out.append(f"holds in all {s.n} contexts")
-                elif won == 0:
-                    out.append(f"undecided in each of the {s.n} contexts")
-                else:
-                    out.append(f"holds in {won} of {s.n} contexts, undecided in {s.undecided}")
-            elif s.flips:
-                out.append(f"flips: {self.a} better in {s.a_better} and {self.b} in {s.b_better} of {s.n} contexts")
-            else:
-                out.append(f"{self.a} better in {s.a_better}, {self.b} in {s.b_better}, undecided in {s.undecided} of {s.n} contexts")
+        out.extend(self._across(self.contexts, self.per_context, "contexts", "in"))
+        out.extend(self._across(self.workers, self.per_worker, "workers", "on"))
         return out
+
+    def _across(self, s: ContextSummary | None, per: Sequence[StratumComparison], noun: str, prep: str) -> list[str]:
+        """How the claim fares across the contexts, or across a fleet's workers."""
+        if s is None or not s.n:
+            return []
+        if all(c.comparison.p is None for c in per):
+            return [f"not testable within the {s.n} {noun} (fewer than {MIN_VALUES} values of a test in each)"]
+        if self.better is not None:
+            won = s.a_better if self.better == "a" else s.b_better
+            lost = s.b_better if self.better == "a" else s.a_better
+            if lost:
+                return [f"flips {prep} {lost} of {s.n} {noun}"]
+            if won == s.n:
+                return [f"holds {prep} all {s.n} {noun}"]
+            if won == 0:
+                return [f"undecided {prep} each of the {s.n} {noun}"]
+            return [f"holds {prep} {won} of {s.n} {noun}, undecided {prep} {s.undecided}"]
+        if s.flips:
+            return [f"flips: {self.a} better {prep} {s.a_better} and {self.b} {prep} {s.b_better} of {s.n} {noun}"]
+        return [f"{self.a} better {prep} {s.a_better}, {self.b} {prep} {s.b_better}, undecided {prep} {s.undecided} of {s.n} {noun}"]
 
 
 def _method_name(method: str) -> str:
@@ -589,9 +599,22 @@ def _comparisons(table: TrialTable, requests: list[CompareRequest], alpha: float
                 arms.append(StratumComparison(arm, s, s.better))
         holds = {s.name: (None if better is None else s.better == better) for s in arms}
         summary, per_context = (None, ()) if context is None else _per_context(table, context, stratum, alpha_each, correction)
+        workers, per_worker = _per_worker(table, a, b, m, stratum, alpha_each, correction)
         rows.append(ComparisonRow(r.a, r.b, table.metric_names[m], table.metric_info(table.metric_names[m]).unit, higher(m), c,
-                                  _num(family.p_adjusted[i]), better, holds, tuple(arms), summary, per_context, alpha_each))
+                                  _num(family.p_adjusted[i]), better, holds, tuple(arms), summary, per_context, alpha_each,
+                                  workers, per_worker))
     return tuple(rows)
+
+
+def _per_worker(table: TrialTable, a: int, b: int, m: int, stratum: Callable[[np.ndarray], Comparison], alpha_each: float,
+                correction: str) -> tuple[ContextSummary | None, tuple[StratumComparison, ...]]:
+    """a vs b on each worker of a fleet that measured both (None, () with fewer than two such
+    workers), each decided after the correction over those workers, as the contexts are."""
+    measured = [w for w in range(len(table.worker_names))
+                if all(((table.test == t) & (table.metric == m) & (table.worker == w)).any() for t in (a, b))]
+    if len(measured) < 2:
+        return None, ()
+    return _decided_strata([(table.worker_names[w], table.worker == w) for w in measured], stratum, alpha_each, correction)
 
 
 def _context_values(table: TrialTable, level: int) -> dict[str, str]:
@@ -613,18 +636,21 @@ def _per_context(table: TrialTable, context: tuple[tuple[str, ...], np.ndarray],
     """a vs b in each context, each decided after the correction over the contexts (as
     summarize_contexts counts them), with the context's own settings."""
     names, codes = context
-    labels, results = [], []
-    for level, name in enumerate(names):
-        in_context = codes == level
-        if in_context.any():
-            labels.append((level, name))
-            results.append(stratum(in_context))
+    present = [(level, name) for level, name in enumerate(names) if (codes == level).any()]
+    summary, per = _decided_strata([(name, codes == level) for level, name in present], stratum, alpha_each, correction)
+    return summary, tuple(replace(s, values=_context_values(table, level)) for (level, _), s in zip(present, per))
+
+
+def _decided_strata(strata: Sequence[tuple[str, np.ndarray]], stratum: Callable[[np.ndarray], Comparison], alpha_each: float,
+                    correction: str) -> tuple[ContextSummary, tuple[StratumComparison, ...]]:
+    """a vs b in each stratum (name, rows), each decided after the correction over the strata."""
+    results = [stratum(rows) for _, rows in strata]
     summary = summarize_contexts(results, alpha=alpha_each, correction=correction)
     decided = adjust(np.array([np.nan if c.p is None else c.p for c in results]), correction, alpha_each)
     per = []
-    for i, ((level, name), c) in enumerate(zip(labels, results)):
+    for i, ((name, _), c) in enumerate(zip(strata, results)):
         better = _winner(c.direction, c.higher_is_better) if decided.reject[i] else None
-        per.append(StratumComparison(name, c, better, _num(decided.p_adjusted[i]), _context_values(table, level)))
+        per.append(StratumComparison(name, c, better, _num(decided.p_adjusted[i])))
     return summary, tuple(per)
 
 
