@@ -929,3 +929,36 @@ def test_browser_shows_the_new_metrics_and_warnings(tmp_path: Path) -> None:
     assert "server: 6 of 12 trials left processes running (12 in all)" in shown
     assert shown.count("is at the floor of what wait4 can show") == 4  # two notes in the table, two warnings
     assert_nothing_injected(page)
+
+
+def test_a_fleets_comparison_counts_the_workers_each_test_wins_on(tmp_path: Path) -> None:
+    # Two machines where o3 beats o2, and one that runs another build of o3 (10% slower).
+    from benchsage.analyze.pipeline import analyze_loaded
+    from benchsage.analyze.treatments import CompareRequest, TreatmentOptions
+
+    rng = np.random.default_rng(4)
+    medians = {"w1": {"o3": 0.093, "o2": 0.100}, "w2": {"o3": 0.093, "o2": 0.100}, "w3": {"o3": 0.110, "o2": 0.100}}
+    cols: dict[str, list] = {k: [] for k in ("test", "arm", "value", "run", "position", "worker")}
+    for w, (worker, tests) in enumerate(medians.items()):
+        for run in range(40):
+            for position, test in enumerate(tests if run % 2 == 0 else list(rng.permutation(list(tests)))):
+                cols["test"].append(test)
+                cols["arm"].append(("fixed", "random")[run % 2])
+                cols["value"].append(tests[test] * (1 + 0.01 * rng.standard_normal()))
+                cols["run"].append(w * 100 + run)
+                cols["position"].append(position)
+                cols["worker"].append(worker)
+    table = TrialTable.from_columns(**cols)
+    analysis = analyze_loaded(table, treatments=TreatmentOptions(compare=(CompareRequest("o3", "o2"),)))
+    path = tmp_path / "fleet.html"
+    write_report(analysis, table, path)
+    section = _section(path.read_text(encoding="utf-8"), "comparisons")
+    (claim,) = analysis.comparisons
+    assert "flips on 1 of 3 workers" in claim.sentence() and claim.sentence() in Page(section).all_text
+    (row,) = _row_text(section, "o3 vs o2")
+    assert row[11:13] == ["o3 2 · o2 1 · undecided 0 of 3", "yes"]  # workers won, flips on workers
+    assert "workers count the same on each machine" in Page(section).all_text
+    # One worker's report has no workers columns.
+    alone = TrialTable.from_columns(**{k: [v for v, w in zip(col, cols["worker"]) if w == "w1"] for k, col in cols.items()})
+    write_report(analyze_loaded(alone, treatments=TreatmentOptions(compare=(CompareRequest("o3", "o2"),))), alone, path)
+    assert "workers won" not in _section(path.read_text(encoding="utf-8"), "comparisons")

@@ -515,12 +515,20 @@ def _comparisons_view(analysis: Analysis, doc: Mapping[str, Any]) -> dict[str, A
             "row": c,
             "sentence": claim.sentence(),
             "winner": winner or ("undecided" if c.get("p") is not None else _DASH),
-            "contexts": _DASH if not contexts else (
-                f"{c['a']} {contexts['a_better']:,} · {c['b']} {contexts['b_better']:,} · undecided {contexts['undecided']:,} of {contexts['n']:,}"),
+            "contexts": _strata_won(c, contexts),
             "flips": None if not contexts else contexts.get("flips"),
             "holds": [(c.get("holds_in") or {}).get(arm) for arm in ("fixed", "random")],
+            "workers": _strata_won(c, c.get("workers")),
+            "worker_flips": bool((c.get("workers") or {}).get("flips")),
         })
-    return {"rows": out, "reasons": any(c.get("p") is None for c in rows)}
+    return {"rows": out, "reasons": any(c.get("p") is None for c in rows), "fleet": any(c.get("workers") for c in rows)}
+
+
+def _strata_won(row: Mapping[str, Any], strata: Mapping[str, Any] | None) -> str:
+    """Where each test of a claim wins (contexts, a fleet's workers): "o3 2 · o2 1 · undecided 0 of 3"."""
+    if not strata:
+        return _DASH
+    return f"{row['a']} {strata['a_better']:,} · {row['b']} {strata['b_better']:,} · undecided {strata['undecided']:,} of {strata['n']:,}"
 
 
 def _context_settings(table: TrialTable) -> dict[str, dict[str, str]]:
