@@ -198,7 +198,7 @@ class Result:
         """The A vs B claims, one row per claim: the JSON's "comparisons" with the interval as
         ci_low/ci_high, holds_in as holds_fixed/holds_random, contexts as contexts_n, ... and
         on a fleet workers as workers_n, workers_a_better, ..."""
-        return _treatment_frame(self.analysis.comparisons, ["arms", "per_context", "per_worker"])
+        return _treatment_frame(self.analysis.comparisons, ["arms", "per_context", "per_worker", "per_factor_cell"])
 
     @property
     def context_effects(self) -> Any:

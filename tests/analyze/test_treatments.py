@@ -449,3 +449,23 @@ def test_a_claim_that_holds_on_every_worker_and_one_worker_has_no_worker_keys() 
     assert row.workers.a_better == 2 and "holds on all 2 workers" in row.sentence()
     (alone,) = analyze_treatments(_fleet_table({"w1": same}), options=claims(("o3", "o2"))).comparisons
     assert alone.workers is None and "workers" not in alone.to_json() and "per_worker" not in alone.to_json()
+
+
+def test_a_claim_is_answered_in_each_combination_of_factor_levels() -> None:
+    # o3 beats o2 by 7% with factor A low and loses by 10% with it high; B does not matter.
+    o3 = lambda c, o, f: 0.093 if f["A"] == "lo" else 0.110  # noqa: E731
+    table = build({"o3": o3, "o2": const(0.100)}, contexts=0, factors=2, runs=32, seed=9)
+    (row,) = analyze_treatments(table, options=claims(("o3", "o2"))).comparisons
+    s = row.factor_cells
+    assert (s.n, s.a_better, s.b_better, s.flips) == (4, 2, 2, True)
+    by = {c.name: c for c in row.per_factor_cell}
+    assert set(by) == {"A=hi, B=hi", "A=hi, B=lo", "A=lo, B=hi", "A=lo, B=lo"}
+    assert by["A=lo, B=hi"].better == "a" and by["A=hi, B=lo"].better == "b"
+    frame = table.to_pandas()
+    cell = frame[(frame["factor:A"] == "lo") & (frame["factor:B"] == "hi")]
+    a, b = (cell[cell.test == t].value.to_numpy() for t in ("o3", "o2"))
+    assert by["A=lo, B=hi"].comparison.ratio == pytest.approx(np.median(a) / np.median(b), rel=1e-12)
+    assert "factor cells" in row.sentence() and row.to_json()["factor_cells"]["flips"] is True
+    # Without factors the row has no factor keys.
+    (plain,) = analyze_treatments(build({"o3": const(0.093), "o2": const(0.100)}, contexts=0), options=claims(("o3", "o2"))).comparisons
+    assert plain.factor_cells is None and "factor_cells" not in plain.to_json()

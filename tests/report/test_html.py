@@ -586,9 +586,13 @@ def test_comparisons_state_each_claim_its_winner_and_where_it_flips(treated: tup
     assert row[7:9] == ["yes", "yes"]
     s = claim.contexts
     assert row[9] == f"{CLAIM_A} {s.a_better} · {CLAIM_B} {s.b_better} · undecided {s.undecided} of {s.n}"
-    assert row[10] == "yes" and row[11] == ""
+    assert row[10] == "yes"
+    cells = claim.factor_cells  # the table has two factors: smt and governor
+    assert cells.n == 4 and row[11] == f"{CLAIM_A} {cells.a_better} · {CLAIM_B} {cells.b_better} · undecided {cells.undecided} of 4"
+    assert row[12] == ("yes" if cells.flips else "no") and row[13] == ""
     (gone,) = _row_text(section, f"{CLAIM_A} vs gone")
-    assert gone[2:5] == ["—"] * 3 and gone[6] == "—" and "no test 'gone' in the data" in gone[11]
+    assert gone[2:5] == ["—"] * 3 and gone[6] == "—" and gone[11:13] == ["—", "—"]
+    assert "no test 'gone' in the data" in gone[13]
 
 
 def test_context_effects_table_and_figure(treated: tuple[Analysis, TrialTable, Path]) -> None:

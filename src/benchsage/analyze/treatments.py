@@ -121,7 +121,9 @@ class ComparisonRow:
     won by each, corrected over the contexts, and whether the winner flips (None without
     contexts); workers: the same over the workers of a fleet that measured both tests (None
     with one worker): a claim that flips on one machine of a fleet (a different binary, a
-    different BIOS setting) is what a fleet's per-worker answer is for.
+    different BIOS setting) is what a fleet's per-worker answer is for; factor_cells: the same
+    over the combinations of factor levels (None without factors): does o3 beat o2 with SMT on
+    and with it off?
     """
 
     a: str
@@ -139,6 +141,8 @@ class ComparisonRow:
     alpha_each: float
     workers: ContextSummary | None = None
     per_worker: tuple[StratumComparison, ...] = ()
+    factor_cells: ContextSummary | None = None
+    per_factor_cell: tuple[StratumComparison, ...] = ()
 
     @property
     def ratio(self) -> float | None:
@@ -178,6 +182,10 @@ class ComparisonRow:
             # a fleet's keys only: the JSON of one worker's data is as before
             **({} if self.workers is None else {"workers": self.workers.to_json(),
                                                 "per_worker": [{"worker": s.name, **s.to_json()} for s in self.per_worker]}),
+            # with factors only
+            **({} if self.factor_cells is None else {
+                "factor_cells": self.factor_cells.to_json(),
+                "per_factor_cell": [{"cell": s.name, **s.to_json()} for s in self.per_factor_cell]}),
         }
 
     def sentence(self) -> str:
@@ -223,6 +231,7 @@ class ComparisonRow:
                 out.append("not significant in either arm on its own")
         out.extend(self._across(self.contexts, self.per_context, "contexts", "in"))
         out.extend(self._across(self.workers, self.per_worker, "workers", "on"))
+        out.extend(self._across(self.factor_cells, self.per_factor_cell, "factor cells", "in"))
         return out
 
     def _across(self, s: ContextSummary | None, per: Sequence[StratumComparison], noun: str, prep: str) -> list[str]:
@@ -600,9 +609,10 @@ def _comparisons(table: TrialTable, requests: list[CompareRequest], alpha: float
         holds = {s.name: (None if better is None else s.better == better) for s in arms}
         summary, per_context = (None, ()) if context is None else _per_context(table, context, stratum, alpha_each, correction)
         workers, per_worker = _per_worker(table, a, b, m, stratum, alpha_each, correction)
+        cells, per_cell = _per_factor_cell(table, a, b, m, stratum, alpha_each, correction)
         rows.append(ComparisonRow(r.a, r.b, table.metric_names[m], table.metric_info(table.metric_names[m]).unit, higher(m), c,
                                   _num(family.p_adjusted[i]), better, holds, tuple(arms), summary, per_context, alpha_each,
-                                  workers, per_worker))
+                                  workers, per_worker, cells, per_cell))
     return tuple(rows)
 
 
@@ -629,6 +639,28 @@ def _context_values(table: TrialTable, level: int) -> dict[str, str]:
             if len(known):
                 out[dim[len(CONTEXT_PREFIX):]] = table.dim_levels[k][int(np.bincount(known).argmax())]
     return out
+
+
+def _per_factor_cell(table: TrialTable, a: int, b: int, m: int, stratum: Callable[[np.ndarray], Comparison], alpha_each: float,
+                     correction: str) -> tuple[ContextSummary | None, tuple[StratumComparison, ...]]:
+    """a vs b in each combination of factor levels ("smt=on, governor=performance") that
+    measured both, each decided after the correction over the combinations (None, () without
+    factors, or with fewer than two such combinations)."""
+    ks = [k for k, d in enumerate(table.dims) if d.startswith(FACTOR_PREFIX)]
+    if not ks:
+        return None, ()
+    combos, code = np.unique(table.treatment[:, ks], axis=0, return_inverse=True)
+    code = code.ravel()
+    strata = []
+    for c, combo in enumerate(combos):
+        rows = code == c
+        if (combo < 0).any() or not all(((table.test == t) & (table.metric == m) & rows).any() for t in (a, b)):
+            continue  # a level not recorded, or a test not measured in this cell
+        name = ", ".join(f"{table.dims[k][len(FACTOR_PREFIX):]}={table.dim_levels[k][int(level)]}" for k, level in zip(ks, combo))
+        strata.append((name, rows))
+    if len(strata) < 2:
+        return None, ()
+    return _decided_strata(strata, stratum, alpha_each, correction)
 
 
 def _per_context(table: TrialTable, context: tuple[tuple[str, ...], np.ndarray], stratum: Callable[[np.ndarray], Comparison],

@@ -520,8 +520,11 @@ def _comparisons_view(analysis: Analysis, doc: Mapping[str, Any]) -> dict[str, A
             "holds": [(c.get("holds_in") or {}).get(arm) for arm in ("fixed", "random")],
             "workers": _strata_won(c, c.get("workers")),
             "worker_flips": bool((c.get("workers") or {}).get("flips")),
+            "cells": _strata_won(c, c.get("factor_cells")),
+            "cell_flips": bool((c.get("factor_cells") or {}).get("flips")),
         })
-    return {"rows": out, "reasons": any(c.get("p") is None for c in rows), "fleet": any(c.get("workers") for c in rows)}
+    return {"rows": out, "reasons": any(c.get("p") is None for c in rows), "fleet": any(c.get("workers") for c in rows),
+            "factors": any(c.get("factor_cells") for c in rows)}
 
 
 def _strata_won(row: Mapping[str, Any], strata: Mapping[str, Any] | None) -> str:
