@@ -620,11 +620,20 @@ def _per_worker(table: TrialTable, a: int, b: int, m: int, stratum: Callable[[np
                 correction: str) -> tuple[ContextSummary | None, tuple[StratumComparison, ...]]:
     """a vs b on each worker of a fleet that measured both (None, () with fewer than two such
     workers), each decided after the correction over those workers, as the contexts are."""
-    measured = [w for w in range(len(table.worker_names))
-                if all(((table.test == t) & (table.metric == m) & (table.worker == w)).any() for t in (a, b))]
-    if len(measured) < 2:
+    strata = [(name, table.worker == w) for w, name in enumerate(table.worker_names)]
+    return _strata_measuring_both(table, a, b, m, strata, stratum, alpha_each, correction)
+
+
+def _strata_measuring_both(table: TrialTable, a: int, b: int, m: int, strata: Sequence[tuple[str, np.ndarray]],
+                           stratum: Callable[[np.ndarray], Comparison], alpha_each: float,
+                           correction: str) -> tuple[ContextSummary | None, tuple[StratumComparison, ...]]:
+    """_decided_strata over the strata (name, rows) holding values of both a and b on metric m;
+    (None, ()) with fewer than two such strata."""
+    of_a, of_b = ((table.test == t) & (table.metric == m) for t in (a, b))
+    both = [(name, rows) for name, rows in strata if (of_a & rows).any() and (of_b & rows).any()]
+    if len(both) < 2:
         return None, ()
-    return _decided_strata([(table.worker_names[w], table.worker == w) for w in measured], stratum, alpha_each, correction)
+    return _decided_strata(both, stratum, alpha_each, correction)
 
 
 def _context_values(table: TrialTable, level: int) -> dict[str, str]:
@@ -651,16 +660,9 @@ def _per_factor_cell(table: TrialTable, a: int, b: int, m: int, stratum: Callabl
         return None, ()
     combos, code = np.unique(table.treatment[:, ks], axis=0, return_inverse=True)
     code = code.ravel()
-    strata = []
-    for c, combo in enumerate(combos):
-        rows = code == c
-        if (combo < 0).any() or not all(((table.test == t) & (table.metric == m) & rows).any() for t in (a, b)):
-            continue  # a level not recorded, or a test not measured in this cell
-        name = ", ".join(f"{table.dims[k][len(FACTOR_PREFIX):]}={table.dim_levels[k][int(level)]}" for k, level in zip(ks, combo))
-        strata.append((name, rows))
-    if len(strata) < 2:
-        return None, ()
-    return _decided_strata(strata, stratum, alpha_each, correction)
+    strata = [(", ".join(f"{table.dims[k][len(FACTOR_PREFIX):]}={table.dim_levels[k][int(level)]}" for k, level in zip(ks, combo)), code == c)
+              for c, combo in enumerate(combos) if not (combo < 0).any()]  # a level not recorded: no cell
+    return _strata_measuring_both(table, a, b, m, strata, stratum, alpha_each, correction)
 
 
 def _per_context(table: TrialTable, context: tuple[tuple[str, ...], np.ndarray], stratum: Callable[[np.ndarray], Comparison],
