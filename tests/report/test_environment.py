@@ -140,3 +140,10 @@ def test_real_snapshots_compare_clean(tmp_path: Any) -> None:
     (tmp_path / "t.sh").write_text("echo changed\n")
     third = collect(["t.sh"], str(tmp_path))
     assert any(w.startswith("t.sh changed between runs on worker local") for w in compare_snapshots({"local:run 1": first, "local:run 3": third}))
+
+
+def test_the_snapshot_comparison_words_are_the_noise_sources_titles() -> None:
+    from benchsage.analyze.snapshots import _TRANSIENT
+
+    titles = {source.name: source.title.lower() for source in SOURCES}
+    assert {name: titles.get(name) for name in _TRANSIENT} == _TRANSIENT
