@@ -21,7 +21,7 @@ import statistics
 import sys
 import time
 
-from benchsage.execute import cgroups
+from benchsage.agent import cgroups
 
 BUDGET_MS = 0.3
 

@@ -282,7 +282,7 @@ def export(directory: str, fmt: str, out: str) -> None:
 def env(as_json: bool) -> None:
     """Report this machine's sources of noise (governor, turbo, SMT, ASLR, load ...) with advice,
     and how trials are measured on it (cgroups, leftovers, energy, CPUs to pin to)."""
-    from benchsage.execute.noise import collect_noise
+    from benchsage.agent.noise import collect_noise
     from benchsage.report.environment import env_json, render_env
     from benchsage.report.measurement import local_measurement, measurement_readings
 

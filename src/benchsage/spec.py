@@ -541,7 +541,7 @@ def _string_list(w: _Where, where: str, table: Mapping[str, Any], key: str, *, r
 def _cpus(w: _Where, where: str, table: dict[str, Any], default: tuple[int, ...] | None) -> tuple[int, ...] | None:
     """`cpus`: a CPU list in taskset syntax ("0-3,6", "1-7:2"); whether the worker's host has
     them is checked when it connects."""
-    from benchsage.execute.cpus import parse_cpu_list
+    from benchsage.vocabulary import parse_cpu_list
 
     if "cpus" not in table:
         return default

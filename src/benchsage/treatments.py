@@ -170,7 +170,7 @@ def _range(w: _Where, table: Mapping[str, Any], key: str, limit: int) -> tuple[i
 def _context(w: _Where, value: Any) -> ContextSpec | None:
     if value is None:
         return None
-    from benchsage.execute.cpus import parse_cpu_list
+    from benchsage.vocabulary import parse_cpu_list
     from benchsage.spec import _integer
 
     table = _table(w, "[context]", value, _CONTEXT_KEYS)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from benchsage.execute.cgroups import probe
+from benchsage.agent.cgroups import probe
 
 SPEC = """
 [experiment]

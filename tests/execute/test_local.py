@@ -7,7 +7,7 @@ from pathlib import Path
 
 from benchsage.execute.local import LocalWorker
 from benchsage.execute.metrics import extract
-from benchsage.execute.snapshot import command_files
+from benchsage.agent.snapshot import command_files
 from benchsage.execute.worker import ProcessRequest, Worker
 from benchsage.spec import MetricSpec
 

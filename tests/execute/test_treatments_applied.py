@@ -14,10 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
+from benchsage.agent.spawn import ADDR_NO_RANDOMIZE
 from benchsage.design.treatments import dimension_labels
-from benchsage.execute import agent
 
 PROBE = r"""import os, sys
 print(json.dumps({
@@ -88,7 +86,7 @@ def test_every_trial_runs_under_its_runs_treatment(tmp_path: Path) -> None:
         assert got["pad"] == cell["env_bytes"]
         assert len(got["cwd"]) == len(str(tmp_path)) + cell["cwd_bytes"]  # a real directory that much longer
         assert got["pwd"] == got["cwd"] and got["data"] == "relative paths still work"
-        assert int(got["persona"], 16) & agent.ADDR_NO_RANDOMIZE == (0 if cell["aslr"] else agent.ADDR_NO_RANDOMIZE)
+        assert int(got["persona"], 16) & ADDR_NO_RANDOMIZE == (0 if cell["aslr"] else ADDR_NO_RANDOMIZE)
         assert got["built"] == " ".join(cell["link_order"])  # built in this context's order before the run
         assert got["setup"] == got["level"] == cell["factors"]["mode"]
         assert got["wrapped"] == ("yes" if cell["observer"] == "tagged" else None)
@@ -168,30 +166,3 @@ def test_an_observer_wrapper_that_is_not_installed_stops_before_anything_runs(tm
     assert "[observer]" in line and "'tracer'" in line and "no-such-tracer-benchsage" in line and "not installed" in line
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "out" / "journal.sqlite").exists()
-
-
-@pytest.mark.parametrize("extra", [0, 1, 2, 3, 4, 255, 256, 257, 258, 259, 600])
-def test_padded_working_directory_is_exactly_longer_and_sees_the_entries(tmp_path: Path, extra: int) -> None:
-    (tmp_path / "input.txt").write_text("x")
-    path = agent.padded_cwd(str(tmp_path), extra)
-    assert len(path) == len(str(tmp_path)) + extra
-    assert os.path.isdir(path) and os.path.samefile(os.path.join(path, "input.txt"), tmp_path / "input.txt")
-    assert all(len(part) <= 255 for part in path.split("/"))
-    # Asked again (the next trial), the same directory; a file made since in cwd is linked too.
-    (tmp_path / "later.txt").write_text("y")
-    assert agent.padded_cwd(str(tmp_path), extra) == path and os.path.exists(os.path.join(path, "later.txt"))
-
-
-def test_aslr_off_and_on_reach_the_trial(tmp_path: Path) -> None:
-    off = agent.run_process("cat /proc/self/personality", str(tmp_path), aslr=False)
-    on = agent.run_process("setarch -R cat /proc/self/personality", str(tmp_path), aslr=True)  # setarch sets it again
-    plain = agent.run_process("cat /proc/self/personality", str(tmp_path), aslr=True)
-    assert int(off["stdout"], 16) & agent.ADDR_NO_RANDOMIZE
-    assert int(on["stdout"], 16) & agent.ADDR_NO_RANDOMIZE
-    assert not int(plain["stdout"], 16) & agent.ADDR_NO_RANDOMIZE
-    # Stack addresses differ between runs with randomisation and repeat without it.
-    probe = "sh -c 'grep stack /proc/self/maps'"
-    fixed = {agent.run_process(probe, str(tmp_path), aslr=False)["stdout"] for _ in range(3)}
-    moving = {agent.run_process(probe, str(tmp_path), aslr=True)["stdout"] for _ in range(3)}
-    if open("/proc/sys/kernel/randomize_va_space").read().strip() != "0":
-        assert len(fixed) == 1 and len(moving) == 3

@@ -9,8 +9,8 @@ from typing import Any
 
 from rich.console import Console
 
-from benchsage.execute.noise import OK, SOURCES, UNKNOWN, WARN, Reading, collect_noise
-from benchsage.execute.snapshot import collect
+from benchsage.agent.noise import OK, SOURCES, UNKNOWN, WARN, Reading, collect_noise
+from benchsage.agent.snapshot import collect
 from benchsage.analyze.snapshots import compare_snapshots
 from benchsage.report.environment import env_json, render_env
 

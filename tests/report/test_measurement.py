@@ -12,7 +12,7 @@ from rich.console import Console
 
 from benchsage.errors import WorkerError
 from benchsage.execute.local import LocalWorker
-from benchsage.execute.noise import OK, UNKNOWN, WARN, collect_noise
+from benchsage.agent.noise import OK, UNKNOWN, WARN, collect_noise
 from benchsage.report.environment import env_json, measurement_summary, render_env
 from benchsage.report.measurement import OFF, local_measurement, measurement_readings, suggest_cpus
 

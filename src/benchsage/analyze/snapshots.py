@@ -1,6 +1,6 @@
 """Snapshot comparison: what changed between an experiment's runs, and between its workers.
 
-Each run's snapshot (execute/snapshot.py, recorded in the journal) holds the host's settings,
+Each run's snapshot (agent/snapshot.py, recorded in the journal) holds the host's settings,
 its noise readings and the sha256 of the files the tests execute. Settings that differ
 between runs, time-varying sources that warned before some runs, and files that changed are
 warnings of the analysis; differences between workers are the identity diagnostic's

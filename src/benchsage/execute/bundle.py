@@ -1,9 +1,9 @@
 """What the controller sends a transport: the bootstrap command and the agent's module bundle.
 
-The bundle is the agent and the stdlib-only modules it imports when it takes a snapshot (noise
-readings and the snapshot itself), with stub packages so that they import each other by their
-usual names on a host where benchsage is not installed. The interpreter runs with -S: the
-agent needs the standard library only, and skipping site-packages keeps it small.
+The bundle is every module of the agent's folder (benchsage/agent/) and vocabulary.py, which
+the bootstrap serves under their usual names on a host where benchsage is not installed; a new
+file in the agent's folder travels without being listed here. The interpreter runs with -S:
+the agent needs the standard library only, and skipping site-packages keeps it small.
 """
 
 from __future__ import annotations
@@ -13,12 +13,11 @@ import json
 import os
 from functools import lru_cache
 
-import benchsage
-from benchsage.execute.agent import BOOTSTRAP
+from benchsage import agent, vocabulary
+from benchsage.agent.bootstrap import BOOTSTRAP
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-# In dependency order: each module's imports are installed before it runs.
-_MODULES = ("cpus", "noise", "snapshot", "cgroups", "energy", "agent")
+PACKAGES = ("benchsage", "benchsage.agent")
+MAIN = "benchsage.agent.serve"
 
 
 def agent_argv(python: list[str]) -> list[str]:
@@ -36,19 +35,25 @@ def _bootstrap_line() -> str:
     return f'import base64;exec(base64.b64decode("{encoded}"))'
 
 
+def bundle_modules() -> dict[str, str]:
+    """The source of each module the agent may import, by module name."""
+    folder = os.path.dirname(os.path.abspath(agent.__file__))
+    modules = {}
+    for filename in sorted(os.listdir(folder)):
+        stem, ext = os.path.splitext(filename)
+        if ext == ".py":
+            modules[agent.__name__ if stem == "__init__" else f"{agent.__name__}.{stem}"] = _read(os.path.join(folder, filename))
+    modules[vocabulary.__name__] = _read(vocabulary.__file__)
+    return modules
+
+
 @lru_cache(maxsize=1)
 def bundle_bytes() -> bytes:
     """The length line and the JSON bundle, as the bootstrap reads them from stdin."""
-    modules = {}
-    for name in _MODULES:
-        with open(os.path.join(_HERE, name + ".py"), encoding="utf-8") as f:
-            modules[f"benchsage.execute.{name}"] = f.read()
-    payload = json.dumps(
-        {
-            "modules": modules,
-            "packages": ["benchsage", "benchsage.execute"],
-            "main": "benchsage.execute.agent",
-            "version": benchsage.__version__,
-        }
-    ).encode()
+    payload = json.dumps({"modules": bundle_modules(), "packages": list(PACKAGES), "main": MAIN}).encode()
     return b"%d\n" % len(payload) + payload
+
+
+def _read(path: str) -> str:
+    with open(path, encoding="utf-8") as f:
+        return f.read()

@@ -61,7 +61,7 @@ class AgentConnection:
             raise WorkerSetupError(f"worker {self.worker}: cannot start {argv[0]!r}: {exc.strerror}") from None
         except OSError as exc:
             raise WorkerError(f"worker {self.worker}: cannot start {argv[0]!r}: {exc.strerror}") from None
-        # The bundle (~120 KB) is larger than a pipe holds, and a transport may read nothing
+        # The bundle (~130 KB) is larger than a pipe holds, and a transport may read nothing
         # until it has a place to run (srun queued for a node that is down): written from a
         # thread, so that the wait for the hello below keeps its deadline.
         threading.Thread(target=_send, args=(self.proc.stdin, bundle_bytes()), daemon=True).start()

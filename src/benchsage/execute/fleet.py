@@ -76,7 +76,7 @@ def connect_all(workers: list[AgentWorker]) -> None:
 def check_cpus(spec: Spec, workers: list[AgentWorker]) -> None:
     """Every `cpus` of the spec exists on every worker's host and its agent may use it; else
     WorkerSetupError (exit 2) naming the worker, the test and the CPUs, before anything runs."""
-    from benchsage.execute.cpus import HostCpus, check
+    from benchsage.agent.cpus import HostCpus, check
 
     problems = []
     for worker in workers:

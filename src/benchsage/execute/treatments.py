@@ -6,7 +6,7 @@ worker's host, so every variant is really applied and the same way on every work
 - environment padding: the variable BENCHSAGE_ENV_PAD holding env_bytes bytes, in every run
   (empty at 0 bytes, so contexts differ only in its size, as in Mytkowicz et al.);
 - working-directory length: the agent runs the trial in a real directory whose path is
-  cwd_bytes longer than the test's (agent.padded_cwd);
+  cwd_bytes longer than the test's (agent/spawn.py: padded_cwd);
 - CPU pinning: the context's CPU list replaces the test's;
 - ASLR: personality(ADDR_NO_RANDOMIZE) set or cleared in the trial's process before exec;
 - link order: the user's build command with {objects} in the drawn order, run on the worker
@@ -27,9 +27,9 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Sequence
 
+from benchsage.agent.spawn import _SHELL_CHARS, _SHELL_WORDS
 from benchsage.design.treatments import Treatment
 from benchsage.errors import WorkerSetupError
-from benchsage.execute.agent import _SHELL_CHARS, _SHELL_WORDS
 from benchsage.execute.worker import ProcessRequest
 from benchsage.spec import DEFAULT_RESET_TIMEOUT, Spec
 

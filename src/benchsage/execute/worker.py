@@ -26,7 +26,7 @@ class ProcessRequest:
     cpus: tuple[int, ...] | None = None  # pin the command to these CPUs (sched_setaffinity before exec)
     trial: bool = False  # a trial, not a reset: its own cgroup and energy where the host allows; leftovers killed
     aslr: bool | None = None  # address-space randomisation on/off for the command (personality); None: unchanged
-    cwd_pad: int = 0  # run in a real directory whose path is this many bytes longer than cwd (agent.padded_cwd)
+    cwd_pad: int = 0  # run in a real directory whose path is this many bytes longer than cwd (agent/spawn.py: padded_cwd)
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ class Worker(Protocol):
         ...
 
     def snapshot(self, files: Sequence[str], cwd: str) -> dict[str, Any]:
-        """The environment snapshot (DESIGN.md) plus sha256 of the given files."""
+        """The environment snapshot (agent/snapshot.py) plus sha256 of the given files."""
         ...
 
     def close(self) -> None:

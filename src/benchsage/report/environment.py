@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from benchsage import __version__
-from benchsage.execute.noise import OK, SOURCES, STATES, UNKNOWN, WARN, Reading
+from benchsage.agent.noise import OK, SOURCES, STATES, UNKNOWN, WARN, Reading
 from benchsage.report.measurement import OFF
 from benchsage.report.measurement import TITLES as MEASUREMENT_TITLES
 

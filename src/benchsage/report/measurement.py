@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Mapping, Sequence
 
+from benchsage.agent.noise import OK, UNKNOWN, WARN, Reading
 from benchsage.errors import BenchsageError
-from benchsage.execute.cpus import format_cpu_list
-from benchsage.execute.noise import OK, UNKNOWN, WARN, Reading
+from benchsage.vocabulary import format_cpu_list
 
 OFF = "off"  # a measurement this host does not allow: the metric is absent, nothing is wrong
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from benchsage.execute import energy
-from benchsage.execute.energy import EnergyError, Rapl
+from benchsage.agent import energy
+from benchsage.agent.energy import EnergyError, Rapl
 
 sys.path.insert(0, str(Path(__file__).parent))
 from proctools import as_user  # noqa: E402

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 import benchsage
-from benchsage.execute import snapshot
-from benchsage.execute.noise import SOURCES
-from benchsage.execute.snapshot import collect, command_files, file_hashes
+from benchsage.agent import snapshot
+from benchsage.agent.noise import SOURCES
+from benchsage.agent.snapshot import collect, command_files, file_hashes
 
 
 def sha(data: bytes) -> str:

@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from benchsage.execute import noise
-from benchsage.execute.noise import (
+from benchsage.agent import noise
+from benchsage.agent.cpus import sysfs_cpu_list
+from benchsage.agent.noise import (
     ASLR,
     OK,
     SMT,
@@ -31,9 +32,8 @@ from benchsage.execute.noise import (
     TurboBoost,
     Virtualization,
     collect_noise,
-    format_cpu_list,
-    parse_cpu_list,
 )
+from benchsage.vocabulary import format_cpu_list
 
 CPU = "sys/devices/system/cpu"
 
@@ -99,13 +99,14 @@ def test_garbage_content_is_unknown_not_a_crash(tmp_path: Path) -> None:
 
 @given(st.sets(st.integers(min_value=0, max_value=300)))
 def test_cpu_list_round_trip(cpus_: set[int]) -> None:
-    assert parse_cpu_list(format_cpu_list(sorted(cpus_))) == sorted(cpus_)
+    assert sysfs_cpu_list(format_cpu_list(sorted(cpus_))) == sorted(cpus_)
 
 
 def test_cpu_list_format() -> None:
-    assert parse_cpu_list("0-3,8,10-11\n") == [0, 1, 2, 3, 8, 10, 11]
+    assert sysfs_cpu_list("0-3,8,10-11\n") == [0, 1, 2, 3, 8, 10, 11]
     assert format_cpu_list([5, 0, 1, 2]) == "0-2,5"
-    assert parse_cpu_list("") == [] and format_cpu_list([]) == ""
+    assert sysfs_cpu_list("") == [] and format_cpu_list([]) == ""
+    assert sysfs_cpu_list("(null)\n") == []  # nohz_full on a kernel booted without it
 
 
 # --- fake trees, one state at a time ----------------------------------------------------------
@@ -178,6 +179,8 @@ def test_isolated_cpus(tmp_path: Path) -> None:
     assert some.data["isolated"] == [2, 3]
     one = IsolatedCPUs(tree(tmp_path / "c", {**cpus(1), f"{CPU}/isolated": ""})).read()
     assert one.state == OK
+    unset = IsolatedCPUs(tree(tmp_path / "null", {**cpus(4), f"{CPU}/isolated": "2-3", f"{CPU}/nohz_full": "(null)"})).read()
+    assert (unset.state, unset.value) == (OK, "2-3") and unset.data["nohz_full"] == []
     assert IsolatedCPUs(tree(tmp_path / "d", cpus(2))).read().state == UNKNOWN
 
 

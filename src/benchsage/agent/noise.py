@@ -14,7 +14,8 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
-from benchsage.execute.cpus import format_cpu_list
+from benchsage.agent.cpus import sysfs_cpu_list
+from benchsage.vocabulary import format_cpu_list
 
 OK = "ok"
 WARN = "warn"
@@ -33,21 +34,6 @@ class Reading:
     state: str  # OK, WARN or UNKNOWN
     advice: str | None = None
     data: Mapping[str, Any] = field(default_factory=dict)  # the raw numbers behind `value`
-
-
-def parse_cpu_list(text: str) -> list[int]:
-    """The kernel's CPU list format ("0-3,8,10-11") as a sorted list of CPU numbers."""
-    cpus: set[int] = set()
-    for part in text.strip().split(","):
-        part = part.strip()
-        if not part:
-            continue
-        if "-" in part:
-            lo, hi = part.split("-", 1)
-            cpus.update(range(int(lo), int(hi) + 1))
-        else:
-            cpus.add(int(part))
-    return sorted(cpus)
 
 
 class NoiseSource:
@@ -75,7 +61,7 @@ class NoiseSource:
         online = self.text(f"{_CPU}/online")
         if online:
             try:
-                return parse_cpu_list(online)
+                return sysfs_cpu_list(online)
             except ValueError:
                 pass
         found = [int(m.group(1)) for p in glob.glob(self.path(f"{_CPU}/cpu[0-9]*")) if (m := re.search(r"cpu(\d+)$", p))]
@@ -264,8 +250,8 @@ class IsolatedCPUs(NoiseSource):
         isolated_text = self.text(f"{_CPU}/isolated")
         if isolated_text is None:
             return self.unknown(f"no /{_CPU}/isolated")
-        isolated = parse_cpu_list(isolated_text)
-        nohz = parse_cpu_list(self.text(f"{_CPU}/nohz_full") or "")
+        isolated = sysfs_cpu_list(isolated_text)
+        nohz = sysfs_cpu_list(self.text(f"{_CPU}/nohz_full") or "")
         cpus = self.cpus()
         data = {"isolated": isolated, "nohz_full": nohz, "cpus": len(cpus)}
         if isolated:

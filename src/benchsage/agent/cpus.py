@@ -1,8 +1,8 @@
-"""CPU lists for pinning trials: parse and print taskset's list syntax, and what the host offers.
+"""The host's CPUs for pinning trials: which are online, allowed to the agent, and isolated.
 
-A spec's `cpus = "0-3,5"` is parsed here, checked against the CPUs of the host the agent runs
-on (online, and allowed to the agent by its own affinity or cpuset), and applied by the agent
-with sched_setaffinity before exec. Stdlib only, Python 3.8+: this module travels with the agent.
+A spec's `cpus = "0-3,5"` (parsed by vocabulary.parse_cpu_list) is checked here against the
+CPUs of the host the agent runs on (online, and allowed to the agent by its own affinity or
+cpuset), and applied by the agent with sched_setaffinity before exec.
 """
 
 from __future__ import annotations
@@ -10,9 +10,11 @@ from __future__ import annotations
 import os
 from collections import namedtuple
 
+from benchsage.vocabulary import format_cpu_list, parse_cpu_list
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: the typing module would grow the agent
-    from typing import Iterable, List, Optional, Set
+    from typing import Iterable, List, Optional
 
 _CPU_DIR = "sys/devices/system/cpu"
 
@@ -33,57 +35,12 @@ class Isolation(namedtuple("Isolation", "isolated nohz_full")):
     __slots__ = ()
 
 
-def parse_cpu_list(text: str) -> List[int]:
-    """The CPUs of a list in taskset/cpuset syntax, sorted and without repeats.
-
-    Comma-separated items, each "N", "A-B" (inclusive) or "A-B:S" (every S-th CPU from A to B,
-    taskset's stride): "0-3,5,8-11:2" is [0, 1, 2, 3, 5, 8, 10]. Blanks around items are
-    allowed. Raises ValueError naming the bad item: empty lists or items, negative or
-    non-decimal numbers, reversed ranges, zero strides.
-    """
-    if not text.strip():
-        raise ValueError("empty CPU list %r: give CPU numbers like \"0-3,5\"" % text)
-    cpus = set()  # type: Set[int]
-    for raw in text.split(","):
-        item = raw.strip()
-        if not item:
-            raise ValueError("bad CPU list %r: an empty item (two commas in a row, or a comma at an end)" % text)
-        if item.startswith("-"):
-            raise ValueError("bad CPU list %r: %r is negative" % (text, item))
-        span, colon, stride_text = item.partition(":")
-        low_text, dash, high_text = span.partition("-")
-        low = _number(low_text, item, text)
-        high = _number(high_text, item, text) if dash else low
-        stride = _number(stride_text, item, text) if colon else 1
-        if colon and not dash:
-            raise ValueError("bad CPU list %r: %r has a stride but no range (write A-B:S)" % (text, item))
-        if high < low:
-            raise ValueError("bad CPU list %r: %r is a reversed range" % (text, item))
-        if stride < 1:
-            raise ValueError("bad CPU list %r: %r has stride 0" % (text, item))
-        cpus.update(range(low, high + 1, stride))
-    return sorted(cpus)
-
-
-def _number(word: str, item: str, text: str) -> int:
-    word = word.strip()
-    if not word:
-        raise ValueError("bad CPU list %r: %r is missing a number" % (text, item))
-    if not (word.isascii() and word.isdigit()):
-        where = "" if word == item else " in %r" % item
-        raise ValueError("bad CPU list %r: %r%s is not a CPU number" % (text, word, where))
-    return int(word)
-
-
-def format_cpu_list(cpus: Iterable[int]) -> str:
-    """The shortest list without strides: [0, 1, 2, 5, 7, 8] -> "0-2,5,7-8"; [] -> ""."""
-    ranges = []  # type: List[List[int]]
-    for cpu in sorted(set(cpus)):
-        if ranges and cpu == ranges[-1][1] + 1:
-            ranges[-1][1] = cpu
-        else:
-            ranges.append([cpu, cpu])
-    return ",".join(str(lo) if lo == hi else "%d-%d" % (lo, hi) for lo, hi in ranges)
+def sysfs_cpu_list(text: str) -> List[int]:
+    """A CPU list as the kernel shows it in sysfs or a cpuset file: [] when the file is empty
+    (no CPUs) or reads "(null)" (nohz_full on a kernel built with it but booted without it),
+    else its CPUs; a trailing newline is fine. Raises ValueError for anything else."""
+    text = text.strip()
+    return [] if not text or text == "(null)" else parse_cpu_list(text)
 
 
 def host_cpus(root: str = "/") -> HostCpus:
@@ -147,8 +104,7 @@ def isolated(root: str = "/") -> Isolation:
     for name in ("isolated", "nohz_full"):
         text = _text(os.path.join(root, _CPU_DIR, name))
         try:
-            # nohz_full reads "(null)" on kernels built with it but booted without it
-            lists.append(parse_cpu_list(text) if text and text != "(null)" else [])
+            lists.append(sysfs_cpu_list(text or ""))
         except ValueError:
             lists.append([])
     return Isolation(lists[0], lists[1])

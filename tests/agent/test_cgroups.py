@@ -23,8 +23,8 @@ from typing import Iterator, List
 
 import pytest
 
-from benchsage.execute import cgroups
-from benchsage.execute.cgroups import CgroupError, Cgroups, Support, TrialCgroup
+from benchsage.agent import cgroups
+from benchsage.agent.cgroups import CgroupError, Cgroups, Support, TrialCgroup
 
 sys.path.insert(0, str(Path(__file__).parent))
 from proctools import as_user, gone  # noqa: E402

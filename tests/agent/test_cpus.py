@@ -1,5 +1,6 @@
-"""CPU lists: taskset syntax with strides, one-line errors naming the bad item, the host's online,
-allowed and isolated CPUs, and the check that a pin list fits the host."""
+"""CPU lists (the vocabulary's parser the agent uses): taskset syntax with strides, one-line errors
+naming the bad item; the host's online, allowed and isolated CPUs, and the check that a pin list
+fits the host."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from benchsage.execute import cpus
-from benchsage.execute.cpus import HostCpus, check, format_cpu_list, host_cpus, isolated, parse_cpu_list
+from benchsage.agent import cpus
+from benchsage.agent.cpus import HostCpus, check, host_cpus, isolated
+from benchsage.vocabulary import format_cpu_list, parse_cpu_list
 
 
 @pytest.mark.parametrize(
@@ -176,12 +178,15 @@ PY38 = sorted(Path("/root/.pyenv/versions").glob("3.8.*/bin/python3")) if Path("
 
 @pytest.mark.skipif(not PY38, reason="no Python 3.8 on this machine")
 def test_runs_on_python_3_8() -> None:
+    # As on a host: benchsage is a bare package there, holding the agent and the vocabulary.
     script = textwrap.dedent(f"""
-        import sys
-        sys.path.insert(0, {str(Path(cpus.__file__).parent)!r})
-        import cpus
+        import sys, types
+        sys.modules["benchsage"] = types.ModuleType("benchsage")
+        sys.modules["benchsage"].__path__ = [{str(Path(cpus.__file__).parent.parent)!r}]
+        from benchsage.agent import cpus
+        from benchsage.vocabulary import format_cpu_list, parse_cpu_list
         host = cpus.host_cpus()
-        print(cpus.format_cpu_list(cpus.parse_cpu_list("0-3,5,8-11:2")), cpus.check(host.allowed, host), "typing" in sys.modules)
+        print(format_cpu_list(parse_cpu_list("0-3,5,8-11:2")), cpus.check(host.allowed, host), "typing" in sys.modules)
     """)
     result = subprocess.run([str(PY38[-1]), "-S", "-c", script], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr

@@ -16,8 +16,8 @@ import shutil
 import time
 from typing import Any, Sequence
 
-from benchsage import __version__
-from benchsage.execute.noise import collect_noise
+from benchsage.agent.noise import collect_noise
+from benchsage.vocabulary import VERSION
 
 _HASH_CACHE_SIZE = 4096
 # (realpath, size, mtime_ns, ctime_ns, inode) -> sha256. ctime cannot be set back by a copy
@@ -115,7 +115,7 @@ def collect(files: Sequence[str], cwd: str) -> dict[str, Any]:
         "aslr": readings["aslr"].value,
         "load_average": [load["load1"], load["load5"], load["load15"]] if "load1" in load else None,
         "python": platform.python_version(),
-        "benchsage": __version__,
+        "benchsage": VERSION,
         "noise": {name: {"value": r.value, "state": r.state} for name, r in readings.items()},
         "files": file_hashes(files, cwd),
     }

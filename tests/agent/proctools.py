@@ -5,7 +5,10 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
+
+from benchsage.agent.spawn import run_process
+from benchsage.execute.worker import ProcessResult
 
 
 def gone(pid: int, within: float = 5.0) -> bool:
@@ -46,3 +49,8 @@ def as_user(uid: int, gid: int, produce: Callable[[], bytes]) -> bytes:
     os.close(r)
     os.waitpid(pid, 0)
     return data
+
+
+def trial(command: str, cwd: Path, **kw: Any) -> ProcessResult:
+    """The agent's own capture function, in this process (the agent runs the same code)."""
+    return ProcessResult(**run_process(command, str(cwd), **kw))

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from benchsage.agent.cgroups import own_cgroups, probe
 from benchsage.execute.agentworker import AgentWorker
-from benchsage.execute.cgroups import own_cgroups, probe
 from benchsage.execute.local import LocalWorker
 from benchsage.execute.runner import classify
 from benchsage.execute.transports import CommandTransport

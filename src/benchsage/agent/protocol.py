@@ -1,0 +1,101 @@
+"""The agent's wire: one JSON object per line each way, on its stdin and a private stdout.
+
+The agent says hello first (its protocol version, interpreter, host, boot id and what it can
+measure), answers one request at a time, and says goodbye before it exits on request. Its stdin
+is read raw, so that a trial's wait can watch it: when it closes, the controller is gone.
+"""
+
+from __future__ import annotations
+
+import base64
+import errno
+import json
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: the typing module would add ~0.7 MiB to the agent
+    from typing import Any, Dict, Mapping, Optional
+
+PROTOCOL = 1
+MIN_PYTHON = (3, 8)
+CHUNK = 1 << 16  # the default pipe capacity: one read empties a full pipe
+
+
+class ControllerGone(Exception):
+    """The agent's stdin closed: the controller (or the connection to it) is gone."""
+
+
+class RequestChannel:
+    """The agent's request channel: raw fd 0 with a line buffer, readable during a trial."""
+
+    def __init__(self, fd: int = 0) -> None:
+        self.fd = fd
+        self.buf = bytearray()
+        self.closed = False
+
+    def fill(self) -> None:
+        try:
+            data = os.read(self.fd, CHUNK)
+        except OSError as exc:
+            if exc.errno in (errno.EINTR, errno.EAGAIN):
+                return
+            data = b""
+        if not data:
+            self.closed = True
+        self.buf += data
+
+    def readline(self) -> Optional[bytes]:
+        while True:
+            nl = self.buf.find(b"\n")
+            if nl >= 0:
+                line = bytes(self.buf[: nl + 1])
+                del self.buf[: nl + 1]
+                return line
+            if self.closed:
+                return None
+            self.fill()
+
+
+def send(fd: int, message: Mapping[str, Any]) -> None:
+    """Write one message as a line, whole."""
+    data = (json.dumps(message, separators=(",", ":")) + "\n").encode()
+    view = memoryview(data)
+    while view:
+        try:
+            n = os.write(fd, view)
+        except InterruptedError:
+            continue
+        view = view[n:]
+
+
+def hello(boot_id: Optional[str], measurement: Dict[str, Any]) -> Dict[str, Any]:
+    """The first line the agent says."""
+    return {
+        "hello": {
+            "protocol": PROTOCOL,
+            "python": "%d.%d.%d" % sys.version_info[:3],
+            "pid": os.getpid(),
+            "host": os.uname().nodename,
+            "slurm_node": os.environ.get("SLURMD_NODENAME"),
+            "boot_id": boot_id,
+            "measurement": measurement,
+        }
+    }
+
+
+GOODBYE = {"bye": True}  # the last line, on request: only this means the agent finished
+
+
+def error(text: str) -> Dict[str, Any]:
+    """The reply to a request the agent could not carry out."""
+    return {"error": text}
+
+
+def encode_result(result: Dict[str, Any]) -> Dict[str, Any]:
+    """A run's result as it travels: output bytes and collected files in base64."""
+    out = dict(result)
+    for key in ("stdout", "stderr"):
+        out[key] = base64.b64encode(out[key]).decode("ascii")
+    out["files"] = {k: (None if v is None else base64.b64encode(v).decode("ascii")) for k, v in out["files"].items()}
+    return out

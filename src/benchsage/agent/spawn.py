@@ -1,0 +1,393 @@
+"""Spawning one command: how (exec or /bin/sh -c), the forked child, and run_process, which
+starts, waits for and measures it.
+
+A command without shell syntax is exec'd directly (hyperfine's -N: no shell in the
+measurement). The forked child puts itself in its own process group, joins the trial's cgroup,
+pins itself to its CPUs, sets ASLR, changes to its (possibly padded) working directory and
+reports the monotonic time just before execve: the trial's clock starts at its exec, on the
+host, so neither the fork nor the network is measured.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from benchsage.agent.measurement import measurement
+from benchsage.agent.wait import exit_code, exit_waiter, kill_group, read_all, wait_for
+from benchsage.vocabulary import DEFAULT_OUTPUT_LIMIT, EXEC, SHELL
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: the typing module would add ~0.7 MiB to the agent
+    from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+    from benchsage.agent.protocol import RequestChannel
+
+SHELL_PATH = "/bin/sh"
+
+# Characters that make a command line shell syntax (expansions, globs, operators, quoting
+# with escapes, comments): such a command runs under /bin/sh -c, anything else is exec'd.
+_SHELL_CHARS = frozenset("$`\\|&;<>(){}*?[]!#~\n\r\t\"'")
+_SHELL_WORDS = frozenset(
+    {
+        "cd", "exit", "export", "set", "unset", "eval", "exec", "source", ".", "alias", "ulimit", "umask",
+        "trap", "wait", "read", "shift", "return", "local", "readonly", "type", "hash", "command", "builtin",
+        "if", "then", "else", "elif", "fi", "for", "while", "until", "do", "done", "case", "esac", "time",
+        "function", "select", ":",
+    }
+)
+
+
+def plan_spawn(command: str, env: Mapping[str, str]) -> Tuple[str, str, List[str]]:
+    """How to start `command`: ("exec", path, argv) when it has no shell syntax and its program
+    is found (hyperfine's -N: no shell in the measurement), else ("shell", /bin/sh, argv)."""
+    shell = (SHELL, SHELL_PATH, [SHELL_PATH, "-c", command])
+    if any(c in _SHELL_CHARS for c in command):
+        return shell
+    words = command.split()
+    if not words or "=" in words[0] or words[0] in _SHELL_WORDS:
+        return shell
+    path = _which(words[0], env.get("PATH", os.defpath))
+    if path is None:
+        return shell  # the shell says "not found" the way users expect
+    return (EXEC, path, words)
+
+
+def _which(program: str, path_var: str) -> Optional[str]:
+    if "/" in program:
+        return program if os.path.isfile(program) and os.access(program, os.X_OK) else None
+    for folder in path_var.split(os.pathsep):
+        candidate = os.path.join(folder or ".", program)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+def _reset_peak_rss() -> None:
+    """Lower this process's recorded peak RSS to its current RSS (Linux >= 4.0).
+
+    Linux charges a child, at exec, the peak RSS of the address space it leaves, so a trial
+    forked from a Python process would report at least the interpreter's peak as its max_rss.
+    In the forked child, just before exec, only the pages copied at fork are resident.
+    """
+    try:
+        fd = os.open("/proc/self/clear_refs", os.O_WRONLY)
+        try:
+            os.write(fd, b"5")
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+
+
+def _child(path: str, argv: List[str], env: Mapping[str, str], cwd: str, fds: Tuple[int, int, int], report: int,
+           cpus: Optional[List[int]] = None, join: Any = None, aslr: Optional[bool] = None) -> None:
+    """In the forked child: own process group, cgroup, CPUs, ASLR, cwd, stdio, default signals,
+    then exec.
+
+    The child reports the monotonic time just before execve (the trial's clock starts at its
+    exec, so the cost of forking the agent is not measured), or why it could not start. A
+    cgroup it could not join is reported with a leading "!" and the trial runs without it."""
+    stage = "chdir"
+    try:
+        os.setpgid(0, 0)
+        if join is not None:
+            try:
+                join()
+            except OSError:
+                os.write(report, b"!")
+        if cpus:
+            stage = "cpus"
+            os.sched_setaffinity(0, cpus)
+        if aslr is not None:
+            stage = "aslr"
+            _set_aslr(aslr)
+        stage = "chdir"
+        os.chdir(cwd)
+        stage = "exec"
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+        for sig in (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGCHLD):
+            signal.signal(sig, signal.SIG_DFL)
+        _reset_peak_rss()
+        os.write(report, b"%r|" % time.perf_counter())
+        os.execve(path, argv, env)
+    except OSError as exc:
+        try:
+            os.write(report, ("%s:%d" % (stage, exc.errno or 0)).encode())
+        except OSError:
+            pass
+    finally:
+        os._exit(127)
+
+
+ADDR_NO_RANDOMIZE = 0x0040000  # personality(2) flag: no address-space randomisation after exec
+_libc: Any = None
+
+
+def _personality(persona: int) -> int:
+    """personality(2); 0xffffffff reads the current persona without changing it."""
+    global _libc
+    if _libc is None:
+        import ctypes
+
+        _libc = ctypes.CDLL(None, use_errno=True)
+        _libc.personality.argtypes = [ctypes.c_ulong]
+        _libc.personality.restype = ctypes.c_int
+    result = _libc.personality(persona)
+    if result == -1:
+        import ctypes
+
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code))
+    return result
+
+
+def _set_aslr(on: bool) -> None:
+    """Address-space randomisation for what this process execs next: on clears
+    ADDR_NO_RANDOMIZE (which the agent may have inherited, e.g. under `setarch -R`), off sets it
+    (as `setarch -R` does). The kernel's randomize_va_space still applies on top."""
+    current = _personality(0xFFFFFFFF)
+    wanted = current & ~ADDR_NO_RANDOMIZE if on else current | ADDR_NO_RANDOMIZE
+    if wanted != current:
+        _personality(wanted)
+
+
+def padded_cwd(cwd: str, extra: int) -> str:
+    """A real directory whose path is `extra` bytes longer than `cwd` and in which `cwd`'s
+    entries are reachable by the same relative names, for a trial's working directory.
+
+    Below `cwd`: hidden directories named by underscores (".____/____"), components at most 255
+    bytes, holding a symbolic link to each entry of `cwd` (added when missing, so what a reset
+    creates there is seen too). One or two extra bytes cannot be a directory of their own: the
+    path is then `cwd` + "/" or "/." (the same directory, spelled longer, as $PWD shows it)."""
+    cwd = cwd.rstrip("/") or "/"
+    if extra <= 0:
+        return cwd
+    if extra <= 2:
+        return cwd + "/."[:extra]
+    parts = []
+    left = extra
+    while left > 0:
+        size = min(left, 256)  # "/" + up to 255 bytes
+        if left - size in (1, 2):  # never leave a remainder too short for a component
+            size -= 3
+        parts.append("_" * (size - 1))
+        left -= size
+    parts[0] = "." + parts[0][1:]
+    top = os.path.join(cwd, parts[0])
+    path = os.path.join(cwd, *parts)
+    os.makedirs(path, exist_ok=True)
+    try:
+        names = os.listdir(cwd)
+        have = set(os.listdir(path))
+    except OSError:
+        return path
+    for name in names:
+        if name not in have and os.path.join(cwd, name) != top and not _is_pad(name):
+            try:
+                os.symlink(os.path.join(cwd, name), os.path.join(path, name))
+            except OSError:
+                pass
+    return path
+
+
+def _is_pad(name: str) -> bool:
+    return len(name) > 1 and name[0] == "." and name.strip("_") == "."
+
+
+
+_devnull: Optional[int] = None
+
+
+def _stdin_fd() -> int:
+    global _devnull
+    if _devnull is None:
+        _devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    return _devnull
+
+
+def run_process(
+    command: str,
+    cwd: str,
+    env: Optional[Mapping[str, str]] = None,
+    timeout: Optional[float] = None,
+    output_limit: int = DEFAULT_OUTPUT_LIMIT,
+    collect: Tuple[str, ...] = (),
+    channel: Optional[RequestChannel] = None,
+    cpus: Optional[List[int]] = None,
+    trial: bool = False,
+    aslr: Optional[bool] = None,
+    cwd_pad: int = 0,
+) -> Dict[str, Any]:
+    """Run `command` in its own process group and measure it; never raises for the command.
+
+    Blocks in poll() on the trial's two pipes and its pidfd (no threads, no periodic wakeups).
+    With `channel`, the agent's stdin is watched too: if it closes, the trial is killed and
+    ControllerGone raised. `cpus`: pin the command to these CPUs. `trial`: a trial (not a reset):
+    measured in a cgroup of its own and by the package energy counters where the host allows,
+    and whatever it leaves running is killed (and counted) when it ends. `aslr`: address-space
+    randomisation on or off for the command (None: as the agent has it). `cwd_pad`: run in a
+    directory whose path is this many bytes longer than `cwd` (padded_cwd), $PWD set to it.
+    Returns a dict (the protocol's result, with bytes not yet encoded).
+    """
+    cwd, full_env, failure = _prepare(command, cwd, env, aslr, cwd_pad)
+    if failure is not None:
+        return failure
+    how, path, argv = plan_spawn(command, full_env)
+    started = time.time()
+    bad = [k for k, v in full_env.items() if "\0" in k or "\0" in v or "=" in k]
+    if bad:
+        return _failed("cannot start %r: environment variable %r is not valid (NUL byte or '=' in its name)" % (command, bad[0]), started, how)
+    control = measurement() if trial else None
+    cgroup = control.trial_cgroup() if control is not None else None
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    rep_r, rep_w = os.pipe()
+    if control is not None:
+        control.before()
+    t0 = time.perf_counter()
+    try:
+        pid = os.fork()
+    except OSError as exc:
+        for fd in (out_r, out_w, err_r, err_w, rep_r, rep_w):
+            os.close(fd)
+        if cgroup is not None:
+            control.finish(cgroup, 0)
+        return _failed("cannot start %r: fork failed: %s" % (command, exc.strerror), started, how)
+    if pid == 0:  # pragma: no cover - the child execs or exits
+        _child(path, argv, full_env, cwd, (_stdin_fd(), out_w, err_w), rep_w, cpus, cgroup.join if cgroup is not None else None, aslr)
+    try:
+        os.setpgid(pid, pid)  # also done in the child: whichever runs first
+    except OSError:
+        pass
+    for fd in (out_w, err_w, rep_w):
+        os.close(fd)
+    pidfd = -1
+    finished = False
+    try:
+        report = read_all(rep_r)  # the exec time, then EOF at exec (close-on-exec), or why it failed
+        if report.startswith(b"!"):  # the child could not join its cgroup
+            report = report[1:]
+            if control is not None and cgroup is not None:
+                control.give_up_cgroups("the trial could not join its cgroup %s" % cgroup.dirs[0])
+                cgroup = None
+        pidfd = exit_waiter(pid)
+        stamp, bar, failure_text = report.partition(b"|")
+        if not bar:  # failed before the exec time was written
+            stamp, failure_text = b"", report
+        if failure_text or not stamp:
+            os.wait4(pid, 0)
+            finished = True
+            return _failed("cannot start %r: %s" % (command, _why_not_started(failure_text, cwd, path, cpus, aslr)), started, how)
+        t0 = float(stamp)
+        os.set_blocking(out_r, False)
+        os.set_blocking(err_r, False)
+        status, usage, t_end, timed_out, tails = wait_for(pid, pidfd, out_r, err_r, t0, timeout, output_limit, channel)
+        finished = True
+    except BaseException:
+        kill_group(pid)
+        try:
+            os.wait4(pid, 0)
+        except ChildProcessError:
+            pass
+        raise
+    finally:
+        for fd in (pidfd, out_r, err_r, rep_r):
+            if fd >= 0:
+                os.close(fd)
+        if control is not None and not finished:
+            control.finish(cgroup, pid)
+    result = _measured(status, usage, t_end - t0, timed_out, tails, started, how)
+    if control is not None:
+        result.update(control.finish(cgroup, pid))
+    if collect:
+        result["files"] = _collect(collect, cwd)
+    return result
+
+
+def _prepare(command: str, cwd: str, env: Optional[Mapping[str, str]], aslr: Optional[bool],
+             cwd_pad: int) -> Tuple[str, Dict[str, str], Optional[Dict[str, Any]]]:
+    """The command's working directory and whole environment, or why it cannot start."""
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    if cwd_pad:
+        try:
+            cwd = padded_cwd(cwd, cwd_pad)
+        except OSError as exc:
+            return cwd, full_env, _failed("cannot start %r: cannot create a working directory %d bytes longer than %r: %s"
+                                          % (command, cwd_pad, cwd, exc.strerror), time.time(), EXEC)
+        full_env["PWD"] = cwd
+    if aslr is not None and _libc is None:
+        try:
+            _personality(0xFFFFFFFF)  # loads libc here rather than in the forked child; reads only
+        except (OSError, AttributeError) as exc:
+            return cwd, full_env, _failed("cannot start %r: cannot turn address-space randomisation %s: %s"
+                                          % (command, "on" if aslr else "off", exc), time.time(), EXEC)
+    return cwd, full_env, None
+
+
+def _why_not_started(failure: bytes, cwd: str, path: str, cpus: Optional[List[int]], aslr: Optional[bool]) -> str:
+    """What the child reported ("stage:errno") as a reason: what it could not use, and why."""
+    stage, _, code = failure.decode().partition(":")
+    reason = os.strerror(int(code or 0))
+    where = {"chdir": "working directory %r" % cwd, "cpus": "CPUs %s" % cpus,
+             "aslr": "address-space randomisation %s (personality)" % ("on" if aslr else "off")}.get(stage, repr(path))
+    return "%s: %s" % (where, reason)
+
+
+def _measured(status: int, usage: Any, wall_time: float, timed_out: bool, tails: Any, started: float,
+              how: str) -> Dict[str, Any]:
+    """The result of a command that ran: what wait4 and the clock say, and its output's tails."""
+    stdout, out_dropped = tails[0].result()
+    stderr, err_dropped = tails[1].result()
+    return {
+        "exit_status": exit_code(status),
+        "timed_out": timed_out,
+        "wall_time": wall_time,
+        "user_time": usage.ru_utime,
+        "sys_time": usage.ru_stime,
+        "max_rss": usage.ru_maxrss,
+        "started": started,
+        "ended": time.time(),
+        "stdout": stdout,
+        "stderr": stderr,
+        "stdout_dropped": out_dropped,
+        "stderr_dropped": err_dropped,
+        "files": {},
+        "error": None,
+        "spawn": how,
+    }
+
+
+def _failed(message: str, started: float, how: str) -> Dict[str, Any]:
+    return {
+        "exit_status": None,
+        "timed_out": False,
+        "wall_time": 0.0,
+        "user_time": 0.0,
+        "sys_time": 0.0,
+        "max_rss": 0,
+        "started": started,
+        "ended": time.time(),
+        "stdout": b"",
+        "stderr": b"",
+        "stdout_dropped": 0,
+        "stderr_dropped": 0,
+        "files": {},
+        "error": message,
+        "spawn": how,
+    }
+
+
+def _collect(files: Tuple[str, ...], cwd: str) -> Dict[str, Optional[bytes]]:
+    out = {}  # type: Dict[str, Optional[bytes]]
+    for name in files:
+        try:
+            with open(os.path.join(cwd, name), "rb") as f:
+                out[name] = f.read()
+        except OSError:
+            out[name] = None
+    return out

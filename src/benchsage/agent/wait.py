@@ -1,0 +1,200 @@
+"""Waiting for a trial: wait4 on its exit, its two pipes read into bounded tails, its deadline.
+
+The agent blocks in poll() on the trial's pipes, an fd that becomes readable when the trial
+exits (a pidfd, or a SIGCHLD self-pipe where os.pidfd_open is missing) and its own stdin: no
+threads, no periodic wakeups. A trial past its deadline is killed with its whole process group.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import select
+import signal
+import time
+
+from benchsage.agent.protocol import CHUNK, ControllerGone
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: the typing module would add ~0.7 MiB to the agent
+    from typing import Any, Optional, Tuple
+
+    from benchsage.agent.protocol import RequestChannel
+
+# After the trial exits, a background grandchild may still hold its pipes and keep writing;
+# read what is already there, but never more than this many chunks per stream.
+_DRAIN_CHUNKS = 64
+_POLLIN = select.POLLIN | select.POLLPRI
+_POLLEND = select.POLLHUP | select.POLLERR | select.POLLNVAL
+
+_chld_wakeup: Optional[int] = None  # SIGCHLD self-pipe where os.pidfd_open is missing (Python 3.8)
+
+
+class Tail:
+    """The last `limit` bytes of a stream, in memory bounded by about twice that."""
+
+    __slots__ = ("limit", "buf", "total")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(0, limit)
+        self.buf = bytearray()
+        self.total = 0
+
+    def add(self, data: bytes) -> None:
+        self.total += len(data)
+        if not self.limit:
+            return
+        self.buf += data
+        # Trim only once the buffer has doubled, so trimming costs O(1) amortised per byte.
+        if len(self.buf) > 2 * self.limit + CHUNK:
+            del self.buf[: len(self.buf) - self.limit]
+
+    def result(self) -> Tuple[bytes, int]:
+        kept = bytes(self.buf[-self.limit :]) if self.limit else b""
+        return kept, self.total - len(kept)
+
+
+def exit_waiter(pid: int) -> int:
+    """An fd that becomes readable when `pid` exits: a pidfd, else -1 and the SIGCHLD
+    self-pipe (installed on first use) is what wait_for watches."""
+    global _chld_wakeup
+    if hasattr(os, "pidfd_open"):
+        try:
+            return os.pidfd_open(pid)
+        except OSError:
+            pass
+    if _chld_wakeup is None:
+        r, w = os.pipe()
+        os.set_blocking(r, False)
+        os.set_blocking(w, False)
+        signal.set_wakeup_fd(w)
+        signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+        _chld_wakeup = r
+    return -1
+
+
+def wait_for(
+    pid: int,
+    pidfd: int,
+    out_r: int,
+    err_r: int,
+    t0: float,
+    timeout: Optional[float],
+    output_limit: int,
+    channel: Optional[RequestChannel],
+) -> Tuple[int, Any, float, bool, Tuple[Tail, Tail]]:
+    """Block until the trial exits or its deadline passes; returns (status, rusage, the
+    perf_counter time of its end, whether it timed out, the tails of stdout and stderr).
+    Raises ControllerGone, the trial still running, when `channel` closes."""
+    tails = {out_r: Tail(output_limit), err_r: Tail(output_limit)}
+    poller = select.poll()
+    exit_fd = pidfd if pidfd >= 0 else _chld_wakeup
+    assert exit_fd is not None
+    poller.register(exit_fd, select.POLLIN)
+    poller.register(out_r, _POLLIN)
+    poller.register(err_r, _POLLIN)
+    if channel is not None and not channel.closed:
+        poller.register(channel.fd, _POLLIN)
+    open_fds = {out_r, err_r}
+    deadline = None if timeout is None else t0 + timeout
+    timeout_ms = None  # type: Optional[int]
+    timed_out = False
+    status, usage, t_end = 0, None, 0.0
+    while True:
+        if deadline is not None:
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                timed_out = True
+                break
+            timeout_ms = int(left * 1000.0) + 1  # round up: never wake before the deadline
+        events = poller.poll(timeout_ms)
+        now = time.perf_counter()
+        exited = False
+        for fd, ev in events:
+            if fd == exit_fd:
+                if pidfd >= 0:
+                    exited = True
+                else:
+                    _read_all_nonblocking(exit_fd)
+                    got, status, usage = os.wait4(pid, os.WNOHANG)
+                    exited = got == pid
+            elif channel is not None and fd == channel.fd:
+                channel.fill()
+                if channel.closed:
+                    poller.unregister(fd)
+                    raise ControllerGone()
+            elif ev & _POLLIN:
+                if not _read_into(fd, tails[fd], 1):
+                    poller.unregister(fd)
+                    open_fds.discard(fd)
+            elif ev & _POLLEND:
+                poller.unregister(fd)
+                open_fds.discard(fd)
+        if exited:
+            t_end = now
+            break
+    if timed_out:
+        kill_group(pid)
+        _, status, usage = os.wait4(pid, 0)
+        t_end = time.perf_counter()
+    elif pidfd >= 0:
+        _, status, usage = os.wait4(pid, 0)
+    # Whatever the trial (or a grandchild) wrote before it exited, without waiting for EOF.
+    for fd in open_fds:
+        _read_into(fd, tails[fd], _DRAIN_CHUNKS)
+    return status, usage, t_end, timed_out, (tails[out_r], tails[err_r])
+
+
+def exit_code(status: int) -> int:
+    """A wait status as the journal records it: the exit code, or minus the killing signal."""
+    if os.WIFSIGNALED(status):
+        return -os.WTERMSIG(status)
+    return os.WEXITSTATUS(status)
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL the process group `pid` leads, if it still exists."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def read_all(fd: int) -> bytes:
+    """Everything `fd` gives until EOF (a blocking read)."""
+    data = b""
+    while True:
+        try:
+            chunk = os.read(fd, 512)
+        except InterruptedError:
+            continue
+        if not chunk:
+            return data
+        data += chunk
+
+
+def _read_into(fd: int, tail: Tail, chunks: int) -> bool:
+    """Read up to `chunks` chunks without blocking; False when the stream has ended."""
+    for _ in range(chunks):
+        try:
+            data = os.read(fd, CHUNK)
+        except BlockingIOError:
+            return True
+        except OSError as exc:
+            if exc.errno == errno.EINTR:
+                continue
+            return False
+        if not data:
+            return False
+        tail.add(data)
+        if len(data) < CHUNK:
+            return True  # the pipe is empty for now
+    return True
+
+
+def _read_all_nonblocking(fd: int) -> None:
+    try:
+        while os.read(fd, 512):
+            pass
+    except OSError:
+        pass

@@ -1,0 +1,107 @@
+"""The agent as a process: its bundle, the bootstrap on old and new interpreters, and a
+controller that goes away mid-trial or sleeps while the agent measures."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from benchsage import agent
+from benchsage.errors import WorkerSetupError
+from benchsage.execute.bundle import bundle_modules
+from benchsage.execute.local import LocalWorker
+from benchsage.execute.worker import ProcessRequest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from proctools import gone  # noqa: E402
+
+
+def test_agent_sources_parse_as_python_3_8() -> None:
+    import ast
+
+    # The bundle is every module of the agent's folder and the vocabulary, nothing else.
+    folder = Path(agent.__file__).parent
+    modules = bundle_modules()
+    assert set(modules) == {"benchsage.vocabulary", "benchsage.agent"} | {
+        f"benchsage.agent.{path.stem}" for path in folder.glob("*.py") if path.stem != "__init__"
+    }
+    for name, source in modules.items():
+        ast.parse(source, name, feature_version=(3, 8))
+
+
+PYENV = Path("/root/.pyenv/versions")
+
+
+def _interpreter(version: str) -> str | None:
+    found = sorted(PYENV.glob(f"{version}.*/bin/python3")) if PYENV.is_dir() else []
+    return str(found[-1]) if found else None
+
+
+@pytest.mark.skipif(_interpreter("3.8") is None, reason="no Python 3.8 on this machine")
+def test_agent_runs_on_python_3_8(tmp_path: Path) -> None:
+    python = _interpreter("3.8")
+    with LocalWorker(python=[python]) as worker:
+        hello = worker.connect()
+        assert hello["python"].startswith("3.8.")
+        r = worker.run(ProcessRequest("echo hi; exit 3", str(tmp_path), timeout=5))
+        assert (r.exit_status, r.stdout, r.spawn) == (3, b"hi\n", "shell")
+        assert worker.run(ProcessRequest("sleep 5", str(tmp_path), timeout=0.2)).timed_out
+        snap = worker.snapshot([], str(tmp_path), [("sh -c true", str(tmp_path))])
+        assert snap["python"].startswith("3.8.") and snap["boot_id"] and snap["files"]
+
+
+def test_too_old_or_missing_python_is_a_setup_error(tmp_path: Path) -> None:
+    old = _interpreter("3.6") or _interpreter("3.7")
+    if old is not None:
+        with pytest.raises(WorkerSetupError, match=r"python 3\.[67]\.\d+ is too old .* set `python`"):
+            LocalWorker(python=[old]).connect()
+    with pytest.raises(WorkerSetupError, match="cannot start '/no/such/python3'"):
+        LocalWorker(python=["/no/such/python3"]).connect()
+
+
+def test_agent_kills_its_trial_and_exits_when_the_controller_goes(tmp_path: Path) -> None:
+    import threading
+
+    worker = LocalWorker()
+    agent_pid = worker.connect()["pid"]
+    errors: list[BaseException] = []
+
+    def trial() -> None:
+        try:
+            worker.run(ProcessRequest("sleep 30 & echo $! > bg.pid; echo $$ > sh.pid; sleep 30", str(tmp_path)))
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    thread = threading.Thread(target=trial)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not ((tmp_path / "bg.pid").exists() and (tmp_path / "sh.pid").exists()):
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    time.sleep(0.05)
+    worker.hang_up()  # the controller closes the agent's stdin, as when it dies
+    thread.join(10)
+    assert errors and "WorkerLost" in type(errors[0]).__name__
+    assert gone(agent_pid)
+    assert gone(int((tmp_path / "bg.pid").read_text()))
+    assert gone(int((tmp_path / "sh.pid").read_text()))
+    worker.close()
+
+
+def test_controller_sleeps_while_the_agent_measures(tmp_path: Path) -> None:
+    with LocalWorker() as worker:
+        worker.connect()
+        cpu = time.process_time()
+        r = worker.run(ProcessRequest("sleep 2", str(tmp_path)))
+        spent = time.process_time() - cpu
+    assert r.ok and 2 <= r.wall_time < 3
+    assert spent < 0.05, f"controller used {spent * 1000:.1f} ms of CPU during a 2 s trial"
