@@ -98,9 +98,14 @@ def wait_for(
     open_fds = {out_r, err_r}
     deadline = None if timeout is None else t0 + timeout
     timeout_ms = None  # type: Optional[int]
-    timed_out = False
+    timed_out = exited = False
     status, usage, t_end = 0, None, 0.0
-    while True:
+    if pidfd < 0:
+        # The self-pipe hears only of exits after its handler was installed (at the first
+        # trial): a trial already gone by then would never wake the poll.
+        got, status, usage = os.wait4(pid, os.WNOHANG)
+        exited, t_end = got == pid, time.perf_counter()
+    while not exited:
         if deadline is not None:
             left = deadline - time.perf_counter()
             if left <= 0:
@@ -109,7 +114,6 @@ def wait_for(
             timeout_ms = int(left * 1000.0) + 1  # round up: never wake before the deadline
         events = poller.poll(timeout_ms)
         now = time.perf_counter()
-        exited = False
         for fd, ev in events:
             if fd == exit_fd:
                 if pidfd >= 0:
@@ -132,7 +136,6 @@ def wait_for(
                 open_fds.discard(fd)
         if exited:
             t_end = now
-            break
     if timed_out:
         kill_group(pid)
         _, status, usage = os.wait4(pid, 0)
