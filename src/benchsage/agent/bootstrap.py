@@ -7,6 +7,8 @@ A module is compiled when first imported, and in the agent itself that happens i
 child that hands back the code marshalled: compiling in the agent would leave ~2 MiB of the
 compiler's memory resident, and every trial it forks would start with it. Its source is dropped
 once imported; modules only a forked child imports (the snapshot's) are compiled in that child.
+Modules are compiled without docstrings and asserts (optimize=2): nothing on a host reads them,
+and they would add to the agent's resident memory, the floor of every trial's max_rss.
 
 Kept to syntax every Python since 2.7 parses, so that an old python3 says it is too old instead
 of failing with a syntax error. The controller sends it as one base64 line (execute/bundle.py).
