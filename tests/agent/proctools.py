@@ -7,8 +7,17 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from benchsage.agent import spawn
 from benchsage.agent.spawn import run_process
 from benchsage.execute.worker import ProcessResult
+
+# Python source that makes benchsage a bare package, as the bootstrap does on a host (no
+# benchsage/__init__.py, no site-packages), so that the agent's modules import as they do there.
+AS_ON_A_HOST = (
+    "import sys, types\n"
+    "sys.modules['benchsage'] = types.ModuleType('benchsage')\n"
+    f"sys.modules['benchsage'].__path__ = [{str(Path(spawn.__file__).parents[1])!r}]\n"
+)
 
 
 def gone(pid: int, within: float = 5.0) -> bool:

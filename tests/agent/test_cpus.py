@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -16,6 +17,9 @@ from hypothesis import strategies as st
 from benchsage.agent import cpus
 from benchsage.agent.cpus import HostCpus, check, host_cpus, isolated
 from benchsage.vocabulary import format_cpu_list, parse_cpu_list
+
+sys.path.insert(0, str(Path(__file__).parent))
+from proctools import AS_ON_A_HOST  # noqa: E402
 
 
 @pytest.mark.parametrize(
@@ -178,11 +182,7 @@ PY38 = sorted(Path("/root/.pyenv/versions").glob("3.8.*/bin/python3")) if Path("
 
 @pytest.mark.skipif(not PY38, reason="no Python 3.8 on this machine")
 def test_runs_on_python_3_8() -> None:
-    # As on a host: benchsage is a bare package there, holding the agent and the vocabulary.
-    script = textwrap.dedent(f"""
-        import sys, types
-        sys.modules["benchsage"] = types.ModuleType("benchsage")
-        sys.modules["benchsage"].__path__ = [{str(Path(cpus.__file__).parent.parent)!r}]
+    script = AS_ON_A_HOST + textwrap.dedent("""
         from benchsage.agent import cpus
         from benchsage.vocabulary import format_cpu_list, parse_cpu_list
         host = cpus.host_cpus()

@@ -17,7 +17,7 @@ from benchsage.agent import energy
 from benchsage.agent.energy import EnergyError, Rapl
 
 sys.path.insert(0, str(Path(__file__).parent))
-from proctools import as_user  # noqa: E402
+from proctools import AS_ON_A_HOST, as_user  # noqa: E402
 
 RANGE = 262143328850  # max_energy_range_uj of a typical package
 
@@ -162,10 +162,8 @@ PY38 = sorted(Path("/root/.pyenv/versions").glob("3.8.*/bin/python3")) if Path("
 
 @pytest.mark.skipif(not PY38, reason="no Python 3.8 on this machine")
 def test_runs_on_python_3_8(two_packages: Path) -> None:
-    script = textwrap.dedent(f"""
-        import sys
-        sys.path.insert(0, {str(Path(energy.__file__).parent)!r})
-        import energy
+    script = AS_ON_A_HOST + textwrap.dedent(f"""
+        from benchsage.agent import energy
         rapl = energy.Rapl({str(two_packages)!r})
         print(rapl.joules(rapl.read(), rapl.read()), "typing" in sys.modules)
     """)

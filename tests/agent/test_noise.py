@@ -10,7 +10,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from benchsage.agent import noise
-from benchsage.agent.cpus import sysfs_cpu_list
 from benchsage.agent.noise import (
     ASLR,
     OK,
@@ -33,6 +32,7 @@ from benchsage.agent.noise import (
     Virtualization,
     collect_noise,
 )
+from benchsage.agent.sysfs import kernel_cpu_list
 from benchsage.vocabulary import format_cpu_list
 
 CPU = "sys/devices/system/cpu"
@@ -99,14 +99,14 @@ def test_garbage_content_is_unknown_not_a_crash(tmp_path: Path) -> None:
 
 @given(st.sets(st.integers(min_value=0, max_value=300)))
 def test_cpu_list_round_trip(cpus_: set[int]) -> None:
-    assert sysfs_cpu_list(format_cpu_list(sorted(cpus_))) == sorted(cpus_)
+    assert kernel_cpu_list(format_cpu_list(sorted(cpus_))) == sorted(cpus_)
 
 
 def test_cpu_list_format() -> None:
-    assert sysfs_cpu_list("0-3,8,10-11\n") == [0, 1, 2, 3, 8, 10, 11]
+    assert kernel_cpu_list("0-3,8,10-11\n") == [0, 1, 2, 3, 8, 10, 11]
     assert format_cpu_list([5, 0, 1, 2]) == "0-2,5"
-    assert sysfs_cpu_list("") == [] and format_cpu_list([]) == ""
-    assert sysfs_cpu_list("(null)\n") == []  # nohz_full on a kernel booted without it
+    assert kernel_cpu_list("") == [] and format_cpu_list([]) == ""
+    assert kernel_cpu_list("(null)\n") == []  # nohz_full on a kernel booted without it
 
 
 # --- fake trees, one state at a time ----------------------------------------------------------

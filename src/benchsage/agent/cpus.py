@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections import namedtuple
 
+from benchsage.agent.sysfs import kernel_cpu_list, read_text
 from benchsage.vocabulary import format_cpu_list, parse_cpu_list
 
 TYPE_CHECKING = False
@@ -35,19 +36,11 @@ class Isolation(namedtuple("Isolation", "isolated nohz_full")):
     __slots__ = ()
 
 
-def sysfs_cpu_list(text: str) -> List[int]:
-    """A CPU list as the kernel shows it in sysfs or a cpuset file: [] when the file is empty
-    (no CPUs) or reads "(null)" (nohz_full on a kernel built with it but booted without it),
-    else its CPUs; a trailing newline is fine. Raises ValueError for anything else."""
-    text = text.strip()
-    return [] if not text or text == "(null)" else parse_cpu_list(text)
-
-
 def host_cpus(root: str = "/") -> HostCpus:
     """Online CPUs from `root`/sys/devices/system/cpu/online (else the cpuN folders, else
     os.cpu_count()) and the CPUs this process may run on (os.sched_getaffinity)."""
     online = None  # type: Optional[List[int]]
-    text = _text(os.path.join(root, _CPU_DIR, "online"))
+    text = read_text(os.path.join(root, _CPU_DIR, "online"))
     if text:
         try:
             online = parse_cpu_list(text)
@@ -73,7 +66,7 @@ def host_cpus(root: str = "/") -> HostCpus:
 
 def _cpuset(root: str) -> Optional[List[int]]:
     """The effective CPUs of this process's cpuset (cgroup v1 cpuset or v2), None if unknown."""
-    text = _text(os.path.join(root, "proc/self/cgroup"))
+    text = read_text(os.path.join(root, "proc/self/cgroup"))
     if not text:
         return None
     for line in text.splitlines():
@@ -89,7 +82,7 @@ def _cpuset(root: str) -> Optional[List[int]]:
         else:
             continue
         for candidate in candidates:
-            found = _text(candidate)
+            found = read_text(candidate)
             if found:
                 try:
                     return parse_cpu_list(found)
@@ -102,9 +95,9 @@ def isolated(root: str = "/") -> Isolation:
     """The isolated (isolcpus=) and nohz_full CPUs, from `root`/sys/devices/system/cpu."""
     lists = []
     for name in ("isolated", "nohz_full"):
-        text = _text(os.path.join(root, _CPU_DIR, name))
+        text = read_text(os.path.join(root, _CPU_DIR, name))
         try:
-            lists.append(sysfs_cpu_list(text or ""))
+            lists.append(kernel_cpu_list(text or ""))
         except ValueError:
             lists.append([])
     return Isolation(lists[0], lists[1])
@@ -124,11 +117,3 @@ def check(cpus: Iterable[int], host: HostCpus) -> Optional[str]:
         return ("CPU%s %s: online but not allowed to the agent (it may run on %s only: a cpuset or a taskset around it); "
                 "choose among those" % ("s" if len(barred) > 1 else "", format_cpu_list(barred), format_cpu_list(host.allowed)))
     return None
-
-
-def _text(path: str) -> Optional[str]:
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except OSError:
-        return None

@@ -13,6 +13,8 @@ import os
 import re
 from collections import namedtuple
 
+from benchsage.agent.sysfs import read_text
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: the typing module would grow the agent
     from typing import Dict, List, Optional, Tuple
@@ -82,7 +84,7 @@ class Rapl:
             domains = []  # type: List[Domain]
             for _, zone in sorted(by_type[control_type]):
                 folder = os.path.join(self.root, zone)
-                label = _text(os.path.join(folder, "name"))
+                label = read_text(os.path.join(folder, "name"))
                 if label is None or not label.startswith("package"):
                     continue  # psys (the platform) or another domain that is not a package
                 energy = os.path.join(folder, "energy_uj")
@@ -146,11 +148,3 @@ def _read_uj(path: str) -> int:
         return int(os.read(fd, 64))
     finally:
         os.close(fd)
-
-
-def _text(path: str) -> Optional[str]:
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except OSError:
-        return None

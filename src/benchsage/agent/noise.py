@@ -14,7 +14,7 @@ import subprocess
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
-from benchsage.agent.cpus import sysfs_cpu_list
+from benchsage.agent.sysfs import kernel_cpu_list
 from benchsage.vocabulary import format_cpu_list
 
 OK = "ok"
@@ -61,7 +61,7 @@ class NoiseSource:
         online = self.text(f"{_CPU}/online")
         if online:
             try:
-                return sysfs_cpu_list(online)
+                return kernel_cpu_list(online)
             except ValueError:
                 pass
         found = [int(m.group(1)) for p in glob.glob(self.path(f"{_CPU}/cpu[0-9]*")) if (m := re.search(r"cpu(\d+)$", p))]
@@ -250,8 +250,8 @@ class IsolatedCPUs(NoiseSource):
         isolated_text = self.text(f"{_CPU}/isolated")
         if isolated_text is None:
             return self.unknown(f"no /{_CPU}/isolated")
-        isolated = sysfs_cpu_list(isolated_text)
-        nohz = sysfs_cpu_list(self.text(f"{_CPU}/nohz_full") or "")
+        isolated = kernel_cpu_list(isolated_text)
+        nohz = kernel_cpu_list(self.text(f"{_CPU}/nohz_full") or "")
         cpus = self.cpus()
         data = {"isolated": isolated, "nohz_full": nohz, "cpus": len(cpus)}
         if isolated:
