@@ -32,7 +32,6 @@ RULES: dict[str, set[str] | None] = {
     "stats": set(),
     "agent": {"vocabulary"},  # the bundle sent to every host is the agent's folder and vocabulary.py
     "spec": LEAVES,
-    "treatments": LEAVES,  # the spec's treatments, to join spec/
     "design": LEAVES | {"spec", "stats"},
     "store": LEAVES,
     "execute": LEAVES | {"spec", "design", "store", "agent", "stats"},
@@ -59,11 +58,8 @@ KNOWN_AGAINST_FLOW = {
     'design/advice.py -> benchsage.store.journal',
     'design/advice.py -> benchsage.store.table',
     'design/estimate.py -> benchsage.store.journal',
-    'design/estimate.py -> benchsage.treatments',
-    'design/treatments.py -> benchsage.treatments',
     'execute/bundle.py -> benchsage',
     'execute/runner.py -> benchsage',
-    'execute/runner.py -> benchsage.treatments',
     'execute/snapshot.py -> benchsage',
     'report/environment.py -> benchsage',
     'report/environment.py -> benchsage.execute.noise',
@@ -73,21 +69,10 @@ KNOWN_AGAINST_FLOW = {
     'report/measurement.py -> benchsage.execute.local',
     'report/measurement.py -> benchsage.execute.noise',
     'report/plan.py -> benchsage.execute.progress',
-    'spec.py -> benchsage.design.plan',
-    'spec.py -> benchsage.execute.cpus',
-    'spec.py -> benchsage.execute.worker',
-    'spec.py -> benchsage.store.table',
-    'spec.py -> benchsage.treatments',
-    'store/exporters/tidy.py -> benchsage.design.treatments',
-    'store/importers/benchsage.py -> benchsage.design.treatments',
     'store/importers/benchsage.py -> benchsage.spec',
-    'treatments.py -> benchsage.execute.cpus',
-    'treatments.py -> benchsage.spec',
-    'treatments.py -> benchsage.store.table',
 }
 KNOWN_CIRCLES = {
     ('__init__.py', 'analyze/__init__.py', 'analyze/batched.py', 'analyze/diagnostics.py', 'analyze/fleet.py', 'analyze/order.py', 'analyze/pipeline.py', 'api.py', 'report/html.py'),
-    ('design/plan.py', 'design/treatments.py', 'spec.py', 'treatments.py'),
 }
 KNOWN_LONG_FILES = {
     'analyze/diagnostics.py',
@@ -99,7 +84,6 @@ KNOWN_LONG_FILES = {
 KNOWN_LONG_FUNCTIONS = {
     'analyze/diagnostics.py:_one_vs_rest',
     'execute/agent.py:run_process',
-    'spec.py:load_spec',
     'stats/sequential.py:decide',
     'store/importers/benchsage.py:_read',
     'store/importers/tidy_stream.py:_stream',

@@ -17,7 +17,7 @@ from benchsage.design.plan import FIXED, make_plan
 from benchsage.design.treatments import assign_cells, draw_contexts, treatment_cells
 from benchsage.errors import SpecError
 from benchsage.spec import load_spec
-from benchsage.treatments import ContextSpec, LinkOrder
+from benchsage.spec import ContextSpec, LinkOrder
 
 TESTS = '[[test]]\nname = "o3"\ncommand = "./o3"\n[[test]]\nname = "o2"\ncommand = "./o2"\n'
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from benchsage.design.treatments import dimension_labels
+from benchsage.vocabulary import dimension_labels
 from benchsage.execute import agent
 
 PROBE = r"""import os, sys

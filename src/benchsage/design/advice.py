@@ -31,10 +31,11 @@ from benchsage.stats.sequential import (
     relative_interval,
     shift_ci,
 )
-from benchsage.store.table import ARMS, TrialTable
+from benchsage.store.table import TrialTable
+from benchsage.vocabulary import ARMS, MIN_RUNS_PER_ARM
 
 POWER = 0.8  # the power the advice is for
-MIN_PILOT_RUNS = 5  # per arm: the analysis gives no p-value below 5 (execute.runner.MIN_RUNS_PER_ARM)
+MIN_PILOT_RUNS = MIN_RUNS_PER_ARM  # per arm: the analysis gives no p-value below it
 MAX_RUNS = 1000  # per arm: beyond this the advice says "more than"
 REPS = 4000  # simulated experiments per candidate n: Monte-Carlo sd of a power of 0.8 is 0.0063
 SEQUENTIAL_REPS = 400  # simulated sequential experiments per scenario

@@ -26,7 +26,7 @@ def describe_plan(spec_path: str, *, runs: int | None = None, seed: int | None =
     seed_given = seed if seed is not None else spec.seed
     seed_used = seed_given if seed_given is not None else draw_seed()
     from benchsage.design.treatments import treatment_cells
-    from benchsage.treatments import check_runs_cover
+    from benchsage.spec.treatments import check_runs_cover
 
     check_runs_cover(spec.treatments, runs_per_arm, spec.path)
     names = [t.name for t in spec.tests]

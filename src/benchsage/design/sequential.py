@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from benchsage.errors import SpecError
-from benchsage.spec import FIXED_STOP, Spec
+from benchsage.spec import Spec
+from benchsage.vocabulary import FIXED_STOP
 from benchsage.stats.sequential import Look, SequentialDesign
 
 DEFAULT_LOOKS = 4

@@ -29,12 +29,10 @@ from benchsage.execute.sequential import Looks
 from benchsage.execute.treatments import Applier
 from benchsage.execute.worker import ProcessRequest, ProcessResult, Worker
 from benchsage.spec import Spec, TestSpec, load_spec
-from benchsage.store.journal import FINISHED, NOT_NEEDED, Journal, TrialRecord, check_directory_for
+from benchsage.store.journal import Journal, TrialRecord, check_directory_for
 from benchsage.store.table import HARNESS_METRIC_INFO
-from benchsage.treatments import check_runs_cover
-
-
-MIN_RUNS_PER_ARM = 5  # below this the analysis reports no p-value
+from benchsage.vocabulary import FINISHED, MIN_RUNS_PER_ARM, NOT_NEEDED
+from benchsage.spec.treatments import check_runs_cover
 
 
 class Interrupted(KeyboardInterrupt):

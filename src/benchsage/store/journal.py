@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
 from benchsage.errors import DataError, UsageError
+from benchsage.vocabulary import FINISHED, NOT_NEEDED
 
 JOURNAL_NAME = "journal.sqlite"
 FORMAT_VERSION = "1"
@@ -49,8 +50,6 @@ CREATE TABLE IF NOT EXISTS looks (           -- the interim analyses of a sequen
     record TEXT NOT NULL             -- JSON: stats.sequential.Look.to_record()
 );
 """
-NOT_NEEDED = "not-needed"  # the status of a planned run a sequential experiment stopped before
-FINISHED = ("done", NOT_NEEDED)  # run statuses that leave nothing to carry out
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

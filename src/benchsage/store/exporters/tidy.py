@@ -6,7 +6,7 @@ import os
 
 import pyarrow as pa
 
-from benchsage.design.treatments import cell_columns
+from benchsage.vocabulary import cell_columns
 from benchsage.store.importers.benchsage import trial_boot_ids
 from benchsage.store.journal import Journal
 from benchsage.store.table import OPTIONAL_HARNESS_METRICS

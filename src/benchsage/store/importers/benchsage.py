@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from benchsage.store.journal import FINISHED, Journal
-from benchsage.design.treatments import cell_columns
+from benchsage.store.journal import Journal
 from benchsage.store.table import FIRST, HARNESS_METRICS, MetricInfo, TrialTable, encode_treatments
+from benchsage.vocabulary import FINISHED, cell_columns
 
 
 def read_experiment(path: str | os.PathLike[str]) -> TrialTable:
