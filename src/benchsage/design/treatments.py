@@ -84,6 +84,24 @@ class Treatment:
             out["factors"] = dict(self.factors)
         return out
 
+    @classmethod
+    def from_record(cls, index: int, described: dict[str, Any]) -> "Treatment":
+        """The cell a journal recorded (its describe()), as it was drawn."""
+        context = None
+        if "context" in described:
+            cpus = described.get("cpus")
+            link_order = described.get("link_order")
+            context = Context(
+                index=int(str(described["context"]).removeprefix("c")) - 1,
+                env_bytes=described.get("env_bytes"),
+                cwd_bytes=described.get("cwd_bytes"),
+                cpus=None if cpus is None else tuple(int(c) for c in str(cpus).split(",")),
+                aslr=described.get("aslr"),
+                link_order=None if link_order is None else tuple(link_order),
+            )
+        factors = tuple((str(k), str(v)) for k, v in (described.get("factors") or {}).items())
+        return cls(index=index, context=context, observer=described.get("observer"), factors=factors)
+
 
 def _rng(seed: int, what: str) -> np.random.Generator:
     digest = hashlib.sha256(f"{seed}\0treatments\0{what}".encode()).digest()

@@ -18,7 +18,7 @@ def tidy_table(directory: str | os.PathLike[str]) -> pa.Table:
     """Every trial of the completed run attempts, one row per metric, in time order; with
     treatments, a column per treatment dimension (context, context:env_bytes, ..., observer,
     factor:NAME), as the tidy importer reads them back."""
-    journal = Journal.open(directory)
+    journal = Journal.open(directory, read_only=True)
     try:
         described = journal.meta().get("treatments") or []
         cell_labels, dims = cell_columns(described)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import tomllib
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -16,12 +17,12 @@ import numpy as np
 
 from benchsage.store.journal import Journal
 from benchsage.store.table import FIRST, HARNESS_METRICS, MetricInfo, TrialTable, encode_treatments
-from benchsage.vocabulary import FINISHED, cell_columns
+from benchsage.vocabulary import CONTEXT_DIMENSIONS, FINISHED, cell_columns
 
 
 def read_experiment(path: str | os.PathLike[str]) -> TrialTable:
     directory = os.fspath(path)
-    journal = Journal.open(directory)
+    journal = Journal.open(directory, read_only=True)
     try:
         return _read(journal, directory)
     finally:
@@ -151,13 +152,14 @@ def _read(journal: Journal, directory: str) -> TrialTable:
     }
     if meta.get("sequential"):  # the looks of a sequential experiment, for the analysis's "sequential"
         provenance["sequential"] = {"plan": meta["sequential"], "looks": [look["record"] for look in journal.looks()]}
+    provenance.update(analysis_meta(meta))
     described = meta.get("treatments") or []
     dims: tuple[str, ...] = ()
     dim_levels: tuple[tuple[str, ...], ...] = ()
     treatment = None
     if described:
         dims, dim_levels, treatment = _treatment_columns(described, runs, run[src])
-        provenance.update(_treatment_provenance(meta))
+        provenance["treatments"] = described
         provenance["run_contexts"] = {r["id"]: described[r["treatment"]]["context"] for r in runs
                                       if r["treatment"] is not None and "context" in described[r["treatment"]]}
         skipped = [r for r in runs if r["status"] == "skipped"]
@@ -207,26 +209,36 @@ def _treatment_columns(described: list[dict[str, Any]], runs: list[dict[str, Any
     return dims_t, levels, np.ascontiguousarray(padded[per_row_cell])
 
 
-def _treatment_provenance(meta: dict[str, Any]) -> dict[str, Any]:
-    """What the analyses of treatments need from the spec: the declared comparisons, the
-    observer's lightest level, the factors' levels in declared order."""
-    from benchsage.spec import load_spec
+_ANALYSIS_KEYS = ("compare", "observer_baseline", "observer_levels", "factors", "context_dimensions")
 
+
+def analysis_meta(meta: dict[str, Any]) -> dict[str, Any]:
+    """What the analyses of treatments read of the spec, as the journal recorded it when the
+    experiment was created (execute/create.py): the declared comparisons, the observer's
+    lightest level and its levels in declared order, the factors' levels in declared order,
+    the context's dimensions; only those the spec declares. A journal written before these
+    were recorded holds them in its copy of the spec's text, whose tables are read as data
+    (nothing of the spec runs and no file of the spec's folder is read)."""
+    recorded = {key: meta[key] for key in _ANALYSIS_KEYS if key in meta} if "compare" in meta else _from_spec_text(meta)
+    return {key: value for key, value in recorded.items() if value}
+
+
+def _from_spec_text(meta: dict[str, Any]) -> dict[str, Any]:
     try:
-        spec = load_spec(meta["spec_path"], text=meta["spec_text"], generated=meta.get("generated") or None)
-    except Exception:  # noqa: BLE001 - the spec's folder may be gone; the data still stands
+        doc = tomllib.loads(meta.get("spec_text") or "")
+    except tomllib.TOMLDecodeError:
         return {}
-    t = spec.treatments
-    out: dict[str, Any] = {"treatments": meta.get("treatments") or []}
-    if t.compare:
-        out["compare"] = [{"a": c.a, "b": c.b, "metric": c.metric} for c in t.compare]
-    if t.observer:
-        out["observer_baseline"] = t.observer.baseline
-        out["observer_levels"] = [name for name, _ in t.observer.levels]
-    if t.factors:
-        out["factors"] = [{"name": f.name, "levels": list(f.levels)} for f in t.factors]
-    if t.context:
-        out["context_dimensions"] = list(t.context.dimensions)
+    out: dict[str, Any] = {}
+    out["compare"] = [{"a": c.get("a"), "b": c.get("b"), "metric": c.get("metric")}
+                      for c in doc.get("compare") or () if isinstance(c, dict)]
+    levels = (doc.get("observer") or {}).get("levels") if isinstance(doc.get("observer"), dict) else None
+    if isinstance(levels, dict) and levels:
+        out["observer_levels"] = list(levels)
+        out["observer_baseline"] = next((name for name, wrapper in levels.items() if not str(wrapper).strip()), next(iter(levels)))
+    out["factors"] = [{"name": f.get("name"), "levels": [str(v) for v in f.get("levels") or ()]}
+                      for f in doc.get("factor") or () if isinstance(f, dict)]
+    context = doc.get("context")
+    out["context_dimensions"] = [d for d in CONTEXT_DIMENSIONS if d in context] if isinstance(context, dict) else []
     return out
 
 
