@@ -78,7 +78,6 @@ KNOWN_LONG_FUNCTIONS = {
     'analyze/diagnostics.py:_one_vs_rest',
     'execute/agent.py:run_process',
     'stats/sequential.py:decide',
-    'store/importers/tidy_stream.py:_stream',
 }
 
 
