@@ -25,7 +25,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "src" / "benchsage"
 LEAVES = {"vocabulary", "errors"}
 ENTRY = None  # cli, api and the package root may import everything
 
-# What each top-level room may import besides itself (DESIGN: "Pipeline and layout").
+# What each top-level room may import besides itself.
 RULES: dict[str, set[str] | None] = {
     "vocabulary": set(),
     "errors": set(),

@@ -149,7 +149,7 @@ class Advice:
         return _largest(self.tests)
 
     def to_json(self) -> list[dict[str, Any]]:
-        """CONTRACT.md's `advice` list."""
+        """The `advice` list of `benchsage plan --pilot DIR --json`."""
         return [t.to_json(self.effect_pct) for t in self.tests]
 
     def summary_json(self) -> dict[str, Any]:
