@@ -3,9 +3,8 @@
 Runs the same experiment (trials of `/bin/true N`, exec'd without a shell, on the local
 worker) through `benchsage run` with the agent's cgroups on and with BENCHSAGE_CGROUPS=off
 (set in the environment of `benchsage`, which the agent inherits), in blocks that alternate
-on, off, off, on, on, off, ... so that drift of the machine hits both alike. Budget (DESIGN.md,
-issue 12): the cgroup (create or reuse, join, read, kill leftovers, remove) adds under 0.3 ms
-per trial.
+on, off, off, on, on, off, ... so that drift of the machine hits both alike. Budget: the
+cgroup (create or reuse, join, read, kill leftovers, remove) adds under 0.3 ms per trial.
 
 What is measured: the spacing of consecutive trials of a run, `started` of trial i+1 minus
 `started` of trial i in the journal (both taken by the agent's clock, `time.time()` as

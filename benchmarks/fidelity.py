@@ -7,7 +7,7 @@ Linux charges a child for the process it was forked from). The requests are tria
 run: the agent's cgroup per trial and leftover search are in what is measured (the agent's
 cgroup method is printed).
 
-Budgets (DESIGN.md): wall time within 0.25 ms of hyperfine -N; max_rss of /bin/true under
+Budgets: wall time within 0.25 ms of hyperfine -N; max_rss of /bin/true under
 8 MiB.
 
     python benchmarks/fidelity.py [--runs 300] [--rounds 3] [--python PYTHON]

@@ -11,7 +11,7 @@ cutime + cstime. Each is printed as % of one core over the run's wall time, with
 controller's CPU per trial and its growth from 1 worker to N (1.00: linear in the workers).
 The controller's time is also split by thread (sampled from /proc/self/task).
 
-Budget (DESIGN.md): --hosts 16 ssh workers cost the controller under 20 % of one core. The
+Budget: --hosts 16 ssh workers cost the controller under 20 % of one core. The
 controller's share grows with the trial rate (workers / trial length), so the figure holds
 for the trials chosen here (--sleep); ms per trial lets you scale it to others.
 

@@ -3,7 +3,7 @@
 Runs N and 2N trials of `true` through `benchsage run` (journal commits, snapshots and
 progress included) and N and 2N iterations of `/bin/sh -c true` from a shell loop. The cost
 per trial is the slope between the two sizes, so start-up (Python, imports, the first SQLite
-open) does not count. Budget (DESIGN.md): benchsage adds under 0.5 ms per trial.
+open) does not count. Budget: benchsage adds under 0.5 ms per trial.
 
     python benchmarks/harness_overhead.py [--trials 1000] [--repeat 3]
 """

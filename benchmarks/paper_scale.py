@@ -4,7 +4,7 @@ Generates the paper-shaped tidy CSV if it is missing (generate_paper_dataset.py:
 2.3 M trials), then times, one after the other and each in its own process, two baselines
 (notebook_baseline.py) and `benchsage analyze FILE --format tidy --json`, end to end
 (interpreter start, imports and parsing included): the paper notebook's analysis cells, which
-the budget of DESIGN.md names (at least 10x faster than it and under 1 GiB: PASS or FAIL), and
+the budget names (at least 10x faster than it and under 1 GiB: PASS or FAIL), and
 its Kruskal-Wallis and CI loops alone, a stricter yardstick whose ratio is printed too. Each
 child's peak memory is its own ru_maxrss, read with wait4 on that child alone. Checks that all
 call the same tests significant.

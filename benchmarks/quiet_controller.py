@@ -3,7 +3,7 @@
 Runs one 5-second trial (`sleep 5`) through benchsage's local worker and reads the
 controller's own CPU time (time.process_time: this process only, not the child) before and
 after. The baseline in the same run is subprocess.run of the same command, which also just
-waits. Budget (DESIGN.md): under 10 ms over a 5 s trial.
+waits. Budget: under 10 ms over a 5 s trial.
 
     python benchmarks/quiet_controller.py [--seconds 5]
 """

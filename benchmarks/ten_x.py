@@ -6,7 +6,7 @@ about 1.5 GiB, into benchmarks/data/ or --dir), reads it once into the page cach
 alternating and each in its own child process: `pyarrow.csv.read_csv(FILE)` (the baseline; pyarrow
 is only the yardstick here) and `benchsage analyze FILE --format tidy --json`. Each child's peak
 memory is its own ru_maxrss, read with wait4 on that child alone. Prints the times, the ratio,
-the peaks and PASS/FAIL against DESIGN.md's budget: under 1 GiB and within 3x of pyarrow's read.
+the peaks and PASS/FAIL against the budget: under 1 GiB and within 3x of pyarrow's read.
 
 It also checks that the result is the in-memory analysis's: on --check-file (default: the
 paper-scale file, 2.3 M trials) `benchsage analyze` by blocks and batches and the in-memory

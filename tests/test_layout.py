@@ -25,14 +25,13 @@ PACKAGE = Path(__file__).resolve().parent.parent / "src" / "benchsage"
 LEAVES = {"vocabulary", "errors"}
 ENTRY = None  # cli, api and the package root may import everything
 
-# What each top-level room may import besides itself (DESIGN: "Pipeline and layout").
+# What each top-level room may import besides itself.
 RULES: dict[str, set[str] | None] = {
     "vocabulary": set(),
     "errors": set(),
     "stats": set(),
     "agent": {"vocabulary"},  # the bundle sent to every host is the agent's folder and vocabulary.py
     "spec": LEAVES,
-    "treatments": LEAVES,  # the spec's treatments, to join spec/
     "design": LEAVES | {"spec", "stats"},
     "store": LEAVES,
     "execute": LEAVES | {"spec", "design", "store", "agent", "stats"},
@@ -51,18 +50,9 @@ MAX_FUNCTION_LINES = 100
 # What the package still owes the rules, as "file -> module" (imports against the flow),
 # a sorted tuple of files (circles), "file" (files too long) and "file:function" (functions).
 KNOWN_AGAINST_FLOW = {
-    'analyze/__init__.py -> benchsage.api',
     'analyze/batched.py -> benchsage',
     'analyze/order.py -> benchsage',
     'analyze/pipeline.py -> benchsage._runtime',
-    'design/advice.py -> benchsage.store.importers.detect',
-    'design/advice.py -> benchsage.store.journal',
-    'design/advice.py -> benchsage.store.table',
-    'design/estimate.py -> benchsage.store.journal',
-    'design/estimate.py -> benchsage.treatments',
-    'design/treatments.py -> benchsage.treatments',
-    'execute/runner.py -> benchsage',
-    'execute/runner.py -> benchsage.treatments',
     'report/environment.py -> benchsage',
     'report/environment.py -> benchsage.agent.noise',
     'report/html.py -> benchsage',
@@ -70,19 +60,9 @@ KNOWN_AGAINST_FLOW = {
     'report/measurement.py -> benchsage.execute.local',
     'report/measurement.py -> benchsage.agent.noise',
     'report/plan.py -> benchsage.execute.progress',
-    'spec.py -> benchsage.design.plan',
-    'spec.py -> benchsage.execute.worker',
-    'spec.py -> benchsage.store.table',
-    'spec.py -> benchsage.treatments',
-    'store/exporters/tidy.py -> benchsage.design.treatments',
-    'store/importers/benchsage.py -> benchsage.design.treatments',
-    'store/importers/benchsage.py -> benchsage.spec',
-    'treatments.py -> benchsage.spec',
-    'treatments.py -> benchsage.store.table',
 }
 KNOWN_CIRCLES = {
-    ('__init__.py', 'analyze/__init__.py', 'analyze/batched.py', 'analyze/diagnostics.py', 'analyze/fleet.py', 'analyze/order.py', 'analyze/pipeline.py', 'api.py', 'report/html.py'),
-    ('design/plan.py', 'design/treatments.py', 'spec.py', 'treatments.py'),
+    ('__init__.py', 'analyze/batched.py', 'analyze/diagnostics.py', 'analyze/fleet.py', 'analyze/order.py', 'analyze/pipeline.py', 'api.py', 'report/html.py'),
 }
 KNOWN_LONG_FILES = {
     'analyze/diagnostics.py',
@@ -92,10 +72,7 @@ KNOWN_LONG_FILES = {
 }
 KNOWN_LONG_FUNCTIONS = {
     'analyze/diagnostics.py:_one_vs_rest',
-    'spec.py:load_spec',
     'stats/sequential.py:decide',
-    'store/importers/benchsage.py:_read',
-    'store/importers/tidy_stream.py:_stream',
 }
 
 

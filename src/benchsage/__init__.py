@@ -4,14 +4,16 @@ Runs every test in a fixed order and in fresh random orders, interleaved, with a
 every run and every trial journaled, then says with statistics whether the order mattered.
 
 Notebook API: `benchsage.load(source)` -> DataFrame of trials; `benchsage.analyze(source)` ->
-Result (`.tests`, `.diagnostics`, `.report(path)`).
+Result (`.tests`, `.diagnostics`, `.report(path)`); both are benchsage.api's.
 """
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
-__version__ = "0.1.0"
+import benchsage.analyze
+from benchsage.vocabulary import VERSION as __version__
 
 __all__ = ["__version__", "analyze", "load"]
 
@@ -23,10 +25,14 @@ def load(*args: Any, **kwargs: Any) -> Any:
     return _load(*args, **kwargs)
 
 
-def __getattr__(name: str) -> Any:
-    # `benchsage.analyze` is the analyze subpackage, which is callable (see analyze/__init__.py).
-    if name == "analyze":
-        import benchsage.analyze as module
+class _CallableModule(types.ModuleType):
+    """`benchsage.analyze` is the analyze subpackage, and calling it is benchsage.api.analyze,
+    so that `benchsage.analyze(source)` works while `benchsage.analyze.order` stays importable."""
 
-        return module
-    raise AttributeError(f"module 'benchsage' has no attribute {name!r}")
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from benchsage.api import analyze as _analyze
+
+        return _analyze(*args, **kwargs)
+
+
+benchsage.analyze.__class__ = _CallableModule

@@ -19,9 +19,9 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from benchsage.analyze.pipeline import Options, analyze_loaded
-from benchsage.analyze.treatments import CompareRequest, TreatmentOptions
+from benchsage.analyze.options import Options
 from benchsage.analyze.verdict import Analysis, TestVerdict
+from benchsage.errors import DataError
 from benchsage.store.importers.detect import load_sources
 from benchsage.store.table import TrialTable
 
@@ -60,10 +60,44 @@ def analyze(
     compare: claims (a, b) or (a, b, metric) to check besides the spec's [[compare]], as
     `--compare A,B[,METRIC]`; compare_method and ratio_ci as --compare-method and --ratio-ci.
     """
+    from benchsage.analyze.pipeline import analyze_loaded
+    from benchsage.analyze.treatments import CompareRequest, TreatmentOptions
+
     table = load_sources(_paths(source), format=format)
     options = Options(alpha=alpha, correction=correction, ci_method=ci_method, ci_level=ci_level, ci_case_rule=ci_case_rule, diagnostics=diagnostics)
     claims = tuple(CompareRequest(*claim, where="compare=") for claim in compare)
     return Result(analyze_loaded(table, options, TreatmentOptions(claims, compare_method, ratio_ci)), table)
+
+
+def plan(spec_path: Source, *, runs: int | None = None, seed: int | None = None, pilot: Source | None = None,
+         effect: float | None = None) -> dict[str, Any]:
+    """What `benchsage plan` prints (its --json): the plan of the experiment in `spec_path`,
+    its expected duration (from an earlier experiment of the same spec under results/, if
+    any), and with `pilot`, the runs per arm each test needs to detect an order effect of
+    `effect` percent (default: the spec's min_effect) with 80% power."""
+    from benchsage.design.estimate import describe_plan
+    from benchsage.spec import load_spec
+    from benchsage.store.durations import earlier_run_seconds
+
+    spec = load_spec(os.fspath(spec_path))
+    advice = _advise(spec, os.fspath(pilot), effect) if pilot is not None else None
+    doc = describe_plan(spec, runs=runs, seed=seed, measured=earlier_run_seconds(spec.digest, len(spec.tests)))
+    if advice is not None:
+        doc["advice"] = advice.to_json()
+        doc["advice_summary"] = advice.summary_json()
+    return doc
+
+
+def _advise(spec: Any, pilot: str, effect: float | None) -> Any:
+    from benchsage.design.advice import PilotTimes, advise
+    from benchsage.store.durations import run_times
+
+    if not os.path.exists(pilot):
+        raise DataError(f"--pilot {pilot}: no such experiment directory or data file")
+    table = load_sources([pilot])
+    times = run_times(pilot)
+    return advise(spec, table, None if times is None else PilotTimes(times.run_seconds, times.reset_seconds, times.trial_seconds),
+                  pilot, effect=effect)
 
 
 def _frame(rows: list[dict[str, Any]], columns: list[str]) -> Any:

@@ -14,8 +14,8 @@ from typing import Any, Callable, Sequence
 
 import click
 
-import benchsage
 from benchsage.errors import EXIT_EFFECT, EXIT_OK, BenchsageError, UsageError
+from benchsage.vocabulary import VERSION
 
 _FORMATS = click.Choice(["auto", "benchsage", "tidy", "ordersage"])
 _CORRECTIONS = click.Choice(["bonferroni", "holm"])
@@ -126,7 +126,7 @@ _as_program = False  # main() runs as the `benchsage` program (not called from P
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(benchsage.__version__, prog_name="benchsage")
+@click.version_option(VERSION, prog_name="benchsage")
 def cli() -> None:
     """Run performance experiments in fixed and random orders, and say whether the order mattered."""
 
@@ -191,19 +191,11 @@ def _default_directory(spec_path: str) -> str:
 def plan(spec: str, runs: int | None, seed: int | None, as_json: bool, pilot: str | None, effect: float | None) -> None:
     """Print the plan (runs, arms, orders) and an estimate of its duration; run nothing. With
     --pilot, also the runs per arm each test needs to detect an order effect with 80% power."""
-    from benchsage.design.estimate import describe_plan
+    from benchsage.api import plan as plan_document
 
     if effect is not None and pilot is None:
         raise UsageError("--effect needs --pilot DIR: the advice resamples a pilot experiment's values")
-    advice = None
-    if pilot is not None:
-        from benchsage.design.advice import advise
-
-        advice = advise(spec, pilot, effect=effect)
-    doc = describe_plan(spec, runs=runs, seed=seed)
-    if advice is not None:
-        doc["advice"] = advice.to_json()
-        doc["advice_summary"] = advice.summary_json()
+    doc = plan_document(spec, runs=runs, seed=seed, pilot=pilot, effect=effect)
     if as_json:
         click.echo(json.dumps(doc, indent=2))
         return

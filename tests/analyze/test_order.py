@@ -366,11 +366,16 @@ def test_properties(case, rnd):
         w = relabelled[rename[v.test]]
         _same((w.kw_h, w.kw_p, w.p_adjusted, w.significant, w.ci_case), (v.kw_h, v.kw_p, v.p_adjusted, v.significant, v.ci_case))
 
-    # A strictly increasing transform keeps the ranks: same H and p, same CI case.
+    # A strictly increasing transform keeps the ranks: same H and p; and where both arms have
+    # an odd number of values, every median and interval bound is an order statistic, so the
+    # CI case is kept too (an even sample's median is a midpoint, which a convex transform
+    # moves relative to the other arm's bounds).
     transformed = _by_test(analyze_table(TrialTable.from_columns(test=tests, arm=arms, value=[2.0 * x**3 + 1.0 for x in values])))
     for v in base.tests:
         w = transformed[v.test]
-        _same((w.kw_h, w.kw_p, w.significant, w.ci_case), (v.kw_h, v.kw_p, v.significant, v.ci_case))
+        _same((w.kw_h, w.kw_p, w.significant), (v.kw_h, v.kw_p, v.significant))
+        if v.n_fixed % 2 and v.n_random % 2:
+            assert w.ci_case == v.ci_case
 
     # Swapping the arms: KW is symmetric; Δ% changes sign; the CI case is symmetric.
     swapped = _by_test(

@@ -13,7 +13,8 @@ from collections import Counter
 from pathlib import Path
 
 from benchsage.design.plan import WILLIAMS, make_plan, worker_seed
-from benchsage.execute.runner import create_experiment
+from benchsage.design.experiment import plan_experiment
+from benchsage.execute.create import create_experiment
 from benchsage.spec import load_spec
 
 PYTHON = shutil.which("python3") or sys.executable
@@ -128,7 +129,8 @@ def test_resume_carries_out_the_recorded_williams_plan(tmp_path: Path) -> None:
     assert planned["squares"] == {"rows": 4, "complete": 1, "extra_runs": 2}
     # The journal is written before anything runs (as when a run is killed before its first
     # trial); resume carries out that plan.
-    journal, _ = create_experiment(load_spec(spec_path), str(tmp_path / "out"))
+    spec = load_spec(spec_path)
+    journal = create_experiment(spec, plan_experiment(spec), str(tmp_path / "out"))
     journal.close()
     done = bench("resume", "out", "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr

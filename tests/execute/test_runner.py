@@ -17,7 +17,10 @@ import pytest
 from benchsage.errors import ExperimentError, UsageError
 from benchsage.execute.local import LocalWorker
 from benchsage.execute.progress import QuietProgress
-from benchsage.execute.runner import Runner, create_experiment, spec_from_journal
+from benchsage.design.experiment import plan_experiment
+from benchsage.execute.create import create_experiment
+from benchsage.execute.runner import Runner
+from benchsage.execute.session import spec_from_journal
 from benchsage.spec import load_spec
 from benchsage.store.journal import Journal, journal_path
 
@@ -32,7 +35,7 @@ def make_spec(tmp_path: Path, body: str, *, runs: int = 3, reset: str | None = "
 
 def execute(spec_path: Path, directory: Path) -> Journal:
     spec = load_spec(spec_path)
-    journal, _ = create_experiment(spec, str(directory))
+    journal = create_experiment(spec, plan_experiment(spec), str(directory))
     Runner(spec, journal, LocalWorker(), QuietProgress()).execute()
     return journal
 
@@ -155,7 +158,7 @@ def test_failing_reset_stops_cleanly_and_resume_finishes(tmp_path: Path) -> None
     flag = tmp_path / "allow"
     spec_path = make_spec(tmp_path, THREE, runs=3, reset=f"test -e {flag} || {{ echo no flag >&2; exit 4; }}")
     spec = load_spec(spec_path)
-    journal, _ = create_experiment(spec, str(tmp_path / "out"))
+    journal = create_experiment(spec, plan_experiment(spec), str(tmp_path / "out"))
     with pytest.raises(ExperimentError) as info:
         Runner(spec, journal, LocalWorker(), QuietProgress()).execute()
     message = str(info.value)
@@ -176,13 +179,14 @@ def test_directory_of_another_experiment_is_refused(tmp_path: Path) -> None:
     execute(make_spec(tmp_path, THREE, runs=1), tmp_path / "out").close()
     other = make_spec(tmp_path, THREE.replace('"true"', '"true; true"'), runs=1)
     with pytest.raises(UsageError, match="already holds a different experiment"):
-        create_experiment(load_spec(other), str(tmp_path / "out"))
+        create_experiment(load_spec(other), plan_experiment(load_spec(other)), str(tmp_path / "out"))
+    same = load_spec(make_spec(tmp_path, THREE, runs=1))
     with pytest.raises(UsageError, match="already holds this experiment, finished"):
-        create_experiment(load_spec(make_spec(tmp_path, THREE, runs=1)), str(tmp_path / "out"))
+        create_experiment(same, plan_experiment(same), str(tmp_path / "out"))
     (tmp_path / "junk").mkdir()
     (tmp_path / "junk" / "notes.txt").write_text("mine")
     with pytest.raises(UsageError, match="not empty"):
-        create_experiment(load_spec(other), str(tmp_path / "junk"))
+        create_experiment(load_spec(other), plan_experiment(load_spec(other)), str(tmp_path / "junk"))
 
 
 # -- crashes of the controller ------------------------------------------------------------------

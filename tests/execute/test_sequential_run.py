@@ -16,7 +16,10 @@ from pathlib import Path
 
 from benchsage.execute.local import LocalWorker
 from benchsage.execute.progress import QuietProgress
-from benchsage.execute.runner import Runner, create_experiment, spec_from_journal
+from benchsage.design.experiment import plan_experiment
+from benchsage.execute.create import create_experiment
+from benchsage.execute.runner import Runner
+from benchsage.execute.session import spec_from_journal
 from benchsage.spec import load_spec
 from benchsage.store.journal import Journal
 
@@ -83,7 +86,7 @@ def statuses(directory: Path) -> dict[int, str]:
 
 def execute(spec_path: Path, directory: Path) -> None:
     spec = load_spec(spec_path)
-    journal, _ = create_experiment(spec, str(directory))
+    journal = create_experiment(spec, plan_experiment(spec), str(directory))
     try:
         Runner(spec, journal, LocalWorker(), QuietProgress()).execute()
     finally:

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from benchsage.agent.spawn import ADDR_NO_RANDOMIZE
-from benchsage.design.treatments import dimension_labels
+from benchsage.vocabulary import dimension_labels
 
 PROBE = r"""import os, sys
 print(json.dumps({

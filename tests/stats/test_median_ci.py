@@ -112,7 +112,7 @@ def test_coverage_by_simulation(method):
 
 
 def test_paper_table3_intervals():
-    """The 95% exact intervals of get_hits are the paper's Table 3 intervals (CONTRACT.md)."""
+    """The 95% exact intervals of get_hits are the paper's Table 3 intervals."""
     arms = {"fixed": [], "random": []}
     with open(ARTIFACT / "memcached-table3" / "all_exp_results.csv", newline="") as f:
         for row in csv.DictReader(f):

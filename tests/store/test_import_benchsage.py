@@ -1,18 +1,18 @@
 """The journal importer's warnings about how trials were measured: processes a test's trials
 left running, in journals that count them, that have the column empty (written before), or
-that lack the column (a read-only journal of an older benchsage)."""
+that lack the column (an older journal, which the analysis reads without changing)."""
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import sys
 from pathlib import Path
 
 import pytest
 
-from benchsage.store import journal as journal_module
 from benchsage.store.importers.benchsage import leftover_warnings, read_experiment
-from benchsage.store.journal import journal_path
+from benchsage.store.journal import Journal, journal_path
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "analyze"))
 from measured_data import write_measured  # noqa: E402
@@ -44,30 +44,34 @@ def test_interrupted_attempts_do_not_count(tmp_path: Path) -> None:
     assert warning.startswith("server: 5 of 11 trials left processes running (10 in all)")
 
 
-def test_an_older_journal_with_the_column_empty(tmp_path: Path) -> None:
-    """Written before trials recorded leftovers: opening it adds the column, all NULL (not known)."""
+def test_an_older_journal_is_read_without_being_changed_and_resume_adds_the_column(tmp_path: Path) -> None:
+    """Written before trials recorded leftovers: the analysis reads it as it is (it opens the
+    journal read-only: not one byte changes) and warns of nothing; the writer that resumes it
+    adds the column, all NULL (not known)."""
     write_measured(tmp_path)
     with sqlite3.connect(journal_path(tmp_path)) as conn:
         conn.execute("ALTER TABLE trials DROP COLUMN leftovers")
     conn.close()
+    before = hashlib.sha256(Path(journal_path(tmp_path)).read_bytes()).hexdigest()
     table = read_experiment(tmp_path)
-    assert not [w for w in table.warnings if "left processes" in w]
+    assert not [w for w in table.warnings if "left processes" in w] and len(table) > 0
+    assert hashlib.sha256(Path(journal_path(tmp_path)).read_bytes()).hexdigest() == before
+    with sqlite3.connect(journal_path(tmp_path)) as conn:
+        assert "leftovers" not in {row[1] for row in conn.execute("PRAGMA table_info(trials)")}
+        assert leftover_warnings(conn, ("server", "tiny", "big")) == []
+    conn.close()
+    Journal.open(tmp_path).close()
     with sqlite3.connect(journal_path(tmp_path)) as conn:
         assert conn.execute("SELECT COUNT(*) FROM trials WHERE leftovers IS NULL").fetchone() == (36,)
     conn.close()
 
 
-def test_a_journal_without_the_column(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A read-only journal of an older benchsage cannot be given the column: it reads as before.
-    (Root may write any file, so the read-only case is had by not adding the column.)"""
+def test_a_reader_cannot_write_to_the_journal(tmp_path: Path) -> None:
     write_measured(tmp_path)
-    with sqlite3.connect(journal_path(tmp_path)) as conn:
-        conn.execute("ALTER TABLE trials DROP COLUMN leftovers")
-    conn.close()
-    monkeypatch.setattr(journal_module, "_add_missing_columns", lambda conn: None)
-    table = read_experiment(tmp_path)
-    assert not [w for w in table.warnings if "left processes" in w] and len(table) > 0
-    with sqlite3.connect(journal_path(tmp_path)) as conn:
-        assert "leftovers" not in {row[1] for row in conn.execute("PRAGMA table_info(trials)")}
-        assert leftover_warnings(conn, ("server", "tiny", "big")) == []
-    conn.close()
+    journal = Journal.open(tmp_path, read_only=True)
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="readonly|read-only"):
+            journal.set_meta("name", "changed")
+    finally:
+        journal.close()
+    assert Journal.open(tmp_path, read_only=True).meta()["name"] != "changed"

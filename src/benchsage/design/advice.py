@@ -11,17 +11,15 @@ dominate, a simulation of the sequential design says how many runs stopping earl
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 from scipy import special
 
 from benchsage.design.sequential import SequentialPlan, default_looks
 from benchsage.errors import DataError, UsageError
-from benchsage.spec import Spec, TestSpec, load_spec
+from benchsage.spec import Spec, TestSpec
 from benchsage.stats.sequential import (
     DECIDED_EFFECT,
     UNDECIDED,
@@ -31,16 +29,31 @@ from benchsage.stats.sequential import (
     relative_interval,
     shift_ci,
 )
-from benchsage.store.table import ARMS, TrialTable
+from benchsage.vocabulary import ARMS, MIN_RUNS_PER_ARM
 
 POWER = 0.8  # the power the advice is for
-MIN_PILOT_RUNS = 5  # per arm: the analysis gives no p-value below 5 (execute.runner.MIN_RUNS_PER_ARM)
+MIN_PILOT_RUNS = MIN_RUNS_PER_ARM  # per arm: the analysis gives no p-value below it
 MAX_RUNS = 1000  # per arm: beyond this the advice says "more than"
 REPS = 4000  # simulated experiments per candidate n: Monte-Carlo sd of a power of 0.8 is 0.0063
 SEQUENTIAL_REPS = 400  # simulated sequential experiments per scenario
 SEED = 1
 CHUNK_VALUES = 2_000_000  # simulated values held at once (about 16 MB each array)
 PAIR_BUDGET = 400_000_000  # pairwise differences the sequential no-effect rule may compute in all
+
+
+class PilotTrials(Protocol):
+    """The columns of a pilot's trial table that the advice reads (store.table.PilotTrials)."""
+
+    test_names: tuple[str, ...]
+    metric_names: tuple[str, ...]
+    worker_names: tuple[str, ...]
+    test: np.ndarray
+    metric: np.ndarray
+    arm: np.ndarray
+    value: np.ndarray
+    primary: np.ndarray
+
+    def __len__(self) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -136,7 +149,7 @@ class Advice:
         return _largest(self.tests)
 
     def to_json(self) -> list[dict[str, Any]]:
-        """CONTRACT.md's `advice` list."""
+        """The `advice` list of `benchsage plan --pilot DIR --json`."""
         return [t.to_json(self.effect_pct) for t in self.tests]
 
     def summary_json(self) -> dict[str, Any]:
@@ -165,25 +178,19 @@ class Advice:
         }
 
 
-def advise(spec_path: str, pilot: str, *, effect: float | None = None) -> Advice:
-    """Advice for the experiment in `spec_path` from the pilot experiment directory or data
-    file `pilot`. effect: the order effect to detect, in percent (default: the spec's
-    min_effect, else 2). Raises UsageError when the pilot ran other tests than the spec, and
-    DataError when it has too few values to resample from."""
-    from benchsage.store.importers.detect import load_sources
-
-    spec = load_spec(spec_path)
+def advise(spec: Spec, table: PilotTrials, times: PilotTimes | None, pilot: str, *, effect: float | None = None) -> Advice:
+    """Advice for the experiment `spec` from the trials of a pilot experiment (`table`, read
+    from the directory or data file `pilot`, and its run durations when it has a journal).
+    effect: the order effect to detect, in percent (default: the spec's min_effect, else 2).
+    Raises UsageError when the pilot ran other tests than the spec, and DataError when it has
+    too few values to resample from."""
     effect_pct = float(effect) if effect is not None else spec.min_effect
-    if not Path(pilot).exists():
-        raise DataError(f"--pilot {pilot}: no such experiment directory or data file")
-    table = load_sources([pilot])
     _check_tests(spec, table, pilot)
     pools = _pools(spec, table, pilot)
     m = len(pools)
     alpha_test = spec.alpha / m
     z_crit = _critical_z(alpha_test)
     factor = 1.0 + effect_pct / 100.0
-    times = pilot_times(pilot)
     workers = len(spec.workers)
     rng = np.random.default_rng(SEED)
     rows = []
@@ -222,7 +229,7 @@ def _largest(tests: Sequence[TestAdvice]) -> TestAdvice:
 # The pilot's values
 
 
-def _check_tests(spec: Spec, table: TrialTable, pilot: str) -> None:
+def _check_tests(spec: Spec, table: PilotTrials, pilot: str) -> None:
     """The pilot must have run exactly the spec's tests (by name)."""
     have = set(table.test_names)
     want = [t.name for t in spec.tests]
@@ -240,7 +247,7 @@ def _check_tests(spec: Spec, table: TrialTable, pilot: str) -> None:
         )
 
 
-def _pools(spec: Spec, table: TrialTable, pilot: str) -> dict[tuple[str, str], np.ndarray]:
+def _pools(spec: Spec, table: PilotTrials, pilot: str) -> dict[tuple[str, str], np.ndarray]:
     """Each (test, primary metric)'s pilot values, both arms pooled, in the spec's test order.
 
     The primary metrics are the spec's; a test none of whose spec metrics the pilot has (imported
@@ -270,7 +277,7 @@ def _pools(spec: Spec, table: TrialTable, pilot: str) -> dict[tuple[str, str], n
     return pools
 
 
-def _metrics(test: TestSpec, table: TrialTable, rows: np.ndarray) -> list[str]:
+def _metrics(test: TestSpec, table: PilotTrials, rows: np.ndarray) -> list[str]:
     """The test's primary metrics that the pilot has values of (see _pools)."""
     present = {table.metric_names[i] for i in np.unique(table.metric[rows])}
     mine = [m for m in test.primary_metrics if m in present]
@@ -286,7 +293,7 @@ def _cv(pool: np.ndarray) -> float | None:
     return round(float(pool.std()) / mean, 6) if mean else None
 
 
-def _notes(spec: Spec, table: TrialTable, pools: dict[tuple[str, str], np.ndarray], alpha_test: float) -> tuple[str, ...]:
+def _notes(spec: Spec, table: PilotTrials, pools: dict[tuple[str, str], np.ndarray], alpha_test: float) -> tuple[str, ...]:
     notes = []
     shown = _pilot_effects(table, list(pools), alpha_test)
     if shown:
@@ -302,7 +309,7 @@ def _notes(spec: Spec, table: TrialTable, pools: dict[tuple[str, str], np.ndarra
     return tuple(notes)
 
 
-def _pilot_effects(table: TrialTable, keys: list[tuple[str, str]], alpha_test: float) -> list[str]:
+def _pilot_effects(table: PilotTrials, keys: list[tuple[str, str]], alpha_test: float) -> list[str]:
     """The (test, metric)s whose pilot arms already differ at the corrected level."""
     shown = []
     for test, metric in keys:
@@ -313,30 +320,6 @@ def _pilot_effects(table: TrialTable, keys: list[tuple[str, str]], alpha_test: f
         if np.isfinite(z) and special.chdtrc(1.0, z * z) <= alpha_test:
             shown.append(f"{test} ({metric})")
     return shown
-
-
-def pilot_times(pilot: str) -> PilotTimes | None:
-    """Median run, reset and trial durations of a benchsage pilot's completed runs, from its
-    journal; None for imported data (no durations) or a journal without completed runs."""
-    from benchsage.store.journal import Journal
-
-    if not (Path(pilot).is_dir() and Journal.exists(pilot)):
-        return None
-    journal = Journal.open(pilot)
-    try:
-        attempts = [a for a in journal.attempts() if a["status"] == "done" and a["ended"] is not None]
-        durations: dict[int, list[float]] = {}
-        for row in journal.trial_rows(analysed_only=True):
-            durations.setdefault(row[4], []).append(row[9])
-    finally:
-        journal.close()
-    if not attempts:
-        return None
-    run = statistics.median(a["ended"] - a["started"] for a in attempts)
-    resets = [a["reset_wall"] for a in attempts if a["reset_wall"] is not None]
-    trials = sum(statistics.median(d) for d in durations.values())
-    return PilotTimes(run_seconds=round(run, 4), reset_seconds=round(statistics.median(resets), 4) if resets else 0.0,
-                      trial_seconds=round(trials, 4))
 
 
 # --------------------------------------------------------------------------------------------

@@ -19,12 +19,7 @@ import numpy as np
 
 from benchsage.design.treatments import Treatment, assign_cells
 from benchsage.design.williams import Squares, square_rows, williams_orders
-
-FIXED = "fixed"
-RANDOM = "random"
-SHUFFLE = "shuffle"
-WILLIAMS = "williams"
-RANDOM_ORDERS = (SHUFFLE, WILLIAMS)  # the values of `random_orders` under [experiment]
+from benchsage.vocabulary import FIXED, RANDOM, RANDOM_ORDERS, SHUFFLE, WILLIAMS
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from benchsage.errors import SpecError
-from benchsage.spec import FIXED_STOP, Spec
+from benchsage.spec import Spec
+from benchsage.vocabulary import FIXED_STOP
 from benchsage.stats.sequential import Look, SequentialDesign
 
 DEFAULT_LOOKS = 4
@@ -103,7 +104,7 @@ class SequentialPlan:
                    str(meta["correction"]), float(meta["min_effect"]))
 
     def summary(self, looks: Sequence[Look]) -> dict[str, Any]:
-        """CONTRACT.md's "sequential" object, in runs per arm on each worker: the looks taken,
+        """The analysis JSON's "sequential" object, in runs per arm on each worker: the looks taken,
         where the experiment stopped (null while it has not), the most runs and the method."""
         points = self.points
         last = looks[-1] if looks else None

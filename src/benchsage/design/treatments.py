@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from benchsage.treatments import ContextSpec, Treatments
+from benchsage.spec import ContextSpec, Treatments
+from benchsage.vocabulary import CONTEXT, FACTOR_PREFIX, OBSERVER
 
 
 @dataclass(frozen=True)
@@ -63,14 +64,14 @@ class Treatment:
     factors: tuple[tuple[str, str], ...] = ()  # (factor, level) in declared order
 
     def labels(self) -> dict[str, str]:
-        """One label per dimension (the tidy table's treatment columns)."""
+        """The cell's level of each dimension it varies: "context", "observer", "factor:NAME"."""
         out: dict[str, str] = {}
         if self.context is not None:
-            out["context"] = self.context.label
+            out[CONTEXT] = self.context.label
         if self.observer is not None:
-            out["observer"] = self.observer
+            out[OBSERVER] = self.observer
         for name, level in self.factors:
-            out[f"factor:{name}"] = level
+            out[FACTOR_PREFIX + name] = level
         return out
 
     def describe(self) -> dict[str, Any]:
@@ -83,30 +84,23 @@ class Treatment:
             out["factors"] = dict(self.factors)
         return out
 
-
-def dimension_labels(described: dict[str, Any]) -> dict[str, str]:
-    """A treatment's level of each dimension, from its description (Treatment.describe(), as
-    the journal records it): "context", the context's own values as "context:env_bytes", ...,
-    "observer" and "factor:NAME" (the tidy table's treatment columns)."""
-    out: dict[str, str] = {}
-    if "context" in described:
-        out["context"] = str(described["context"])
-        for key in ("env_bytes", "cwd_bytes", "cpus", "aslr", "link_order"):
-            if key in described:
-                value = described[key]
-                out[f"context:{key}"] = (" ".join(value) if isinstance(value, list) else
-                                         str(value).lower() if isinstance(value, bool) else str(value))
-    if "observer" in described:
-        out["observer"] = str(described["observer"])
-    for name, level in (described.get("factors") or {}).items():
-        out[f"factor:{name}"] = str(level)
-    return out
-
-
-def cell_columns(described: list[dict[str, Any]]) -> tuple[list[dict[str, str]], list[str]]:
-    """Each recorded cell's dimension labels, and the dimensions in order of first appearance."""
-    labels = [dimension_labels(d) for d in described]
-    return labels, list(dict.fromkeys(k for cell in labels for k in cell))
+    @classmethod
+    def from_record(cls, index: int, described: dict[str, Any]) -> "Treatment":
+        """The cell a journal recorded (its describe()), as it was drawn."""
+        context = None
+        if "context" in described:
+            cpus = described.get("cpus")
+            link_order = described.get("link_order")
+            context = Context(
+                index=int(str(described["context"]).removeprefix("c")) - 1,
+                env_bytes=described.get("env_bytes"),
+                cwd_bytes=described.get("cwd_bytes"),
+                cpus=None if cpus is None else tuple(int(c) for c in str(cpus).split(",")),
+                aslr=described.get("aslr"),
+                link_order=None if link_order is None else tuple(link_order),
+            )
+        factors = tuple((str(k), str(v)) for k, v in (described.get("factors") or {}).items())
+        return cls(index=index, context=context, observer=described.get("observer"), factors=factors)
 
 
 def _rng(seed: int, what: str) -> np.random.Generator:

@@ -9,7 +9,6 @@ measures); the journal takes one writer at a time. A worker that is lost stops a
 
 from __future__ import annotations
 
-import hashlib
 import os
 import queue
 import signal
@@ -18,23 +17,16 @@ import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-import benchsage
-from benchsage.design.plan import Plan, draw_seed, make_plan, worker_seed
-from benchsage.design.sequential import SequentialPlan
-from benchsage.design.treatments import treatment_cells
+from benchsage.design.treatments import Treatment
 from benchsage.errors import ExperimentError, SpecError, WorkerError, WorkerLost, WorkerSetupError
 from benchsage.execute.metrics import MetricError, extract
 from benchsage.execute.progress import Progress
 from benchsage.execute.sequential import Looks
 from benchsage.execute.treatments import Applier
 from benchsage.execute.worker import ProcessRequest, ProcessResult, Worker
-from benchsage.spec import Spec, TestSpec, load_spec
-from benchsage.store.journal import FINISHED, NOT_NEEDED, Journal, TrialRecord, check_directory_for
-from benchsage.store.table import HARNESS_METRIC_INFO
-from benchsage.treatments import check_runs_cover
-
-
-MIN_RUNS_PER_ARM = 5  # below this the analysis reports no p-value
+from benchsage.spec import Spec, TestSpec
+from benchsage.store.journal import Journal, TrialRecord
+from benchsage.vocabulary import FINISHED, MIN_RUNS_PER_ARM, NOT_NEEDED
 
 
 class Interrupted(KeyboardInterrupt):
@@ -77,85 +69,6 @@ def classify(test: TestSpec, result: ProcessResult) -> TrialOutcome:
     return TrialOutcome("ok", None, values)
 
 
-def _metrics_meta(test: TestSpec) -> list[dict[str, Any]]:
-    primary = set(test.primary_metrics)
-    declared = [{"name": m.name, "unit": m.unit, "better": m.better, "primary": True} for m in test.metrics]
-    harness = [
-        {"name": n, "unit": info.unit, "better": info.better, "primary": n in primary} for n, info in HARNESS_METRIC_INFO.items()
-    ]
-    return declared + harness
-
-
-def create_experiment(spec: Spec, directory: str, *, seed: int | None = None, runs: int | None = None) -> tuple[Journal, Plan]:
-    """Write the plan into a new journal in `directory` before anything executes."""
-    runs_per_arm, seed = resolve_runs_and_seed(spec, runs, seed)
-    digest = experiment_digest(spec, runs_per_arm, seed)
-    check_directory_for(directory, digest)
-    names = [t.name for t in spec.tests]
-    cells = treatment_cells(spec.treatments, seed)
-    plans = [(w, make_plan(names, runs_per_arm, worker_seed(seed, w.name, len(spec.workers)), spec.random_orders, cells))
-             for w in spec.workers]
-    plan = plans[0][1]
-    sequential = SequentialPlan.of(spec, runs_per_arm)
-    meta = {
-        "name": spec.name,
-        "spec_digest": digest,
-        "spec_hash": spec.digest,
-        "spec_path": spec.path,
-        "spec_text": spec.text,
-        "generated": list(spec.generated),
-        "seed": seed,
-        "runs_per_arm": runs_per_arm,
-        "random_orders": spec.random_orders,
-        "spec_warnings": list(spec.warnings),
-        "treatments": [cell.describe() for cell in cells] if spec.treatments.cells > 1 else [],
-        "alpha": spec.alpha,
-        "correction": spec.correction,
-        "stop": spec.stop,
-        "sequential": sequential.to_meta() if sequential is not None else None,
-        "reset": spec.reset.command if spec.reset else None,
-        "created": time.time(),
-        "tool_version": benchsage.__version__,
-        "workers": [
-            {"name": w.name, "kind": w.kind, "target": w.target, "seed": p.seed} for w, p in plans
-        ],
-    }
-    tests = [{"name": t.name, "command": t.command, "metrics": _metrics_meta(t)} for t in spec.tests]
-    runs = [
-        {"id": k * len(p.runs) + r.index, "arm": r.arm, "arm_index": r.arm_index, "order": r.order, "worker": w.name,
-         "treatment": r.treatment if spec.treatments.cells > 1 else None}
-        for k, (w, p) in enumerate(plans)
-        for r in p.runs
-    ]
-    journal = Journal.create(directory, meta, tests, runs)
-    return journal, plan
-
-
-def resolve_runs_and_seed(spec: Spec, runs: int | None, seed: int | None) -> tuple[int, int]:
-    """Runs per arm and seed: the command line's, else the spec's; a seed is drawn if neither
-    names one (and recorded in the journal)."""
-    runs_per_arm = runs if runs is not None else spec.runs
-    if runs_per_arm < 1:
-        raise SpecError(f"--runs must be at least 1, got {runs_per_arm}")
-    check_runs_cover(spec.treatments, runs_per_arm, spec.path)
-    SequentialPlan.of(spec, runs_per_arm)  # a `looks` above --runs is bad input before anything starts
-    return runs_per_arm, seed if seed is not None else spec.seed if spec.seed is not None else draw_seed()
-
-
-def experiment_digest(spec: Spec, runs_per_arm: int, seed: int) -> str:
-    return hashlib.sha256(f"{spec.digest}\0{runs_per_arm}\0{seed}".encode()).hexdigest()
-
-
-def spec_from_journal(journal: Journal) -> Spec:
-    """The spec the experiment started with (the journal's copy, resolved at its original place)."""
-    meta = journal.meta()
-    spec = load_spec(meta["spec_path"], text=meta["spec_text"], generated=meta.get("generated") or None)
-    names = [t["name"] for t in journal.tests()]
-    if [t.name for t in spec.tests] != names:
-        raise SpecError(f"{journal.path}: the journal's tests do not match its spec; it cannot be resumed")
-    return spec
-
-
 REBOOT_COMMAND_TIMEOUT = 120.0  # seconds the reboot command itself may take before it returns
 BACKOFF_FIRST = 0.5
 BACKOFF_MAX = 10.0
@@ -192,8 +105,8 @@ class Runner:
             )
             for t in spec.tests
         ]
-        meta = journal.meta()
-        cells = treatment_cells(spec.treatments, meta["seed"]) if spec.treatments.cells > 1 else ()
+        # The cells the plan drew when the experiment was created, as the journal recorded them.
+        cells = tuple(Treatment.from_record(i, described) for i, described in enumerate(journal.meta().get("treatments") or ()))
         self._applier = Applier(spec, cells, self._requests)
         self._built: dict[str, str | None] = {}  # worker -> context of its last successful link-order build
         self._failed_contexts: dict[str, dict[str, str]] = {}  # worker -> {context: why its build failed}

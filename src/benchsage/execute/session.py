@@ -8,25 +8,28 @@ from __future__ import annotations
 
 import os
 
+from benchsage.design.experiment import plan_experiment
+from benchsage.errors import SpecError
+from benchsage.execute.create import create_experiment
 from benchsage.execute.fleet import check_cpus, close_all, connect_all, make_workers
 from benchsage.execute.progress import make_progress
-from benchsage.execute.runner import Runner, create_experiment, experiment_digest, resolve_runs_and_seed, spec_from_journal
+from benchsage.execute.runner import Runner
 from benchsage.execute.treatments import check_wrappers
-from benchsage.spec import load_spec
+from benchsage.spec import Spec, load_spec
 from benchsage.store.journal import Journal, check_directory_for
 
 
 def start(spec_path: str, directory: str, *, runs: int | None = None, seed: int | None = None, quiet: bool = False) -> None:
     """Plan the experiment into a new journal, then execute it on every worker."""
     spec = load_spec(spec_path)
-    runs_per_arm, seed = resolve_runs_and_seed(spec, runs, seed)
-    check_directory_for(directory, experiment_digest(spec, runs_per_arm, seed))
+    plan = plan_experiment(spec, runs=runs, seed=seed)
+    check_directory_for(directory, plan.digest)
     workers = make_workers(spec, directory)
     try:
         connect_all(workers)
         check_cpus(spec, workers)
         check_wrappers(spec, workers)
-        journal, _plan = create_experiment(spec, directory, seed=seed, runs=runs)
+        journal = create_experiment(spec, plan, directory)
         progress = make_progress(quiet)
         for warning in spec.warnings:
             progress.message(f"warning: {warning}")
@@ -59,3 +62,14 @@ def resume(directory: str, *, quiet: bool = False) -> None:
     finally:
         journal.close()
 
+
+
+def spec_from_journal(journal: Journal) -> Spec:
+    """The spec the experiment started with (the journal's copy, resolved at its original
+    place), for resume: it says how to run the tests; the plan comes from the journal."""
+    meta = journal.meta()
+    spec = load_spec(meta["spec_path"], text=meta["spec_text"], generated=meta.get("generated") or None)
+    names = [t["name"] for t in journal.tests()]
+    if [t.name for t in spec.tests] != names:
+        raise SpecError(f"{journal.path}: the journal's tests do not match its spec; it cannot be resumed")
+    return spec

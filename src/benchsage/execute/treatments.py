@@ -31,7 +31,8 @@ from benchsage.agent.spawn import _SHELL_CHARS, _SHELL_WORDS
 from benchsage.design.treatments import Treatment
 from benchsage.errors import WorkerSetupError
 from benchsage.execute.worker import ProcessRequest
-from benchsage.spec import DEFAULT_RESET_TIMEOUT, Spec
+from benchsage.spec import Spec
+from benchsage.spec.load import DEFAULT_RESET_TIMEOUT
 
 ENV_PAD = "BENCHSAGE_ENV_PAD"  # the environment variable whose size a context varies
 BUILD_TIMEOUT = 600.0  # seconds a link-order build may take

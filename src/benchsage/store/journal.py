@@ -18,10 +18,12 @@ import os
 import sqlite3
 import threading
 import time
+import urllib.parse
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
 from benchsage.errors import DataError, UsageError
+from benchsage.vocabulary import FINISHED, NOT_NEEDED
 
 JOURNAL_NAME = "journal.sqlite"
 FORMAT_VERSION = "1"
@@ -49,8 +51,6 @@ CREATE TABLE IF NOT EXISTS looks (           -- the interim analyses of a sequen
     record TEXT NOT NULL             -- JSON: stats.sequential.Look.to_record()
 );
 """
-NOT_NEEDED = "not-needed"  # the status of a planned run a sequential experiment stopped before
-FINISHED = ("done", NOT_NEEDED)  # run statuses that leave nothing to carry out
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -210,7 +210,10 @@ class Journal:
         return cls(path, conn)
 
     @classmethod
-    def open(cls, directory: str | os.PathLike[str]) -> "Journal":
+    def open(cls, directory: str | os.PathLike[str], *, read_only: bool = False) -> "Journal":
+        """The journal of an experiment directory: for resuming it, or, `read_only`, for
+        reading it (analyze, report, export), which never writes to it, not even to bring an
+        older journal's tables up to date."""
         directory = os.fspath(directory)
         path = journal_path(directory)
         if not os.path.isdir(directory):
@@ -218,13 +221,14 @@ class Journal:
         if not os.path.exists(path):
             raise DataError(f"{directory}: not a benchsage experiment directory (no {JOURNAL_NAME})")
         try:
-            conn = _connect(path)
+            conn = _connect_read_only(path) if read_only else _connect(path)
             version = conn.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone()
         except sqlite3.DatabaseError as exc:
             raise DataError(f"{path}: not a readable benchsage journal ({exc})") from None
         if version is None or json.loads(version[0]) != FORMAT_VERSION:
             raise DataError(f"{path}: journal format {version[0] if version else 'unknown'} is not supported by this benchsage")
-        _add_missing_columns(conn)
+        if not read_only:
+            _add_missing_columns(conn)
         return cls(path, conn)
 
     @staticmethod
@@ -248,7 +252,10 @@ class Journal:
 
     @_locked
     def runs(self) -> list[dict[str, Any]]:
-        rows = self.conn.execute("SELECT id, arm, arm_index, test_order, status, worker, treatment FROM runs ORDER BY id").fetchall()
+        have = _columns(self.conn, "runs")  # an older journal read without adding its missing columns
+        worker = "worker" if "worker" in have else "'local'"
+        treatment = "treatment" if "treatment" in have else "NULL"
+        rows = self.conn.execute(f"SELECT id, arm, arm_index, test_order, status, {worker}, {treatment} FROM runs ORDER BY id").fetchall()
         return [
             {"id": i, "arm": a, "arm_index": ai, "order": json.loads(o), "status": s, "worker": w, "treatment": t}
             for i, a, ai, o, s, w, t in rows
@@ -460,12 +467,23 @@ def _add_missing_columns(conn: sqlite3.Connection) -> None:
     except sqlite3.OperationalError:
         pass  # a read-only journal: readers treat the table as empty
     for table, column, decl in _ADDED_COLUMNS:
-        have = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
-        if column not in have:
+        if column not in _columns(conn, table):
             try:
                 conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
             except sqlite3.OperationalError:
                 pass  # a read-only journal: readers treat the column as absent
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def _connect_read_only(path: str) -> sqlite3.Connection:
+    """A connection that cannot write: it reads the WAL a running experiment may be writing."""
+    conn = sqlite3.connect(f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro", uri=True, isolation_level=None, timeout=30,
+                           check_same_thread=False)
+    conn.execute("PRAGMA query_only=ON")
+    return conn
 
 
 def _connect(path: str) -> sqlite3.Connection:
@@ -496,7 +514,7 @@ def check_directory_for(directory: str, spec_digest: str) -> None:
             raise UsageError(f"{directory}: directory is not empty and holds no benchsage journal; choose another -o DIR")
         return
     try:
-        journal = Journal.open(directory)
+        journal = Journal.open(directory, read_only=True)
         meta = journal.meta()
         runs = journal.runs()
         journal.close()

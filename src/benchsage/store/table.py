@@ -13,16 +13,18 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-ARMS: tuple[str, str] = ("fixed", "random")
-FIXED = 0
-RANDOM = 1
+from benchsage.vocabulary import ARMS, HARNESS_METRIC_UNITS, HARNESS_METRICS, OPTIONAL_HARNESS_METRICS
+from benchsage.vocabulary import FIXED as FIXED_ARM
+from benchsage.vocabulary import RANDOM as RANDOM_ARM
+
+# An arm's code in the arm column is its index in ARMS.
+FIXED = ARMS.index(FIXED_ARM)
+RANDOM = ARMS.index(RANDOM_ARM)
 
 # Sentinels of the position / predecessor / run columns.
 UNKNOWN = -1  # run, position: not known for this row
 FIRST = -1  # predecessor: the trial ran first in its run (nothing before it)
 NO_PREDECESSOR_INFO = -2  # predecessor: not known
-
-HARNESS_METRICS: tuple[str, ...] = ("wall_time", "user_time", "sys_time", "max_rss")
 
 
 @dataclass(frozen=True)
@@ -34,19 +36,7 @@ class MetricInfo:
     better: str = "lower"  # "lower", "higher", or "" when unknown
 
 
-# Harness metrics recorded only where the worker's host allows them (a cgroup per trial; RAPL).
-OPTIONAL_HARNESS_METRICS: tuple[str, ...] = ("peak_memory", "cpu_time", "energy")
-
-HARNESS_METRIC_INFO: dict[str, MetricInfo] = {
-    "wall_time": MetricInfo("wall_time", "s", "lower"),
-    "user_time": MetricInfo("user_time", "s", "lower"),
-    "sys_time": MetricInfo("sys_time", "s", "lower"),
-    "max_rss": MetricInfo("max_rss", "KiB", "lower"),
-    # Where the worker's host allows (a cgroup per trial; RAPL): journaled as values, absent otherwise.
-    "peak_memory": MetricInfo("peak_memory", "KiB", "lower"),
-    "cpu_time": MetricInfo("cpu_time", "s", "lower"),
-    "energy": MetricInfo("energy", "J", "lower"),
-}
+HARNESS_METRIC_INFO: dict[str, MetricInfo] = {name: MetricInfo(name, unit, better) for name, (unit, better) in HARNESS_METRIC_UNITS.items()}
 
 
 def _ints(values: Any, dtype: Any = np.int64) -> np.ndarray:

@@ -6,7 +6,7 @@ import os
 
 import pyarrow as pa
 
-from benchsage.design.treatments import cell_columns
+from benchsage.vocabulary import cell_columns
 from benchsage.store.importers.benchsage import trial_boot_ids
 from benchsage.store.journal import Journal
 from benchsage.store.table import OPTIONAL_HARNESS_METRICS
@@ -18,7 +18,7 @@ def tidy_table(directory: str | os.PathLike[str]) -> pa.Table:
     """Every trial of the completed run attempts, one row per metric, in time order; with
     treatments, a column per treatment dimension (context, context:env_bytes, ..., observer,
     factor:NAME), as the tidy importer reads them back."""
-    journal = Journal.open(directory)
+    journal = Journal.open(directory, read_only=True)
     try:
         described = journal.meta().get("treatments") or []
         cell_labels, dims = cell_columns(described)

@@ -8,30 +8,98 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import tomllib
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from benchsage.store.journal import FINISHED, Journal
-from benchsage.design.treatments import cell_columns
-from benchsage.store.table import FIRST, HARNESS_METRICS, MetricInfo, TrialTable, encode_treatments
+from benchsage.store.journal import Journal
+from benchsage.store.table import FIRST, FIXED, HARNESS_METRICS, RANDOM, MetricInfo, TrialTable, encode_treatments
+from benchsage.vocabulary import CONTEXT_DIMENSIONS, FINISHED, OK, SHUFFLE, cell_columns
+from benchsage.vocabulary import FIXED as FIXED_ARM
 
 
 def read_experiment(path: str | os.PathLike[str]) -> TrialTable:
     directory = os.fspath(path)
-    journal = Journal.open(directory)
+    journal = Journal.open(directory, read_only=True)
     try:
         return _read(journal, directory)
     finally:
         journal.close()
 
 
+@dataclass
+class _Trials:
+    """The journal's analysed trials, one entry per trial in time order."""
+
+    trial_ids: np.ndarray
+    ok: np.ndarray
+    run: np.ndarray
+    arm: np.ndarray
+    worker: np.ndarray
+    worker_names: dict[str, int]
+    test: np.ndarray
+    position: np.ndarray
+    predecessor: np.ndarray
+    started: np.ndarray
+    harness: np.ndarray  # (trials, 4): wall, user and system time, max RSS
+    excluded: Counter[tuple[str, str]]  # (test, status) of the trials that did not succeed
+
+
 def _read(journal: Journal, directory: str) -> TrialTable:
     meta = journal.meta()
     tests = journal.tests()
     test_names = tuple(t["name"] for t in tests)
+    metric_names, infos, primary_pairs = _metrics(tests)
+    metric_index = {name: i for i, name in enumerate(metric_names)}
+    trials = _trials(journal, test_names)
+    src, metric, value = _values(journal, trials, metric_index)
+    is_primary = np.zeros((max(len(test_names), 1), max(len(metric_names), 1)), dtype=bool)
+    for test_id, name in primary_pairs:
+        is_primary[test_id, metric_index[name]] = True
+    primary = is_primary[trials.test[src], metric] if len(src) else np.zeros(0, dtype=bool)
+
+    runs = journal.runs()
+    attempts = journal.attempts()
+    warnings = _warnings(journal, directory, meta, runs, attempts, trials.excluded, test_names)
+    provenance = _provenance(journal, directory, meta, runs, attempts, test_names, len(trials.worker_names))
+    described = meta.get("treatments") or []
+    dims: tuple[str, ...] = ()
+    dim_levels: tuple[tuple[str, ...], ...] = ()
+    treatment = None
+    if described:
+        dims, dim_levels, treatment = _treatment_columns(described, runs, trials.run[src])
+    return TrialTable(
+        test_names=test_names,
+        metric_names=tuple(metric_names),
+        worker_names=tuple(trials.worker_names) or ("local",),
+        test=trials.test[src],
+        metric=metric.astype(np.int32),
+        arm=trials.arm[src],
+        value=value,
+        run=trials.run[src],
+        position=trials.position[src],
+        predecessor=trials.predecessor[src],
+        worker=trials.worker[src] if len(trials.worker_names) else np.zeros(len(src), dtype=np.int32),
+        time=trials.started[src],
+        primary=primary,
+        metrics_info=infos,
+        excluded=int(sum(trials.excluded.values())),
+        sources=(directory,),
+        warnings=tuple(warnings),
+        provenance=provenance,
+        dims=dims,
+        dim_levels=dim_levels,
+        treatment=treatment,
+    )
+
+
+def _metrics(tests: list[dict[str, Any]]) -> tuple[list[str], dict[str, MetricInfo], set[tuple[int, str]]]:
+    """Every metric the tests record, in order of first appearance, what each measures, and the
+    (test, metric) pairs of the primary family."""
     metric_names: list[str] = []
     infos: dict[str, MetricInfo] = {}
     primary_pairs: set[tuple[int, str]] = set()
@@ -42,51 +110,49 @@ def _read(journal: Journal, directory: str) -> TrialTable:
                 metric_names.append(m["name"])
             if m.get("primary"):
                 primary_pairs.add((t["id"], m["name"]))
-    metric_index = {name: i for i, name in enumerate(metric_names)}
+    return metric_names, infos, primary_pairs
 
+
+def _trials(journal: Journal, test_names: tuple[str, ...]) -> _Trials:
     rows = journal.trial_rows(analysed_only=True).fetchall()
-    n_trials = len(rows)
-    worker_names: dict[str, int] = {}
-    ok = np.zeros(n_trials, dtype=bool)
-    run = np.empty(n_trials, dtype=np.int64)
-    arm = np.empty(n_trials, dtype=np.int8)
-    worker = np.empty(n_trials, dtype=np.int32)
-    test = np.empty(n_trials, dtype=np.int32)
-    position = np.empty(n_trials, dtype=np.int32)
-    predecessor = np.empty(n_trials, dtype=np.int32)
-    started = np.empty(n_trials, dtype=np.float64)
-    hvals = np.empty((n_trials, 4), dtype=np.float64)
-    trial_ids = np.empty(n_trials, dtype=np.int64)
-    excluded: Counter[tuple[str, str]] = Counter()
+    n = len(rows)
+    t = _Trials(
+        trial_ids=np.empty(n, dtype=np.int64), ok=np.zeros(n, dtype=bool), run=np.empty(n, dtype=np.int64),
+        arm=np.empty(n, dtype=np.int8), worker=np.empty(n, dtype=np.int32), worker_names={}, test=np.empty(n, dtype=np.int32),
+        position=np.empty(n, dtype=np.int32), predecessor=np.empty(n, dtype=np.int32), started=np.empty(n, dtype=np.float64),
+        harness=np.empty((n, 4), dtype=np.float64), excluded=Counter(),
+    )
     for i, r in enumerate(rows):
         (tid, run_id, arm_name, worker_name, test_id, pos, pred, t_start, _t_end, _dur, _exit, status, _reason,
          wall, user, sys_, rss, _attempt_no, _attempt_status) = r
-        trial_ids[i] = tid
-        run[i] = run_id
-        arm[i] = 0 if arm_name == "fixed" else 1
-        worker[i] = worker_names.setdefault(worker_name, len(worker_names))
-        test[i] = test_id
-        position[i] = pos
-        predecessor[i] = FIRST if pred is None else pred
-        started[i] = t_start
-        hvals[i] = (wall, user, sys_, rss)
-        ok[i] = status == "ok"
-        if status != "ok":
-            excluded[(test_names[test_id], status)] += 1
+        t.trial_ids[i] = tid
+        t.run[i] = run_id
+        t.arm[i] = FIXED if arm_name == FIXED_ARM else RANDOM
+        t.worker[i] = t.worker_names.setdefault(worker_name, len(t.worker_names))
+        t.test[i] = test_id
+        t.position[i] = pos
+        t.predecessor[i] = FIRST if pred is None else pred
+        t.started[i] = t_start
+        t.harness[i] = (wall, user, sys_, rss)
+        t.ok[i] = status == OK
+        if status != OK:
+            t.excluded[(test_names[test_id], status)] += 1
+    return t
 
-    # Declared metric values of ok trials.
+
+def _values(journal: Journal, trials: _Trials, metric_index: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The table's rows: (the trial each comes from, metric, value), ordered by trial then
+    metric; the harness's four metrics of every ok trial and its declared metrics' values."""
     declared: dict[int, list[tuple[int, float]]] = {}
     for trial_id, metric, value in journal.trial_values(analysed_only=True):
         declared.setdefault(trial_id, []).append((metric_index[metric], value))
-    row_of = {int(t): i for i, t in enumerate(trial_ids)}
-
-    idx_ok = np.flatnonzero(ok)
-    # Harness metrics: 4 rows per ok trial.
+    row_of = {int(t): i for i, t in enumerate(trials.trial_ids)}
+    idx_ok = np.flatnonzero(trials.ok)
     cols: dict[str, list[np.ndarray]] = {k: [] for k in ("src", "metric", "value")}
     for j, name in enumerate(HARNESS_METRICS):
         cols["src"].append(idx_ok)
         cols["metric"].append(np.full(len(idx_ok), metric_index[name], dtype=np.int32))
-        cols["value"].append(hvals[idx_ok, j])
+        cols["value"].append(trials.harness[idx_ok, j])
     if declared:
         src, met, val = [], [], []
         for trial_id, items in declared.items():
@@ -98,27 +164,24 @@ def _read(journal: Journal, directory: str) -> TrialTable:
         cols["src"].append(np.asarray(src, dtype=np.int64))
         cols["metric"].append(np.asarray(met, dtype=np.int32))
         cols["value"].append(np.asarray(val, dtype=np.float64))
-    src = np.concatenate(cols["src"]) if cols["src"] else np.zeros(0, dtype=np.int64)
+    src_all = np.concatenate(cols["src"]) if cols["src"] else np.zeros(0, dtype=np.int64)
     metric = np.concatenate(cols["metric"]) if cols["metric"] else np.zeros(0, dtype=np.int32)
     value = np.concatenate(cols["value"]) if cols["value"] else np.zeros(0)
-    order = np.lexsort((metric, src))
-    src, metric, value = src[order], metric[order], value[order]
-    is_primary = np.zeros((max(len(test_names), 1), max(len(metric_names), 1)), dtype=bool)
-    for test_id, name in primary_pairs:
-        is_primary[test_id, metric_index[name]] = True
-    primary = is_primary[test[src], metric] if len(src) else np.zeros(0, dtype=bool)
+    order = np.lexsort((metric, src_all))
+    return src_all[order], metric[order], value[order]
 
+
+def _warnings(journal: Journal, directory: str, meta: dict[str, Any], runs: list[dict[str, Any]], attempts: list[dict[str, Any]],
+              excluded: Counter[tuple[str, str]], test_names: tuple[str, ...]) -> list[str]:
     warnings = []
     if excluded:
         detail = ", ".join(f"{name}: {count} {status}" for (name, status), count in sorted(excluded.items()))
         warnings.append(f"{directory}: {sum(excluded.values())} trials excluded because they did not succeed ({detail})")
-    attempts = journal.attempts()
     redone = [a for a in attempts if a["status"] == "interrupted"]
     if redone:
         warnings.append(
             f"{directory}: {len(redone)} interrupted run attempt(s) were redone from their reset; their trials are kept in the journal but not analysed"
         )
-    runs = journal.runs()
     unfinished = [r for r in runs if r["status"] not in FINISHED]  # runs a sequential stop made unnecessary are not missing
     if unfinished:
         warnings.append(
@@ -127,9 +190,21 @@ def _read(journal: Journal, directory: str) -> TrialTable:
         )
     warnings.extend(meta.get("spec_warnings") or ())  # an A/A test, said by the spec
     warnings.extend(leftover_warnings(journal.conn, test_names))
+    described = meta.get("treatments") or []
+    skipped = [r for r in runs if r["status"] == "skipped"]
+    if described and skipped:
+        contexts = sorted({str(described[r["treatment"]].get("context")) for r in skipped if r["treatment"] is not None},
+                          key=lambda c: (len(c), c))
+        warnings.append(f"{directory}: the link-order build failed for context(s) {', '.join(contexts)}: their {len(skipped)} "
+                        "runs were skipped and are not in the analysis")
+    return warnings
+
+
+def _provenance(journal: Journal, directory: str, meta: dict[str, Any], runs: list[dict[str, Any]], attempts: list[dict[str, Any]],
+                test_names: tuple[str, ...], workers: int) -> dict[str, Any]:
+    """Where the trials come from: the experiment's record, its plan, each analysed run's
+    start, worker, snapshot and boot, its looks, and what the analyses need of its spec."""
     done_attempts = {a["run_id"]: a for a in attempts if a["status"] == "done"}
-    # A fleet's reports say how many boots each worker's runs saw (reboot resets at work).
-    boot_ids = _run_boot_ids(journal) if len(worker_names) > 1 else {}
     provenance: dict[str, Any] = {
         "kind": "benchsage",
         "directory": directory,
@@ -138,7 +213,7 @@ def _read(journal: Journal, directory: str) -> TrialTable:
         "spec_path": meta.get("spec_path"),
         "seed": meta.get("seed"),
         "runs_per_arm": meta.get("runs_per_arm"),
-        "random_orders": meta.get("random_orders", "shuffle"),  # journals before Williams orders shuffled
+        "random_orders": meta.get("random_orders", SHUFFLE),  # journals before Williams orders shuffled
         "tool_version": meta.get("tool_version"),
         "created": meta.get("created"),
         "reset": meta.get("reset"),
@@ -152,46 +227,18 @@ def _read(journal: Journal, directory: str) -> TrialTable:
     if meta.get("sequential"):  # the looks of a sequential experiment, for the analysis's "sequential"
         provenance["sequential"] = {"plan": meta["sequential"], "looks": [look["record"] for look in journal.looks()]}
     described = meta.get("treatments") or []
-    dims: tuple[str, ...] = ()
-    dim_levels: tuple[tuple[str, ...], ...] = ()
-    treatment = None
     if described:
-        dims, dim_levels, treatment = _treatment_columns(described, runs, run[src])
-        provenance.update(_treatment_provenance(meta))
+        provenance["treatments"] = described
+    provenance.update(analysis_meta(meta))
+    if described:
         provenance["run_contexts"] = {r["id"]: described[r["treatment"]]["context"] for r in runs
                                       if r["treatment"] is not None and "context" in described[r["treatment"]]}
-        skipped = [r for r in runs if r["status"] == "skipped"]
-        if skipped:
-            contexts = sorted({str(described[r["treatment"]].get("context")) for r in skipped if r["treatment"] is not None},
-                              key=lambda c: (len(c), c))
-            warnings.append(f"{directory}: the link-order build failed for context(s) {', '.join(contexts)}: their {len(skipped)} "
-                            "runs were skipped and are not in the analysis")
+    # A fleet's reports say how many boots each worker's runs saw (reboot resets at work).
+    boot_ids = _run_boot_ids(journal) if workers > 1 else {}
     run_boot_ids = {r: boot_ids[r] for r in done_attempts if boot_ids.get(r) is not None}
     if run_boot_ids:
         provenance["run_boot_ids"] = run_boot_ids
-    return TrialTable(
-        test_names=test_names,
-        metric_names=tuple(metric_names),
-        worker_names=tuple(worker_names) or ("local",),
-        test=test[src],
-        metric=metric.astype(np.int32),
-        arm=arm[src],
-        value=value,
-        run=run[src],
-        position=position[src],
-        predecessor=predecessor[src],
-        worker=worker[src] if len(worker_names) else np.zeros(len(src), dtype=np.int32),
-        time=started[src],
-        primary=primary,
-        metrics_info=infos,
-        excluded=int(sum(excluded.values())),
-        sources=(directory,),
-        warnings=tuple(warnings),
-        provenance=provenance,
-        dims=dims,
-        dim_levels=dim_levels,
-        treatment=treatment,
-    )
+    return provenance
 
 
 def _treatment_columns(described: list[dict[str, Any]], runs: list[dict[str, Any]], row_runs: np.ndarray) -> tuple[Any, Any, np.ndarray]:
@@ -207,26 +254,36 @@ def _treatment_columns(described: list[dict[str, Any]], runs: list[dict[str, Any
     return dims_t, levels, np.ascontiguousarray(padded[per_row_cell])
 
 
-def _treatment_provenance(meta: dict[str, Any]) -> dict[str, Any]:
-    """What the analyses of treatments need from the spec: the declared comparisons, the
-    observer's lightest level, the factors' levels in declared order."""
-    from benchsage.spec import load_spec
+_ANALYSIS_KEYS = ("compare", "observer_baseline", "observer_levels", "factors", "context_dimensions")
 
+
+def analysis_meta(meta: dict[str, Any]) -> dict[str, Any]:
+    """What the analyses of treatments read of the spec, as the journal recorded it when the
+    experiment was created (execute/create.py): the declared comparisons, the observer's
+    lightest level and its levels in declared order, the factors' levels in declared order,
+    the context's dimensions; only those the spec declares. A journal written before these
+    were recorded holds them in its copy of the spec's text, whose tables are read as data
+    (nothing of the spec runs and no file of the spec's folder is read)."""
+    recorded = {key: meta[key] for key in _ANALYSIS_KEYS if key in meta} if "compare" in meta else _from_spec_text(meta)
+    return {key: value for key, value in recorded.items() if value}
+
+
+def _from_spec_text(meta: dict[str, Any]) -> dict[str, Any]:
     try:
-        spec = load_spec(meta["spec_path"], text=meta["spec_text"], generated=meta.get("generated") or None)
-    except Exception:  # noqa: BLE001 - the spec's folder may be gone; the data still stands
+        doc = tomllib.loads(meta.get("spec_text") or "")
+    except tomllib.TOMLDecodeError:
         return {}
-    t = spec.treatments
-    out: dict[str, Any] = {"treatments": meta.get("treatments") or []}
-    if t.compare:
-        out["compare"] = [{"a": c.a, "b": c.b, "metric": c.metric} for c in t.compare]
-    if t.observer:
-        out["observer_baseline"] = t.observer.baseline
-        out["observer_levels"] = [name for name, _ in t.observer.levels]
-    if t.factors:
-        out["factors"] = [{"name": f.name, "levels": list(f.levels)} for f in t.factors]
-    if t.context:
-        out["context_dimensions"] = list(t.context.dimensions)
+    out: dict[str, Any] = {}
+    out["compare"] = [{"a": c.get("a"), "b": c.get("b"), "metric": c.get("metric")}
+                      for c in doc.get("compare") or () if isinstance(c, dict)]
+    levels = (doc.get("observer") or {}).get("levels") if isinstance(doc.get("observer"), dict) else None
+    if isinstance(levels, dict) and levels:
+        out["observer_levels"] = list(levels)
+        out["observer_baseline"] = next((name for name, wrapper in levels.items() if not str(wrapper).strip()), next(iter(levels)))
+    out["factors"] = [{"name": f.get("name"), "levels": [str(v) for v in f.get("levels") or ()]}
+                      for f in doc.get("factor") or () if isinstance(f, dict)]
+    context = doc.get("context")
+    out["context_dimensions"] = [d for d in CONTEXT_DIMENSIONS if d in context] if isinstance(context, dict) else []
     return out
 
 

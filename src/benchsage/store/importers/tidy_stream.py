@@ -287,51 +287,53 @@ class _Labels(_csv._Labels):
 
 
 def _stream(path: Path, found: list[str], *, block_bytes: int) -> CompactTrials:
-    has_metric, has_worker, has_time = "metric" in found, "worker" in found, "time" in found
-    cat = [c for c in _CATEGORICAL if c in found]
-    num = ["value", "time"] if has_time else ["value"]
-    types: dict[str, Any] = {c: _csv._DICT for c in (*cat, "run")}
-    types.update({c: pa.float64() for c in num})
-    types["position"] = pa.int32()  # "1.5" or "x" stop the reader: read_tidy words the error
-    labels = {c: _Labels() for c in cat}
-    runs = _PerRun()
-    counts = _PerComparison()
-    run_hashes: list[np.ndarray] = []  # a hash of each run's label, to check that no label has two runs
-    last_label: str | None = None
-    cols: dict[str, _Growing] = {}
-    bad_parts: list[tuple[np.ndarray, ...]] = []
-    # The trial the previous block ended in: its run, position, first row's test, predecessor.
-    carry: tuple[int, int, int, int] = (-2, -2, 0, NO_PREDECESSOR_INFO)
-    arm_lookup = np.zeros(0, dtype=np.int8)
-    good = np.zeros(0, dtype=bool)
-    total = 0
-    for batch in _blocks(path, found, types, block_bytes):
+    stream = _Stream(path, found, block_bytes)
+    for batch in _blocks(path, found, stream.types, block_bytes):
+        if batch.num_rows:
+            stream.add(batch)
+    return stream.finish()
+
+
+class _Stream:
+    """The compact columns of a file read so far, and what is counted while reading them."""
+
+    def __init__(self, path: Path, found: list[str], block_bytes: int) -> None:
+        self.path, self.block_bytes = path, block_bytes
+        self.has_metric, self.has_worker, self.has_time = "metric" in found, "worker" in found, "time" in found
+        self.cat = [c for c in _CATEGORICAL if c in found]
+        self.types: dict[str, Any] = {c: _csv._DICT for c in (*self.cat, "run")}
+        self.types.update({c: pa.float64() for c in (["value", "time"] if self.has_time else ["value"])})
+        self.types["position"] = pa.int32()  # "1.5" or "x" stop the reader: read_tidy words the error
+        self.labels = {c: _Labels() for c in self.cat}
+        self.runs = _PerRun()
+        self.counts = _PerComparison()
+        self.run_hashes: list[np.ndarray] = []  # a hash of each run's label, to check that no label has two runs
+        self.last_label: str | None = None
+        self.cols: dict[str, _Growing] = {}
+        self.bad_parts: list[tuple[np.ndarray, ...]] = []
+        # The trial the previous block ended in: its run, position, first row's test, predecessor.
+        self.carry: tuple[int, int, int, int] = (-2, -2, 0, NO_PREDECESSOR_INFO)
+        self.arm_lookup = np.zeros(0, dtype=np.int8)
+        self.good = np.zeros(0, dtype=bool)
+        self.total = 0
+
+    def _columns(self, n: int) -> None:
+        """Sized from the first block's rows per byte."""
+        size = self.path.stat().st_size
+        capacity = int(size * n / max(min(self.block_bytes, size), 1) * 1.25) + 1024
+        for name, dtype in (("test", np.int16), ("value", np.float64), ("run", np.int32), ("position", np.int8),
+                            ("predecessor", np.int16)):
+            self.cols[name] = _Growing(dtype, capacity)
+        if self.has_metric:
+            self.cols["metric"] = _Growing(np.int16, capacity)
+
+    def add(self, batch: Any) -> None:
         n = batch.num_rows
-        if n == 0:
-            continue
-        if not cols:  # size the columns from the first block's rows per byte
-            size = path.stat().st_size
-            capacity = int(size * n / max(min(block_bytes, size), 1) * 1.25) + 1024
-            for name, dtype in (("test", np.int16), ("value", np.float64), ("run", np.int32), ("position", np.int8),
-                                ("predecessor", np.int16)):
-                cols[name] = _Growing(dtype, capacity)
-            if has_metric:
-                cols["metric"] = _Growing(np.int16, capacity)
-        codes = {c: labels[c].codes(batch.column(c)) for c in cat}
-        order_names = labels["order"].names
-        if len(arm_lookup) != len(order_names):
-            arm_lookup = np.array([ARMS.index(o) if o in ARMS else -1 for o in order_names], dtype=np.int8)
-        arm = arm_lookup[codes["order"]]
-        if (arm < 0).any():
-            raise _Decline  # read_tidy names the line
-        ok: np.ndarray | None = None  # None: every row is analysed
-        if "status" in cat:
-            names = labels["status"].names
-            if len(good) != len(names):
-                good = np.array([is_ok(s) for s in names], dtype=bool)
-            ok = good[codes["status"]]
-            if ok.all():
-                ok = None
+        if not self.cols:
+            self._columns(n)
+        codes = {c: self.labels[c].codes(batch.column(c)) for c in self.cat}
+        arm = self._arms(codes["order"])
+        ok = self._analysed(codes.get("status"))  # None: every row is analysed
         position_column = batch.column("position")
         if position_column.null_count:
             raise _Decline
@@ -339,105 +341,127 @@ def _stream(path: Path, found: list[str], *, block_bytes: int) -> CompactTrials:
         if int(position.min()) < 0:
             raise _Decline
         value = _csv._numpy(batch.column("value"))
-        time = _csv._numpy(batch.column("time")) if has_time else None
-        run, last_label = _runs(batch.column("run"), last_label, runs, run_hashes)
+        time = _csv._numpy(batch.column("time")) if self.has_time else None
+        run, self.last_label = _runs(batch.column("run"), self.last_label, self.runs, self.run_hashes)
         del batch
         test = codes["test"]
-        worker = codes["worker"] if has_worker else np.zeros(n, dtype=np.int32)
+        worker = codes["worker"] if self.has_worker else np.zeros(n, dtype=np.int32)
         # Each run on one worker (the run ids of read_tidy are then the runs, numbered by worker).
-        fresh = runs.owner[run] < 0
-        runs.owner[run[fresh]] = worker[fresh]
-        if not np.array_equal(runs.owner[run], worker):
+        fresh = self.runs.owner[run] < 0
+        self.runs.owner[run[fresh]] = worker[fresh]
+        if not np.array_equal(self.runs.owner[run], worker):
             raise _Decline
-        predecessor, carry = _predecessors(run, position, test, carry)
+        predecessor, self.carry = _predecessors(run, position, test, self.carry)
 
         def analysed(column: np.ndarray) -> np.ndarray:
             return column if ok is None else column[ok]
 
         if ok is not None:
             bad = ~ok
-            bad_parts.append((run[bad], position[bad], test[bad], codes["status"][bad]))
+            self.bad_parts.append((run[bad], position[bad], test[bad], codes["status"][bad]))
         value = analysed(value)
         if not np.isfinite(value).all():
             raise _Decline  # read_tidy names the line
         run_ok, arm_ok = analysed(run), analysed(arm)
         if len(run_ok):
-            _run_facts(runs, run_ok, arm_ok, None if time is None else analysed(time))
+            _run_facts(self.runs, run_ok, arm_ok, None if time is None else analysed(time))
         test_ok, position_ok = analysed(test), analysed(position)
-        metric_ok = analysed(codes["metric"]) if has_metric else np.zeros(len(run_ok), dtype=np.int32)
-        counts.add(test_ok, metric_ok, analysed(worker), arm_ok == RANDOM, position_ok, len(labels["test"].names),
-                   len(labels["metric"].names) if has_metric else 1)
-        cols["test"].append(test_ok)
-        cols["value"].append(value)
-        cols["run"].append(run_ok)
-        cols["position"].append(position_ok)
-        cols["predecessor"].append(analysed(predecessor))
-        if has_metric:
-            cols["metric"].append(metric_ok)
-        total += n
-    if total == 0:
-        raise _Decline  # read_tidy says the file has no rows
-    hashes = np.sort(np.concatenate(run_hashes))
-    del run_hashes
-    if (hashes[1:] == hashes[:-1]).any():
-        raise _Decline  # a run label with two stretches of rows (or two labels with one hash)
-    del hashes
+        metric_ok = analysed(codes["metric"]) if self.has_metric else np.zeros(len(run_ok), dtype=np.int32)
+        self.counts.add(test_ok, metric_ok, analysed(worker), arm_ok == RANDOM, position_ok, len(self.labels["test"].names),
+                        len(self.labels["metric"].names) if self.has_metric else 1)
+        self.cols["test"].append(test_ok)
+        self.cols["value"].append(value)
+        self.cols["run"].append(run_ok)
+        self.cols["position"].append(position_ok)
+        self.cols["predecessor"].append(analysed(predecessor))
+        if self.has_metric:
+            self.cols["metric"].append(metric_ok)
+        self.total += n
 
-    runs.done()
-    out = {name: col.done() for name, col in cols.items()}
-    del cols
-    worker_names = tuple(labels["worker"].names) if has_worker else ("local",)
-    # Run ids as _csv.combined_ids(worker, run label) numbers them: by worker, then label.
-    used = np.flatnonzero(runs.owner >= 0)
-    by_worker = used[np.argsort(runs.owner[used], kind="stable")]
-    rank = np.full(len(runs.owner), -1, dtype=np.int32)
-    rank[by_worker] = np.arange(len(by_worker))
-    run = out["run"]
-    for at in range(0, len(run), 1 << 20):  # in place, a slice at a time: no second run column
-        run[at : at + (1 << 20)] = rank[run[at : at + (1 << 20)]]
-    size = len(by_worker)
-    run_start = np.full(size, np.nan)
-    run_start[rank[used]] = np.where(np.isinf(runs.start[used]), np.nan, runs.start[used])
-    run_arm = np.full(size, -1, dtype=np.int8)
-    run_arm[rank[used]] = runs.first_arm[used]
-    run_worker = np.zeros(size, dtype=np.int32)
-    run_worker[rank[used]] = runs.owner[used]
+    def _arms(self, order: np.ndarray) -> np.ndarray:
+        names = self.labels["order"].names
+        if len(self.arm_lookup) != len(names):
+            self.arm_lookup = np.array([ARMS.index(o) if o in ARMS else -1 for o in names], dtype=np.int8)
+        arm = self.arm_lookup[order]
+        if (arm < 0).any():
+            raise _Decline  # read_tidy names the line
+        return arm
 
-    if bad_parts:
-        r, p, t, st = (np.concatenate([part[i] for part in bad_parts]) for i in range(4))
-        status_names = tuple(labels["status"].names)
-        excluded, warnings = exclusion_summary(path, np.zeros(len(r), dtype=bool), st, status_names, rank[r].astype(np.int64), p, t)
-    else:
-        excluded, warnings = 0, ()
-    analysed_arms = np.bincount(run_arm[run_arm >= 0], minlength=2)
-    if len(run) == 0 or not analysed_arms.all():
-        raise _Decline  # read_tidy and load_sources word the error
-    test_names = tuple(labels["test"].names)
-    metric_names = tuple(labels["metric"].names) if has_metric else ("value",)
-    rows_per_test, random_per_comparison = counts.done(len(test_names), len(metric_names))
-    return CompactTrials(
-        path=path,
-        test_names=test_names,
-        metric_names=metric_names,
-        worker_names=worker_names,
-        test=out["test"],
-        metric=out.get("metric"),
-        value=out["value"],
-        run=run,
-        position=out["position"],
-        predecessor=out["predecessor"],
-        run_start=run_start,
-        run_arm=run_arm,
-        run_worker=run_worker,
-        run_analysed=run_arm >= 0,
-        rows_per_test=rows_per_test,
-        random_per_comparison=random_per_comparison,
-        positions=counts.positions,
-        comparisons_on_one_worker=counts.one_worker,
-        has_time=has_time,
-        excluded=excluded,
-        warnings=warnings,
-    )
+    def _analysed(self, status: np.ndarray | None) -> np.ndarray | None:
+        """Which rows have an ok status; None when all have (or there is no status column)."""
+        if status is None:
+            return None
+        names = self.labels["status"].names
+        if len(self.good) != len(names):
+            self.good = np.array([is_ok(s) for s in names], dtype=bool)
+        ok = self.good[status]
+        return None if ok.all() else ok
+
+    def finish(self) -> CompactTrials:
+        if self.total == 0:
+            raise _Decline  # read_tidy says the file has no rows
+        hashes = np.sort(np.concatenate(self.run_hashes))
+        self.run_hashes = []
+        if (hashes[1:] == hashes[:-1]).any():
+            raise _Decline  # a run label with two stretches of rows (or two labels with one hash)
+        del hashes
+        runs = self.runs
+        runs.done()
+        out = {name: col.done() for name, col in self.cols.items()}
+        self.cols = {}
+        # Run ids as _csv.combined_ids(worker, run label) numbers them: by worker, then label.
+        used = np.flatnonzero(runs.owner >= 0)
+        by_worker = used[np.argsort(runs.owner[used], kind="stable")]
+        rank = np.full(len(runs.owner), -1, dtype=np.int32)
+        rank[by_worker] = np.arange(len(by_worker))
+        run = out["run"]
+        for at in range(0, len(run), 1 << 20):  # in place, a slice at a time: no second run column
+            run[at : at + (1 << 20)] = rank[run[at : at + (1 << 20)]]
+        size = len(by_worker)
+        run_start = np.full(size, np.nan)
+        run_start[rank[used]] = np.where(np.isinf(runs.start[used]), np.nan, runs.start[used])
+        run_arm = np.full(size, -1, dtype=np.int8)
+        run_arm[rank[used]] = runs.first_arm[used]
+        run_worker = np.zeros(size, dtype=np.int32)
+        run_worker[rank[used]] = runs.owner[used]
+        excluded, warnings = self._excluded(rank)
+        analysed_arms = np.bincount(run_arm[run_arm >= 0], minlength=2)
+        if len(run) == 0 or not analysed_arms.all():
+            raise _Decline  # read_tidy and load_sources word the error
+        labels = self.labels
+        test_names = tuple(labels["test"].names)
+        metric_names = tuple(labels["metric"].names) if self.has_metric else ("value",)
+        rows_per_test, random_per_comparison = self.counts.done(len(test_names), len(metric_names))
+        return CompactTrials(
+            path=self.path,
+            test_names=test_names,
+            metric_names=metric_names,
+            worker_names=tuple(labels["worker"].names) if self.has_worker else ("local",),
+            test=out["test"],
+            metric=out.get("metric"),
+            value=out["value"],
+            run=run,
+            position=out["position"],
+            predecessor=out["predecessor"],
+            run_start=run_start,
+            run_arm=run_arm,
+            run_worker=run_worker,
+            run_analysed=run_arm >= 0,
+            rows_per_test=rows_per_test,
+            random_per_comparison=random_per_comparison,
+            positions=self.counts.positions,
+            comparisons_on_one_worker=self.counts.one_worker,
+            has_time=self.has_time,
+            excluded=excluded,
+            warnings=warnings,
+        )
+
+    def _excluded(self, rank: np.ndarray) -> tuple[int, Any]:
+        if not self.bad_parts:
+            return 0, ()
+        r, p, t, st = (np.concatenate([part[i] for part in self.bad_parts]) for i in range(4))
+        status_names = tuple(self.labels["status"].names)
+        return exclusion_summary(self.path, np.zeros(len(r), dtype=bool), st, status_names, rank[r].astype(np.int64), p, t)
 
 
 def _run_facts(runs: _PerRun, run: np.ndarray, arm: np.ndarray, time: np.ndarray | None) -> None:

@@ -1,5 +1,5 @@
-"""The spec's treatments: what a user varies on purpose besides the order (CONTRACT.md
-"Measurement context, instrumentation, factors and comparisons").
+"""The spec's treatments: what a user varies on purpose besides the order (the README's
+"Treatments: contexts, instrumentation, factors, comparisons").
 
 - `[context]`: variant generation (Mytkowicz et al., ASPLOS 2009): environment padding,
   working-directory length, CPU pinning, ASLR and link order, varied over `variants` contexts
@@ -11,19 +11,19 @@
 - `[[compare]]`: claims "a is better than b" on a metric, answered per arm and per context.
 
 Parsed and validated here (every error names the file and the key, exit 2); design/treatments.py
-crosses them into the treatments each run carries.
+crosses them into the cells each run carries.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
-if TYPE_CHECKING:
-    from benchsage.spec import TestSpec, _Where
+from benchsage.errors import SpecError
+from benchsage.spec import fields
+from benchsage.spec.model import CompareSpec, ContextSpec, FactorSpec, LinkOrder, ObserverSpec, TestSpec, Treatments
+from benchsage.vocabulary import CONTEXT_DIMENSIONS, HARNESS_METRIC_UNITS, parse_cpu_list
 
-CONTEXT_DIMENSIONS = ("env_bytes", "cwd_bytes", "cpus", "aslr", "link_order")
 DEFAULT_VARIANTS = 8
 MAX_CWD_BYTES = 3000  # the drawn directory stays well inside PATH_MAX (4096) with the base path
 MAX_ENV_BYTES = 1 << 20
@@ -37,82 +37,7 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-@dataclass(frozen=True)
-class LinkOrder:
-    objects: tuple[str, ...]
-    build: str  # with {objects}: the objects in the drawn order, separated by spaces
-
-
-@dataclass(frozen=True)
-class ContextSpec:
-    """What varies between contexts; None for a dimension that does not."""
-
-    variants: int
-    env_bytes: tuple[int, int] | None = None
-    cwd_bytes: tuple[int, int] | None = None
-    cpus: tuple[tuple[int, ...], ...] | None = None
-    aslr: tuple[bool, ...] | None = None
-    link_order: LinkOrder | None = None
-
-    @property
-    def dimensions(self) -> tuple[str, ...]:
-        return tuple(d for d in CONTEXT_DIMENSIONS if getattr(self, d) is not None)
-
-
-@dataclass(frozen=True)
-class ObserverSpec:
-    """Instrumentation levels in declared order: (name, wrapper words before the command)."""
-
-    levels: tuple[tuple[str, str], ...]
-
-    @property
-    def baseline(self) -> str:
-        """The lightest level, against which the others are measured: the one without a
-        wrapper, else the first listed."""
-        return next((name for name, wrapper in self.levels if not wrapper.strip()), self.levels[0][0])
-
-
-@dataclass(frozen=True)
-class FactorSpec:
-    name: str
-    levels: tuple[str, str]  # low (first listed), high (second)
-    setup: str | None = None  # run before a run at a level; {level} is replaced by it
-    env: str | None = None  # the level is exported to the tests under this name
-
-
-@dataclass(frozen=True)
-class CompareSpec:
-    a: str
-    b: str
-    metric: str | None = None  # None: the tests' primary metric
-
-
-@dataclass(frozen=True)
-class Treatments:
-    context: ContextSpec | None = None
-    observer: ObserverSpec | None = None
-    factors: tuple[FactorSpec, ...] = ()
-    compare: tuple[CompareSpec, ...] = ()
-
-    @property
-    def cells(self) -> int:
-        """How many distinct treatments a run can carry (the order arm aside)."""
-        n = self.context.variants if self.context else 1
-        n *= len(self.observer.levels) if self.observer else 1
-        return n * 2 ** len(self.factors)
-
-    def describe_cells(self) -> str:
-        parts = []
-        if self.context:
-            parts.append(f"{self.context.variants} contexts")
-        if self.observer:
-            parts.append(f"{len(self.observer.levels)} observer levels")
-        if self.factors:
-            parts.append(f"2^{len(self.factors)} factor levels")
-        return " x ".join(parts)
-
-
-def parse_treatments(w: _Where, doc: Mapping[str, Any], tests: list[TestSpec]) -> Treatments:
+def parse_treatments(w: fields.Where, doc: Mapping[str, Any], tests: list[TestSpec]) -> Treatments:
     return Treatments(
         context=_context(w, doc.get("context")),
         observer=_observer(w, doc.get("observer")),
@@ -126,7 +51,7 @@ def _uncovered(treatments: Treatments, of: str = "") -> str:
             "each needs a run in each arm")
 
 
-def check_coverage(w: _Where, treatments: Treatments, runs: int) -> None:
+def check_coverage(w: fields.Where, treatments: Treatments, runs: int) -> None:
     """Every treatment needs a run in each arm: more treatments than the spec's runs is an error."""
     cells = treatments.cells
     if cells > runs:
@@ -136,22 +61,18 @@ def check_coverage(w: _Where, treatments: Treatments, runs: int) -> None:
 
 def check_runs_cover(treatments: Treatments, runs_per_arm: int, spec_path: str) -> None:
     """The same for --runs, which overrides the spec's runs."""
-    from benchsage.errors import SpecError
-
     if runs_per_arm < treatments.cells:
         raise SpecError(f"--runs {runs_per_arm} {_uncovered(treatments, f' of {spec_path}')}; give at least {treatments.cells}")
 
 
-def _table(w: _Where, where: str, value: Any, allowed: set[str]) -> dict[str, Any]:
-    from benchsage.spec import _check_keys, _type_name
-
+def _table(w: fields.Where, where: str, value: Any, allowed: set[str]) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise w.error("", f"'{where.strip('[]')}' must be a table ({where}), got {_type_name(value)}")
-    _check_keys(w, where, value, allowed)
+        raise w.error("", f"'{where.strip('[]')}' must be a table ({where}), got {fields.type_name(value)}")
+    fields.check_keys(w, where, value, allowed)
     return value
 
 
-def _range(w: _Where, table: Mapping[str, Any], key: str, limit: int) -> tuple[int, int] | None:
+def _range(w: fields.Where, table: Mapping[str, Any], key: str, limit: int) -> tuple[int, int] | None:
     if key not in table:
         return None
     value = table[key]
@@ -167,14 +88,12 @@ def _range(w: _Where, table: Mapping[str, Any], key: str, limit: int) -> tuple[i
     return (low, high)
 
 
-def _context(w: _Where, value: Any) -> ContextSpec | None:
+def _context(w: fields.Where, value: Any) -> ContextSpec | None:
     if value is None:
         return None
-    from benchsage.vocabulary import parse_cpu_list
-    from benchsage.spec import _integer
 
     table = _table(w, "[context]", value, _CONTEXT_KEYS)
-    variants = _integer(w, "[context]", table, "variants", DEFAULT_VARIANTS, minimum=2)
+    variants = fields.integer(w, "[context]", table, "variants", DEFAULT_VARIANTS, minimum=2)
     cpus = None
     if "cpus" in table:
         raw = table["cpus"]
@@ -198,13 +117,12 @@ def _context(w: _Where, value: Any) -> ContextSpec | None:
         raw = table["link_order"]
         if not isinstance(raw, dict):
             raise w.error("[context]", "key 'link_order' must be a table {objects = [...], build = \"... {objects} ...\"}")
-        from benchsage.spec import _check_keys, _string, _string_list
 
-        _check_keys(w, "[context] link_order", raw, _LINK_KEYS)
-        objects = _string_list(w, "[context] link_order", raw, "objects", required=True)
+        fields.check_keys(w, "[context] link_order", raw, _LINK_KEYS)
+        objects = fields.string_list(w, "[context] link_order", raw, "objects", required=True)
         if len(objects) < 2 or len(set(objects)) != len(objects):
             raise w.error("[context] link_order", f"key 'objects' must list at least two distinct objects, got {list(objects)!r}")
-        build = _string(w, "[context] link_order", raw, "build", required=True)
+        build = fields.string(w, "[context] link_order", raw, "build", required=True)
         assert build is not None
         if "{objects}" not in build:
             raise w.error("[context] link_order", "key 'build' must contain {objects} (where the objects go, in the drawn order)")
@@ -222,7 +140,7 @@ def _context(w: _Where, value: Any) -> ContextSpec | None:
     return context
 
 
-def _observer(w: _Where, value: Any) -> ObserverSpec | None:
+def _observer(w: fields.Where, value: Any) -> ObserverSpec | None:
     if value is None:
         return None
     table = _table(w, "[observer]", value, _OBSERVER_KEYS)
@@ -242,15 +160,14 @@ def _observer(w: _Where, value: Any) -> ObserverSpec | None:
     return ObserverSpec(tuple(out))
 
 
-def _factors(w: _Where, value: Any) -> tuple[FactorSpec, ...]:
+def _factors(w: fields.Where, value: Any) -> tuple[FactorSpec, ...]:
     if value is None:
         return ()
-    from benchsage.spec import _check_keys, _string, _tables
 
     out: list[FactorSpec] = []
-    for i, here, item in _tables(w, value, "factor"):
-        _check_keys(w, here, item, _FACTOR_KEYS)
-        name = _string(w, here, item, "name", required=True)
+    for i, here, item in fields.tables(w, value, "factor"):
+        fields.check_keys(w, here, item, _FACTOR_KEYS)
+        name = fields.string(w, here, item, "name", required=True)
         assert name is not None
         if not _NAME.match(name):
             raise w.error(here, f"key 'name' must be a word (letters, digits, _ . -), got {name!r}")
@@ -265,8 +182,8 @@ def _factors(w: _Where, value: Any) -> tuple[FactorSpec, ...]:
         low, high = (str(v) for v in levels)
         if low == high:
             raise w.error(here, f"key 'levels' must list two different levels, got {low!r} twice")
-        setup = _string(w, here, item, "setup")
-        env = _string(w, here, item, "env")
+        setup = fields.string(w, here, item, "setup")
+        env = fields.string(w, here, item, "env")
         if env is not None and not _ENV_NAME.match(env):
             raise w.error(here, f"key 'env' must be an environment variable name, got {env!r}")
         if not (setup or "").strip() and env is None:
@@ -276,19 +193,17 @@ def _factors(w: _Where, value: Any) -> tuple[FactorSpec, ...]:
     return tuple(out)
 
 
-def _compare(w: _Where, value: Any, tests: list[TestSpec]) -> tuple[CompareSpec, ...]:
+def _compare(w: fields.Where, value: Any, tests: list[TestSpec]) -> tuple[CompareSpec, ...]:
     if value is None:
         return ()
-    from benchsage.spec import _check_keys, _string, _tables
-    from benchsage.store.table import HARNESS_METRIC_INFO
 
     by_name = {t.name: t for t in tests}
     out = []
-    for _, here, item in _tables(w, value, "compare"):
-        _check_keys(w, here, item, _COMPARE_KEYS)
+    for _, here, item in fields.tables(w, value, "compare"):
+        fields.check_keys(w, here, item, _COMPARE_KEYS)
         names = []
         for key in ("a", "b"):
-            name = _string(w, here, item, key, required=True)
+            name = fields.string(w, here, item, key, required=True)
             assert name is not None
             if name not in by_name:
                 listing = ", ".join(repr(n) for n in list(by_name)[:8]) + (", ..." if len(by_name) > 8 else "")
@@ -297,12 +212,12 @@ def _compare(w: _Where, value: Any, tests: list[TestSpec]) -> tuple[CompareSpec,
         a, b = names
         if a == b:
             raise w.error(here, f"keys 'a' and 'b' name the same test {a!r}")
-        metric = _string(w, here, item, "metric")
+        metric = fields.string(w, here, item, "metric")
         if metric is not None:
             for name in names:
                 own = {m.name for m in by_name[name].metrics}
-                if metric not in own and metric not in HARNESS_METRIC_INFO:
-                    known = sorted(own) + sorted(HARNESS_METRIC_INFO)
+                if metric not in own and metric not in HARNESS_METRIC_UNITS:
+                    known = sorted(own) + sorted(HARNESS_METRIC_UNITS)
                     raise w.error(here, f"key 'metric' names {metric!r}, which test {name!r} does not record "
                                         f"(it records: {', '.join(known)})")
         else:

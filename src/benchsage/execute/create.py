@@ -1,0 +1,76 @@
+"""Create an experiment: its plan, and everything its analysis will need, in a new journal.
+
+The journal is written before the first trial and holds the whole plan (every worker's runs,
+orders and treatment cells, the sequential looks) and what the analysis reads besides the
+trials: the claims to compare, the observer's lightest level, the factors' levels and the
+context's dimensions. An analysis then reads data only: it never loads the spec again, so a
+journal analysed on another machine gives the same result and never runs anything of its spec.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from benchsage.design.experiment import ExperimentPlan
+from benchsage.spec import Spec, TestSpec
+from benchsage.store.journal import Journal, check_directory_for
+from benchsage.store.table import HARNESS_METRIC_INFO
+from benchsage.vocabulary import VERSION
+
+
+def create_experiment(spec: Spec, plan: ExperimentPlan, directory: str) -> Journal:
+    """Write `plan` into a new journal in `directory` (which must not hold another experiment)."""
+    check_directory_for(directory, plan.digest)
+    tests = [{"name": t.name, "command": t.command, "metrics": _metrics_meta(t)} for t in spec.tests]
+    return Journal.create(directory, experiment_meta(spec, plan), tests, plan.runs())
+
+
+def experiment_meta(spec: Spec, plan: ExperimentPlan) -> dict[str, Any]:
+    """The journal's record of the experiment: the spec as written, the plan's settings, and
+    what the analysis needs of the spec (analysis_meta)."""
+    return {
+        "name": spec.name,
+        "spec_digest": plan.digest,
+        "spec_hash": spec.digest,
+        "spec_path": spec.path,
+        "spec_text": spec.text,
+        "generated": list(spec.generated),
+        "seed": plan.seed,
+        "runs_per_arm": plan.runs_per_arm,
+        "random_orders": spec.random_orders,
+        "spec_warnings": list(spec.warnings),
+        "treatments": [cell.describe() for cell in plan.cells],
+        "alpha": spec.alpha,
+        "correction": spec.correction,
+        "stop": spec.stop,
+        "sequential": plan.sequential.to_meta() if plan.sequential is not None else None,
+        "reset": spec.reset.command if spec.reset else None,
+        "created": time.time(),
+        "tool_version": VERSION,
+        "workers": [{"name": w.name, "kind": w.kind, "target": w.target, "seed": w.plan.seed} for w in plan.workers],
+        **analysis_meta(spec),
+    }
+
+
+def analysis_meta(spec: Spec) -> dict[str, Any]:
+    """What the analyses of treatments read of the spec: the declared comparisons (metric None:
+    the tests' primary), the observer's levels in declared order and its lightest, the
+    factors' levels in declared order (low, high), the context's dimensions."""
+    t = spec.treatments
+    return {
+        "compare": [{"a": c.a, "b": c.b, "metric": c.metric} for c in t.compare],
+        "observer_levels": [name for name, _ in t.observer.levels] if t.observer else [],
+        "observer_baseline": t.observer.baseline if t.observer else None,
+        "factors": [{"name": f.name, "levels": list(f.levels)} for f in t.factors],
+        "context_dimensions": list(t.context.dimensions) if t.context else [],
+    }
+
+
+def _metrics_meta(test: TestSpec) -> list[dict[str, Any]]:
+    primary = set(test.primary_metrics)
+    declared = [{"name": m.name, "unit": m.unit, "better": m.better, "primary": True} for m in test.metrics]
+    harness = [
+        {"name": n, "unit": info.unit, "better": info.better, "primary": n in primary} for n, info in HARNESS_METRIC_INFO.items()
+    ]
+    return declared + harness

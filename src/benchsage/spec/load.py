@@ -1,0 +1,394 @@
+"""Load and validate an experiment spec (TOML) into typed, frozen objects.
+
+Every error names the file, the key and what was expected, and is a SpecError (exit 2), so a
+typo is never silently ignored and a broken spec never starts an experiment.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tomllib
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from benchsage.errors import SpecError
+from benchsage.spec import fields
+from benchsage.spec.model import MetricSpec, ResetSpec, Spec, TestSpec, WorkerSpec
+from benchsage.spec.treatments import check_coverage, parse_treatments
+from benchsage.vocabulary import (CORRECTIONS, DEFAULT_ALPHA, DEFAULT_CORRECTION, DEFAULT_MIN_EFFECT, DEFAULT_OUTPUT_LIMIT, DEFAULT_RUNS,
+                                  FIXED_STOP, HARNESS_METRIC_UNITS, RANDOM_ORDERS, SEQUENTIAL_STOP, SHUFFLE, WILLIAMS)
+
+DEFAULT_RESET_TIMEOUT = 60.0
+GENERATOR_TIMEOUT = 60.0
+
+_EXPERIMENT_KEYS = {"name", "runs", "seed", "alpha", "correction", "timeout", "env", "cwd", "output_limit", "cpus", "random_orders",
+                   "stop", "looks", "min_effect"}
+_TEST_KEYS = {"name", "command", "timeout", "env", "cwd", "metric", "cpus"}
+_METRIC_KEYS = {"name", "regex", "json", "file", "line", "unit", "better"}
+_RESET_KEYS = {"command", "timeout", "env", "cwd", "kind"}
+_GENERATOR_KEYS = {"command", "timeout"}
+_WORKER_COMMON = {"name", "kind", "dir", "python", "boot_id", "reconnect_timeout"}
+_WORKER_KEYS = {
+    "local": _WORKER_COMMON,
+    "ssh": _WORKER_COMMON | {"host", "ssh_config"},
+    "slurm": _WORKER_COMMON | {"node", "srun_args"},
+    "command": _WORKER_COMMON | {"transport"},
+}
+DEFAULT_REBOOT_COMMAND = "sudo reboot"
+DEFAULT_REBOOT_TIMEOUT = 900.0
+_TOP_KEYS = {"experiment", "reset", "test", "metric", "generator", "worker", "context", "observer", "factor", "compare"}
+
+
+def _metrics(w: fields.Where, where: str, items: Any) -> tuple[MetricSpec, ...]:
+    if items is None:
+        return ()
+    if not isinstance(items, list):
+        raise w.error(where, f"'metric' must be an array of tables ([[...metric]]), got {fields.type_name(items)}")
+    out: list[MetricSpec] = []
+    seen: set[str] = set()
+    for i, item in enumerate(items, 1):
+        here = f"{where}.metric #{i}" if where else f"[[metric]] #{i}"
+        if not isinstance(item, dict):
+            raise w.error(here, f"must be a table, got {fields.type_name(item)}")
+        fields.check_keys(w, here, item, _METRIC_KEYS)
+        name = fields.string(w, here, item, "name", required=True)
+        assert name is not None
+        here = f"{here} ('{name}')"
+        if name in HARNESS_METRIC_UNITS:
+            raise w.error(here, f"'{name}' is recorded by the harness itself; choose another name")
+        if name in seen:
+            raise w.error(here, f"duplicate metric name '{name}'")
+        seen.add(name)
+        sources = [k for k in ("regex", "json", "file") if k in item]
+        if len(sources) != 1:
+            raise w.error(here, "needs exactly one of 'regex', 'json' or 'file'" + (f" (got {', '.join(sources)})" if sources else ""))
+        regex = fields.string(w, here, item, "regex")
+        if regex is not None:
+            try:
+                compiled = re.compile(regex)
+            except re.error as exc:
+                raise w.error(here, f"key 'regex' is not a valid regular expression: {exc}") from None
+            if compiled.groups < 1:
+                raise w.error(here, "key 'regex' must have one capturing group around the number, e.g. 'ops/s: ([0-9.]+)'")
+        better = fields.string(w, here, item, "better", default="lower")
+        if better not in ("lower", "higher"):
+            raise w.error(here, f"key 'better' must be \"lower\" or \"higher\", got {better!r}")
+        line = fields.integer(w, here, item, "line", 0, minimum=-(1 << 31))
+        if "line" in item and "file" not in item:
+            raise w.error(here, "key 'line' only applies to a 'file' metric")
+        out.append(
+            MetricSpec(
+                name=name,
+                unit=fields.string(w, here, item, "unit", default="") or "",
+                better=better,
+                regex=regex,
+                json=fields.string(w, here, item, "json"),
+                file=fields.string(w, here, item, "file"),
+                line=int(line or 0),
+            )
+        )
+    return tuple(out)
+
+
+def _generate_tests(w: fields.Where, table: Mapping[str, Any], folder: str, env: Mapping[str, str]) -> list[str]:
+    """Run the generator command; each non-empty output line is one test command."""
+    fields.check_keys(w, "[generator]", table, _GENERATOR_KEYS)
+    command = fields.string(w, "[generator]", table, "command", required=True)
+    timeout = fields.number(w, "[generator]", table, "timeout", GENERATOR_TIMEOUT)
+    try:
+        proc = subprocess.run(
+            ["/bin/sh", "-c", command or ""],
+            cwd=folder,
+            env={**os.environ, **env},
+            capture_output=True,
+            timeout=timeout,
+            stdin=subprocess.DEVNULL,
+        )
+    except subprocess.TimeoutExpired:
+        raise w.error("[generator]", f"command did not finish within {timeout:g} s") from None
+    if proc.returncode != 0:
+        err = proc.stderr.decode(errors="replace").strip().splitlines()
+        detail = f": {err[-1]}" if err else ""
+        raise w.error("[generator]", f"command exited with status {proc.returncode}{detail}")
+    lines = [line.strip() for line in proc.stdout.decode(errors="replace").splitlines()]
+    commands = [line for line in lines if line and not line.startswith("#")]
+    if not commands:
+        raise w.error("[generator]", "command printed no test commands (expected one per line)")
+    return commands
+
+
+@dataclass(frozen=True)
+class _Defaults:
+    """What every test inherits from [experiment] (and the top-level [[metric]])."""
+
+    timeout: float | None
+    env: dict[str, str]
+    cwd: str
+    metrics: tuple[MetricSpec, ...]
+    cpus: tuple[int, ...] | None
+
+
+def load_spec(
+    path: str | os.PathLike[str], *, text: str | None = None, generated: list[str] | None = None, run_generator: bool = True
+) -> Spec:
+    """Read and validate a spec file. Raises SpecError naming the file and key on any problem.
+
+    `text` parses that text as if it were the file at `path` (resume uses the journal's copy);
+    `generated` gives the generator's commands instead of running the generator again.
+    """
+    path = os.path.abspath(os.fspath(path))
+    w = fields.Where(os.path.relpath(path) if not os.path.relpath(path).startswith("..") else path)
+    if text is None:
+        text = read_spec_text(path, w.path)
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecError(f"{w.path}: invalid TOML: {exc}") from None
+
+    fields.check_keys(w, "", doc, _TOP_KEYS)
+    folder = os.path.dirname(path)
+    exp = doc.get("experiment")
+    if not isinstance(exp, dict):
+        raise w.error("", "missing [experiment] table (it needs at least name = \"...\")")
+    fields.check_keys(w, "[experiment]", exp, _EXPERIMENT_KEYS)
+    settings = _settings(w, exp)
+    defaults = _Defaults(
+        timeout=fields.number(w, "[experiment]", exp, "timeout", None),
+        env=fields.env(w, "[experiment]", exp, {}),
+        cwd=fields.cwd(w, "[experiment]", exp, folder),
+        metrics=_metrics(w, "", doc.get("metric")),
+        cpus=fields.cpus(w, "[experiment]", exp, None),
+    )
+    tests = _tests(w, doc.get("test", []), defaults)
+    generator = doc.get("generator")
+    if generator is not None:
+        if not isinstance(generator, dict):
+            raise w.error("", f"'generator' must be a table ([generator]), got {fields.type_name(generator)}")
+        if generated is None and run_generator:
+            generated = _generate_tests(w, generator, defaults.cwd, defaults.env)
+        tests += [TestSpec(command, command, defaults.timeout, dict(defaults.env), defaults.cwd, defaults.metrics, defaults.cpus)
+                  for command in generated or ()]
+    if not tests and (generator is None or run_generator):
+        raise w.error("", "no tests: add at least one [[test]] with a command, or a [generator]")
+    warnings = _check_names(w, tests)
+    if settings["random_orders"] == WILLIAMS and len(tests) == 1:
+        raise w.error("[experiment]", "key 'random_orders' = \"williams\" needs at least 2 tests (there is nothing to balance "
+                      "with 1); remove it or add tests")
+    treatments = parse_treatments(w, doc, tests)
+    check_coverage(w, treatments, settings["runs"])
+    return Spec(
+        path=path,
+        tests=tuple(tests),
+        reset=_reset(w, doc.get("reset"), defaults),
+        workers=_workers(w, doc.get("worker"), folder),
+        text=text,
+        generator=generator.get("command") if isinstance(generator, dict) else None,
+        generated=tuple(generated or ()),
+        warnings=tuple(warnings),
+        treatments=treatments,
+        **settings,
+    )
+
+
+def _settings(w: fields.Where, exp: Mapping[str, Any]) -> dict[str, Any]:
+    """The experiment-wide settings of [experiment], as Spec's fields."""
+    name = fields.string(w, "[experiment]", exp, "name", required=True)
+    assert name is not None
+    if "/" in name or name in (".", ".."):
+        raise w.error("[experiment]", f"key 'name' must not contain '/', got {name!r}")
+    runs = int(fields.integer(w, "[experiment]", exp, "runs", DEFAULT_RUNS, minimum=1) or DEFAULT_RUNS)
+    seed = fields.integer(w, "[experiment]", exp, "seed", None, minimum=0)
+    alpha = fields.number(w, "[experiment]", exp, "alpha", DEFAULT_ALPHA)
+    assert alpha is not None
+    if not 0 < alpha < 1:
+        raise w.error("[experiment]", f"key 'alpha' must be between 0 and 1, got {alpha}")
+    correction = fields.string(w, "[experiment]", exp, "correction", default=DEFAULT_CORRECTION)
+    if correction not in CORRECTIONS:
+        raise w.error("[experiment]", f"key 'correction' must be \"bonferroni\" or \"holm\", got {correction!r}")
+    random_orders = fields.string(w, "[experiment]", exp, "random_orders", default=SHUFFLE)
+    if random_orders not in RANDOM_ORDERS:
+        raise w.error("[experiment]", f"key 'random_orders' must be \"shuffle\" or \"williams\", got {random_orders!r}")
+    stop, looks, min_effect = _stopping(w, exp, runs)
+    output_limit = fields.integer(w, "[experiment]", exp, "output_limit", DEFAULT_OUTPUT_LIMIT, minimum=1024)
+    return {
+        "name": name,
+        "runs": runs,
+        "seed": seed,
+        "alpha": alpha,
+        "correction": correction or DEFAULT_CORRECTION,
+        "random_orders": random_orders or SHUFFLE,
+        "stop": stop,
+        "looks": looks,
+        "min_effect": min_effect,
+        "output_limit": int(output_limit or DEFAULT_OUTPUT_LIMIT),
+    }
+
+
+def _tests(w: fields.Where, items: Any, defaults: _Defaults) -> list[TestSpec]:
+    tests: list[TestSpec] = []
+    for i, here, item in fields.tables(w, items, "test"):
+        fields.check_keys(w, here, item, _TEST_KEYS)
+        command = fields.string(w, here, item, "command", required=True)
+        assert command is not None
+        test_name = fields.string(w, here, item, "name", default=command) or command
+        here = f"[[test]] #{i} ('{test_name}')"
+        own = _metrics(w, here, item.get("metric"))
+        tests.append(
+            TestSpec(
+                name=test_name,
+                command=command,
+                timeout=fields.number(w, here, item, "timeout", defaults.timeout),
+                env=fields.env(w, here, item, defaults.env),
+                cwd=fields.cwd(w, here, item, defaults.cwd),
+                metrics=own if "metric" in item else defaults.metrics,  # `metric = []` opts out of the global ones
+                cpus=fields.cpus(w, here, item, defaults.cpus),
+            )
+        )
+    return tests
+
+
+def _check_names(w: fields.Where, tests: list[TestSpec]) -> list[str]:
+    """A test is its name: names are unique. Tests may share a command when their env or cwd
+    differ; the same command, env and cwd twice under two names is an A/A test: allowed, and
+    said (the warnings returned)."""
+    names: dict[str, int] = {}
+    same: dict[tuple[str, tuple[tuple[str, str], ...], str], int] = {}
+    warnings: list[str] = []
+    for i, t in enumerate(tests, 1):
+        if t.name in names:
+            hint = ("; two tests with the same command need a `name` each (the same command, env and cwd twice is an A/A test)"
+                    if t.name == t.command else "; test names must be unique")
+            raise w.error(f"[[test]] #{i}", f"duplicate test name '{t.name}' (also test #{names[t.name]}){hint}")
+        names[t.name] = i
+        key = (t.command, tuple(sorted(t.env.items())), t.cwd)
+        if key in same:
+            first = tests[same[key] - 1].name
+            warnings.append(f"tests '{first}' and '{t.name}' run the same command with the same env and cwd: an A/A test "
+                            "(any difference the analysis finds between them is noise or order)")
+        else:
+            same[key] = i
+    return warnings
+
+
+def _reset(w: fields.Where, reset_doc: Any, defaults: _Defaults) -> ResetSpec | None:
+    if reset_doc is None:
+        return None
+    if not isinstance(reset_doc, dict):
+        raise w.error("", f"'reset' must be a table ([reset]), got {fields.type_name(reset_doc)}")
+    fields.check_keys(w, "[reset]", reset_doc, _RESET_KEYS)
+    reset_kind = fields.string(w, "[reset]", reset_doc, "kind", default="command")
+    if reset_kind not in ("command", "reboot"):
+        raise w.error("[reset]", f"key 'kind' must be \"command\" or \"reboot\", got {reset_kind!r}")
+    if reset_kind == "reboot":
+        reset_command = fields.string(w, "[reset]", reset_doc, "command", default=DEFAULT_REBOOT_COMMAND)
+        default_reset_timeout = DEFAULT_REBOOT_TIMEOUT
+    else:
+        reset_command = fields.string(w, "[reset]", reset_doc, "command", required=True)
+        default_reset_timeout = DEFAULT_RESET_TIMEOUT
+    assert reset_command is not None
+    return ResetSpec(
+        command=reset_command,
+        timeout=fields.number(w, "[reset]", reset_doc, "timeout", default_reset_timeout) or default_reset_timeout,
+        cwd=fields.cwd(w, "[reset]", reset_doc, defaults.cwd),
+        env=fields.env(w, "[reset]", reset_doc, defaults.env),
+        kind=reset_kind or "command",
+    )
+
+
+def _stopping(w: fields.Where, exp: Mapping[str, Any], runs: int) -> tuple[str, int | None, float]:
+    """`stop`, `looks` and `min_effect`: the last two only mean something with stop = "sequential",
+    so giving them without it is an error rather than a silently fixed experiment."""
+    stop = fields.string(w, "[experiment]", exp, "stop", default=FIXED_STOP)
+    if stop not in (FIXED_STOP, SEQUENTIAL_STOP):
+        raise w.error("[experiment]", f"key 'stop' must be \"fixed\" or \"sequential\", got {stop!r}")
+    looks = fields.integer(w, "[experiment]", exp, "looks", None, minimum=1)
+    if looks is not None and looks > runs:
+        raise w.error("[experiment]", f"key 'looks' ({looks}) is larger than 'runs' ({runs}): each look needs at least one "
+                      "new run per arm; lower 'looks' or raise 'runs'")
+    min_effect = fields.number(w, "[experiment]", exp, "min_effect", DEFAULT_MIN_EFFECT)
+    assert min_effect is not None
+    given = [key for key in ("looks", "min_effect") if key in exp]
+    if stop == FIXED_STOP and given:
+        keys = " and ".join(f"'{key}'" for key in given)
+        several = len(given) > 1
+        raise w.error("[experiment]", f"{'keys' if several else 'key'} {keys} only {'apply' if several else 'applies'} with "
+                      f"stop = \"sequential\"; add it, or remove {'them' if several else 'it'} to carry out every planned run")
+    return stop or FIXED_STOP, looks, min_effect
+
+
+def read_spec_text(path: str, shown: str) -> str:
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read()
+    except FileNotFoundError:
+        raise SpecError(f"{shown}: spec file not found") from None
+    except IsADirectoryError:
+        raise SpecError(f"{shown}: is a directory, expected a spec file (TOML)") from None
+    except OSError as exc:
+        raise SpecError(f"{shown}: cannot read spec file: {exc.strerror}") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SpecError(f"{shown}: not a text file (expected TOML in UTF-8)") from None
+
+
+def _workers(w: fields.Where, items: Any, folder: str) -> tuple[WorkerSpec, ...]:
+    if items is None:
+        return (WorkerSpec("local"),)
+    out: list[WorkerSpec] = []
+    names: dict[str, int] = {}
+    for i, here, item in fields.tables(w, items, "worker"):
+        kind = fields.string(w, here, item, "kind", default="local") or "local"
+        if kind not in _WORKER_KEYS:
+            raise w.error(here, f"unknown worker kind {kind!r} (expected one of: {', '.join(sorted(_WORKER_KEYS))})")
+        fields.check_keys(w, f"{here} (kind \"{kind}\")", item, _WORKER_KEYS[kind])
+        host = node = None
+        transport: tuple[str, ...] = ()
+        if kind == "ssh":
+            host = fields.string(w, here, item, "host", required=True)
+            default_name = host
+        elif kind == "slurm":
+            node = fields.string(w, here, item, "node", required=True)
+            default_name = node
+        elif kind == "command":
+            transport = fields.string_list(w, here, item, "transport", required=True)
+            default_name = f"command-{i}"
+        else:
+            default_name = "local"
+        name = fields.string(w, here, item, "name", default=default_name) or default_name
+        if not name.strip() or any(c in name for c in "/\n\0"):
+            raise w.error(here, f"key 'name' must be a non-empty label without '/' or newlines, got {name!r}")
+        if name in names:
+            raise w.error(here, f"duplicate worker name '{name}' (also worker #{names[name]}); give each worker its own `name`")
+        names[name] = i
+        ssh_config = fields.string(w, here, item, "ssh_config")
+        if ssh_config is not None:
+            ssh_config = os.path.normpath(os.path.join(folder, os.path.expanduser(ssh_config)))
+            if not os.path.isfile(ssh_config):
+                raise w.error(here, f"ssh_config {ssh_config!r} is not a file")
+        python = fields.string(w, here, item, "python")
+        if python is not None and not python.strip():
+            raise w.error(here, "key 'python' must not be empty")
+        directory = fields.string(w, here, item, "dir")
+        if directory is not None and not directory.startswith("/"):
+            raise w.error(here, f"key 'dir' must be an absolute path on the host, got {directory!r}")
+        out.append(
+            WorkerSpec(
+                name=name,
+                kind=kind,
+                host=host,
+                ssh_config=ssh_config,
+                node=node,
+                srun_args=fields.string_list(w, here, item, "srun_args"),
+                transport=transport,
+                dir=directory,
+                python=python,
+                boot_id=fields.string(w, here, item, "boot_id"),
+                reconnect_timeout=fields.number(w, here, item, "reconnect_timeout", 60.0) or 60.0,
+            )
+        )
+    if not out:
+        raise w.error("", "'worker' is empty; remove it to run locally")
+    return tuple(out)

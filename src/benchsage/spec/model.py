@@ -1,0 +1,206 @@
+"""The experiment as the user wrote it: frozen values, validated by load.py and treatments.py.
+
+A Spec holds its tests, reset, workers and treatments (contexts, observer levels, factors,
+comparisons); design turns one into a plan. Paths are absolute; defaults are applied.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from typing import Mapping
+
+from benchsage.vocabulary import CONTEXT_DIMENSIONS, DEFAULT_MIN_EFFECT, DEFAULT_OUTPUT_LIMIT, FIXED_STOP, SHUFFLE
+
+
+@dataclass(frozen=True)
+class LinkOrder:
+    objects: tuple[str, ...]
+    build: str  # with {objects}: the objects in the drawn order, separated by spaces
+
+
+@dataclass(frozen=True)
+class ContextSpec:
+    """What varies between contexts; None for a dimension that does not."""
+
+    variants: int
+    env_bytes: tuple[int, int] | None = None
+    cwd_bytes: tuple[int, int] | None = None
+    cpus: tuple[tuple[int, ...], ...] | None = None
+    aslr: tuple[bool, ...] | None = None
+    link_order: LinkOrder | None = None
+
+    @property
+    def dimensions(self) -> tuple[str, ...]:
+        return tuple(d for d in CONTEXT_DIMENSIONS if getattr(self, d) is not None)
+
+
+@dataclass(frozen=True)
+class ObserverSpec:
+    """Instrumentation levels in declared order: (name, wrapper words before the command)."""
+
+    levels: tuple[tuple[str, str], ...]
+
+    @property
+    def baseline(self) -> str:
+        """The lightest level, against which the others are measured: the one without a
+        wrapper, else the first listed."""
+        return next((name for name, wrapper in self.levels if not wrapper.strip()), self.levels[0][0])
+
+
+@dataclass(frozen=True)
+class FactorSpec:
+    name: str
+    levels: tuple[str, str]  # low (first listed), high (second)
+    setup: str | None = None  # run before a run at a level; {level} is replaced by it
+    env: str | None = None  # the level is exported to the tests under this name
+
+
+@dataclass(frozen=True)
+class CompareSpec:
+    a: str
+    b: str
+    metric: str | None = None  # None: the tests' primary metric
+
+
+@dataclass(frozen=True)
+class Treatments:
+    context: ContextSpec | None = None
+    observer: ObserverSpec | None = None
+    factors: tuple[FactorSpec, ...] = ()
+    compare: tuple[CompareSpec, ...] = ()
+
+    @property
+    def cells(self) -> int:
+        """How many distinct treatments a run can carry (the order arm aside)."""
+        n = self.context.variants if self.context else 1
+        n *= len(self.observer.levels) if self.observer else 1
+        return n * 2 ** len(self.factors)
+
+    def describe_cells(self) -> str:
+        parts = []
+        if self.context:
+            parts.append(f"{self.context.variants} contexts")
+        if self.observer:
+            parts.append(f"{len(self.observer.levels)} observer levels")
+        if self.factors:
+            parts.append(f"2^{len(self.factors)} factor levels")
+        return " x ".join(parts)
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """A value read from a trial's output, beside the harness's own wall/user/sys time and RSS.
+
+    Exactly one source: `regex` (first group of the last match in stdout), `json` (a dotted
+    key path into a JSON object printed on stdout), or `file` (a results file written by the
+    test, one number per line, OrderSage style; `line` picks which, 0-based).
+    """
+
+    name: str
+    unit: str = ""
+    better: str = "lower"
+    regex: str | None = None
+    json: str | None = None
+    file: str | None = None
+    line: int = 0
+
+    @property
+    def source(self) -> str:
+        return "regex" if self.regex is not None else "json" if self.json is not None else "file"
+
+
+@dataclass(frozen=True)
+class TestSpec:
+    """One unit under evaluation: a command and its settings."""
+
+    __test__ = False  # not a pytest test class
+
+    name: str
+    command: str
+    timeout: float | None
+    env: Mapping[str, str]
+    cwd: str  # absolute
+    metrics: tuple[MetricSpec, ...] = ()
+    cpus: tuple[int, ...] | None = None  # pin the test's trials to these CPUs (taskset list syntax in the spec)
+
+    @property
+    def primary_metrics(self) -> tuple[str, ...]:
+        """The correction family: declared metrics, or wall_time for a test that declares none."""
+        return tuple(m.name for m in self.metrics) or ("wall_time",)
+
+
+@dataclass(frozen=True)
+class ResetSpec:
+    """What runs before every run: a command, or a reboot of the worker's host (kind "reboot":
+    verified by a new boot id when the host answers again)."""
+
+    command: str
+    timeout: float
+    cwd: str
+    env: Mapping[str, str]
+    kind: str = "command"  # "command" | "reboot"
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """Where trials run: this machine, an ssh host, a Slurm node, or any transport command."""
+
+    name: str
+    kind: str = "local"
+    host: str | None = None  # ssh
+    ssh_config: str | None = None  # ssh: absolute path of an ssh config file (ssh -F)
+    node: str | None = None  # slurm
+    srun_args: tuple[str, ...] = ()  # slurm
+    transport: tuple[str, ...] = ()  # command
+    dir: str | None = None  # the spec's folder on the host; None: the same path as here
+    python: str | None = None  # interpreter for the agent on the host (words); None: python3 (local: this one)
+    boot_id: str | None = None  # command printing the host's boot identity; None: the kernel's boot_id
+    reconnect_timeout: float = 60.0
+
+    @property
+    def target(self) -> str:
+        """What the worker reaches, for plans and messages."""
+        if self.kind == "ssh":
+            return f"ssh {self.host}"
+        if self.kind == "slurm":
+            return f"slurm node {self.node}"
+        if self.kind == "command":
+            return " ".join(self.transport)
+        return "this machine"
+
+
+@dataclass(frozen=True)
+class Spec:
+    path: str  # absolute path of the spec file
+    name: str
+    runs: int
+    seed: int | None
+    alpha: float
+    correction: str
+    tests: tuple[TestSpec, ...]
+    reset: ResetSpec | None
+    workers: tuple[WorkerSpec, ...] = (WorkerSpec("local"),)
+    output_limit: int = DEFAULT_OUTPUT_LIMIT
+    text: str = ""  # the spec file as written
+    generator: str | None = None
+    generated: tuple[str, ...] = ()  # the commands the generator printed
+    random_orders: str = SHUFFLE  # the random arm's orders: "shuffle" or "williams" (design/plan.py)
+    warnings: tuple[str, ...] = ()  # what is allowed but worth saying (an A/A test), shown by plan and run
+    treatments: Treatments = Treatments()  # contexts, observer levels, factors, comparisons (treatments.py)
+    stop: str = FIXED_STOP  # "fixed" or "sequential"
+    looks: int | None = None  # sequential: interim analyses; None: design.sequential.default_looks(runs)
+    min_effect: float = DEFAULT_MIN_EFFECT  # sequential: percent; a smaller shift is decided "no-effect"
+
+    @property
+    def folder(self) -> str:
+        return os.path.dirname(self.path)
+
+    @property
+    def digest(self) -> str:
+        """sha256 of what determines the experiment: the spec text and the resolved tests."""
+        h = hashlib.sha256(self.text.encode())
+        for t in self.tests:
+            h.update(b"\0" + t.name.encode() + b"\0" + t.command.encode())
+        return h.hexdigest()
