@@ -47,14 +47,22 @@ class RequestChannel:
 
     def readline(self) -> Optional[bytes]:
         while True:
-            nl = self.buf.find(b"\n")
-            if nl >= 0:
-                line = bytes(self.buf[: nl + 1])
-                del self.buf[: nl + 1]
+            line = take_line(self.buf)
+            if line is not None:
                 return line
             if self.closed:
                 return None
             self.fill()
+
+
+def take_line(buf: bytearray) -> Optional[bytes]:
+    """The first whole line of `buf`, newline included, taken out of it; None while there is none."""
+    nl = buf.find(b"\n")
+    if nl < 0:
+        return None
+    line = bytes(buf[: nl + 1])
+    del buf[: nl + 1]
+    return line
 
 
 def send(fd: int, message: Mapping[str, Any]) -> None:

@@ -18,6 +18,7 @@ import threading
 import time
 from typing import IO, Any, Mapping
 
+from benchsage.agent.protocol import take_line
 from benchsage.errors import WorkerError, WorkerLost, WorkerSetupError
 from benchsage.execute.bundle import agent_argv, bundle_bytes
 from benchsage.execute.transports.base import Failure, Transport, last_line
@@ -164,10 +165,8 @@ class AgentConnection:
             return b""
         fd = proc.stdout.fileno()
         while True:
-            nl = self._buf.find(b"\n")
-            if nl >= 0:
-                line = bytes(self._buf[: nl + 1])
-                del self._buf[: nl + 1]
+            line = take_line(self._buf)
+            if line is not None:
                 return line
             if deadline is not None:
                 left = deadline - time.monotonic()
