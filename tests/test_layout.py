@@ -72,7 +72,6 @@ KNOWN_AGAINST_FLOW = {
     'report/measurement.py -> benchsage.execute.cpus',
     'report/measurement.py -> benchsage.execute.local',
     'report/measurement.py -> benchsage.execute.noise',
-    'report/plan.py -> benchsage.execute.progress',
     'spec.py -> benchsage.design.plan',
     'spec.py -> benchsage.execute.cpus',
     'spec.py -> benchsage.execute.worker',
