@@ -68,7 +68,6 @@ KNOWN_AGAINST_FLOW = {
     'report/environment.py -> benchsage',
     'report/environment.py -> benchsage.execute.noise',
     'report/html.py -> benchsage',
-    'report/html.py -> benchsage.stats.median_ci',
     'report/measurement.py -> benchsage.execute.cpus',
     'report/measurement.py -> benchsage.execute.local',
     'report/measurement.py -> benchsage.execute.noise',

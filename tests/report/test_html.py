@@ -626,8 +626,7 @@ def test_the_context_figure_draws_each_context_median_and_its_exact_interval(tre
     analysis, table, _ = treated
     settings = report_html._context_settings(table)
     assert settings["c0"] == {"env_bytes": "3000", "cpus": "0"}
-    rows = [e.to_json() for e in analysis.context_effects]
-    panels = report_html._test_panels(rows, table, settings, 0.95, "exact-binomial")
+    panels = report_html._test_panels(analysis.context_effects, table, settings)
     examined = order_rows(table)  # the lightest observer level, as the context analysis
     names, codes = examined.levels("context")
     for effect, panel in zip(analysis.context_effects, panels):

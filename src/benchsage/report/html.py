@@ -28,11 +28,10 @@ from markupsafe import Markup
 from benchsage import __version__
 from benchsage.analyze.diagnostics import run_starts
 from benchsage.analyze.summary import verdict_sentence, workers_sentence
-from benchsage.analyze.treatments import CONTEXT, CONTEXT_PREFIX, NUMERIC_DIMENSIONS, order_rows
+from benchsage.analyze.treatments import CONTEXT, CONTEXT_PREFIX, NUMERIC_DIMENSIONS, ContextEffect
 from benchsage.analyze.verdict import Analysis, TestVerdict
 from benchsage.errors import UsageError
 from benchsage.report import plots
-from benchsage.stats.median_ci import CI_METHODS, grouped_median_ci
 from benchsage.store.table import TrialTable
 
 # Per-test detail: every test when there are few; otherwise the significant ones (smallest
@@ -590,36 +589,28 @@ def _comparison_panel(c: Mapping[str, Any], settings: Mapping[str, Mapping[str, 
     )
 
 
-def _test_panels(rows: Sequence[Mapping[str, Any]], table: TrialTable, settings: Mapping[str, Mapping[str, str]],
-                 ci_level: float, ci_method: str) -> list[plots.ContextPanel]:
-    """Per test, its median and CI in each context, from the values the context analysis
-    examined (the lightest observer level)."""
-    if not rows:
-        return []
-    examined = order_rows(table)
-    names, codes = examined.levels(CONTEXT)  # type: ignore[misc]
-    rows_of = _rows_of(examined)
-    method = ci_method if ci_method in CI_METHODS else CI_METHODS[0]
+def _test_panels(effects: Sequence[ContextEffect], table: TrialTable, settings: Mapping[str, Mapping[str, str]]) -> list[plots.ContextPanel]:
+    """Per test, its median and CI in each context, as the analysis found them in the values the
+    context analysis examined (the lightest observer level)."""
     panels = []
-    for r in rows:
-        idx = rows_of(str(r["test"]), str(r["metric"]))
-        idx = idx[(codes[idx] >= 0) & np.isfinite(examined.value[idx])]
-        ci = grouped_median_ci(examined.value[idx], codes[idx].astype(np.int64), len(names), ci_level, method)
-        present = np.flatnonzero(ci.n > 0)
-        shown = [names[c] for c in present]
+    for effect in effects:
+        if not effect.median_ci:
+            continue
+        shown = list(effect.median_ci)
+        median, low, high = (_floats(column) for column in zip(*effect.median_ci.values()))
         x, xlabel = _numeric_axis(shown, settings)
-        info = table.metric_info(str(r["metric"]))
+        info = table.metric_info(effect.metric)
         panels.append(plots.ContextPanel(
-            title=f"{r['test']} ({r['metric']})",
+            title=f"{effect.test} ({effect.metric})",
             ylabel=f"median, {plots.short_axis_label(info.name, info.unit, info.better)}",
             labels=shown,
-            y=ci.median[present],
-            low=ci.low[present],
-            high=ci.high[present],
-            colours=[plots.FIXED_COLOUR] * len(present),
+            y=median,
+            low=low,
+            high=high,
+            colours=[plots.FIXED_COLOUR] * len(shown),
             x=x,
             xlabel=xlabel,
-            flagged=bool(r.get("significant")),
+            flagged=bool(effect.significant),
         ))
     return panels
 
@@ -637,7 +628,9 @@ def _contexts_view(analysis: Analysis, doc: Mapping[str, Any], table: TrialTable
     view = _notable_first(effects, TREATMENT_ROWS, "tests")
     settings = _context_settings(table)
     panels = [_comparison_panel(c, settings) for c in claims[:CONTEXT_PANELS]]
-    panels += _test_panels(view["rows"][: CONTEXT_PANELS - len(panels)], table, settings, analysis.ci_level, analysis.ci_method)
+    typed = {(e.test, e.metric): e for e in analysis.context_effects or ()}
+    notable = [typed[(r["test"], r["metric"])] for r in view["rows"][: CONTEXT_PANELS - len(panels)]]
+    panels += _test_panels(notable, table, settings)
     figure = plots.per_context(
         "fig-contexts",
         "Per measurement context",
