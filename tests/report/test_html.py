@@ -18,9 +18,11 @@ import pytest
 from benchsage.analyze.verdict import Analysis
 from benchsage.design.plan import make_plan
 from benchsage.errors import UsageError
-from benchsage.report import html as report_html
 from benchsage.report import plots
-from benchsage.report.html import render_report, write_report
+from benchsage.report.html import contexts, jinja, render_report, write_report
+from benchsage.report.html.detail import choose_detail
+from benchsage.report.html.numbers import fmt, fmt_p, fmt_pct
+from benchsage.report.html.rows import DIAGNOSTIC_ROWS
 from benchsage.store.table import TrialTable
 
 import browser
@@ -200,14 +202,14 @@ def test_figures_and_detail_are_inline_svg(small_report: Path, small_analysis: A
 
 
 def test_detail_is_bounded_for_many_tests(monkeypatch: pytest.MonkeyPatch, make_table, analyze) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(report_html, "DETAIL_ALL_MAX", 4)
-    monkeypatch.setattr(report_html, "DETAIL_MAX", 7)
-    monkeypatch.setattr(report_html, "TOP_EFFECTS", 3)
+    monkeypatch.setattr("benchsage.report.html.detail.DETAIL_ALL_MAX", 4)
+    monkeypatch.setattr("benchsage.report.html.detail.DETAIL_MAX", 7)
+    monkeypatch.setattr("benchsage.report.html.detail.TOP_EFFECTS", 3)
     table = make_table(40, 10, seed=5, affected_share=0.4)
     analysis = analyze(table)
     sig = sorted((v for v in analysis.tests if v.significant), key=lambda v: v.p_adjusted)
     assert len(sig) > 7, "the data should have more significant tests than detail places"
-    chosen, note = report_html._choose_detail(analysis.tests)
+    chosen, note = choose_detail(analysis.tests)
     assert len(chosen) == 7
     largest = sorted(analysis.tests, key=lambda v: -abs(v.delta_pct))[:3]
     assert all(v in chosen for v in largest)
@@ -333,12 +335,12 @@ def test_templates_ship_with_the_package() -> None:
     root = Path(__file__).resolve().parents[2]
     globs = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["benchsage"]
     package = root / "src" / "benchsage"
-    templates = sorted((package / "report" / "templates").iterdir())
+    templates = sorted((package / "report" / "html" / "templates").iterdir())
     assert templates
     for path in templates:
         relative = path.relative_to(package).as_posix()
         assert any(fnmatch.fnmatch(relative, g) for g in globs), relative
-    assert report_html._environment().autoescape is True
+    assert jinja.environment().autoescape is True
 
 
 def test_report_is_deterministic(tiny: tuple[Analysis, TrialTable]) -> None:
@@ -476,12 +478,12 @@ def test_diagnostics_are_shown(small_report: Path, small_analysis: Analysis) -> 
 
 def test_long_diagnostics_tables_show_the_significant_rows_first(tiny: tuple[Analysis, TrialTable], make_diagnostics) -> None:  # type: ignore[no-untyped-def]
     analysis, table = tiny
-    names = [f"./t{i}.sh" for i in range(report_html.DIAGNOSTIC_ROWS + 10)]
+    names = [f"./t{i}.sh" for i in range(DIAGNOSTIC_ROWS + 10)]
     diag = make_diagnostics(names)
     effects = tuple(dataclasses.replace(d, significant=i % 7 == 0, p_adjusted=0.5 if i % 7 else 0.01) for i, d in enumerate(diag.position_effects))
     text = render_report(dataclasses.replace(analysis, diagnostics=dataclasses.replace(diag, position_effects=effects)), table)
     shown = Page(text).all_text
-    assert f"showing {report_html.DIAGNOSTIC_ROWS} of {len(names)} position effects, significant first." in shown
+    assert f"showing {DIAGNOSTIC_ROWS} of {len(names)} position effects, significant first." in shown
     section = text[text.index("<h3>Position effects</h3>"): text.index("<h3>Carry-over")]
     flags = re.findall(r'<td class="text(?: yes)?">(yes|no)</td></tr>', section)
     n_sig = sum(1 for d in effects if d.significant)
@@ -577,7 +579,6 @@ def test_comparisons_state_each_claim_its_winner_and_where_it_flips(treated: tup
     shown = Page(section).all_text
     assert claim.sentence() in shown and missing.sentence() in shown
     (row,) = _row_text(section, f"{CLAIM_A} vs {CLAIM_B}")
-    fmt, fmt_p = report_html._fmt, report_html._fmt_p
     assert row[1] == "wall_time"
     assert row[2] == f"{fmt(claim.ratio)}[{fmt(claim.ci[0])}, {fmt(claim.ci[1])}]"
     assert row[3:5] == [fmt_p(claim.p), fmt_p(claim.p_adjusted)]
@@ -600,12 +601,11 @@ def test_context_effects_table_and_figure(treated: tuple[Analysis, TrialTable, P
 
     analysis, _, path = treated
     section = _section(path.read_text(encoding="utf-8"), "contexts")
-    fmt = report_html._fmt
     for effect in analysis.context_effects:
         (row,) = _row_text(section, effect.test)
-        assert row[2:8] == [str(len(effect.medians)), fmt(effect.kw_h), report_html._fmt_p(effect.kw_p),
-                            report_html._fmt_p(effect.p_adjusted), "yes" if effect.significant else "no", fmt(effect.spread_pct, 3)]
-        assert row[8].startswith(report_html._fmt_p(effect.by["env_bytes"])) and row[9].startswith(report_html._fmt_p(effect.by["cpus"]))
+        assert row[2:8] == [str(len(effect.medians)), fmt(effect.kw_h), fmt_p(effect.kw_p),
+                            fmt_p(effect.p_adjusted), "yes" if effect.significant else "no", fmt(effect.spread_pct, 3)]
+        assert row[8].startswith(fmt_p(effect.by["env_bytes"])) and row[9].startswith(fmt_p(effect.by["cpus"]))
         assert row[10].startswith(", ".join(f"{c} {fmt(m)}" for c, m in list(effect.medians.items())[:3]))
     assert [e.significant for e in analysis.context_effects if e.test == CLAIM_A] == [True]
     figure = re.search(r'<figure id="fig-contexts">.*?</figure>', section, re.S).group(0)
@@ -624,9 +624,9 @@ def test_the_context_figure_draws_each_context_median_and_its_exact_interval(tre
     from benchsage.analyze.treatments import order_rows
 
     analysis, table, _ = treated
-    settings = report_html._context_settings(table)
+    settings = contexts._context_settings(table)
     assert settings["c0"] == {"env_bytes": "3000", "cpus": "0"}
-    panels = report_html._test_panels(analysis.context_effects, table, settings)
+    panels = contexts._test_panels(analysis.context_effects, table, settings)
     examined = order_rows(table)  # the lightest observer level, as the context analysis
     names, codes = examined.levels("context")
     for effect, panel in zip(analysis.context_effects, panels):
@@ -639,7 +639,7 @@ def test_the_context_figure_draws_each_context_median_and_its_exact_interval(tre
             assert panel.y[i] == pytest.approx(np.median(x), rel=1e-12)
             assert (panel.low[i], panel.high[i]) == (x[l - 1], x[n - l])
         assert list(panel.x) == [float(settings[c]["env_bytes"]) for c in panel.labels]
-    claim = report_html._comparison_panel(analysis.comparisons[0].to_json(), settings)
+    claim = contexts._comparison_panel(analysis.comparisons[0].to_json(), settings)
     per = analysis.comparisons[0].per_context
     assert list(claim.y) == [s.comparison.ratio for s in per] and claim.reference == 1.0
     assert claim.colours == [{"a": plots.A_BETTER_COLOUR, "b": plots.SIGNIFICANT_COLOUR}.get(s.better, plots.UNDECIDED_COLOUR) for s in per]
@@ -652,8 +652,8 @@ def test_observer_effect_table_and_figure(treated: tuple[Analysis, TrialTable, P
     for effect in analysis.observer:
         (row,) = _row_text(section, effect.test)
         assert row[1:5] == ["wall_time", "strace", "none", f"{effect.n_level} / {effect.n_baseline}"]
-        assert row[7] == report_html._fmt_pct(effect.effect_pct) and 30 < effect.effect_pct < 40
-        assert row[8] == f"{report_html._fmt(effect.ratio)}[{report_html._fmt(effect.ci[0])}, {report_html._fmt(effect.ci[1])}]"
+        assert row[7] == fmt_pct(effect.effect_pct) and 30 < effect.effect_pct < 40
+        assert row[8] == f"{fmt(effect.ratio)}[{fmt(effect.ci[0])}, {fmt(effect.ci[1])}]"
         assert row[11] == "yes"
     assert '<figure id="fig-observer">' in section
     labels = re.findall(r"<text[^>]*>([^<]*)</text>", section)
@@ -664,7 +664,6 @@ def test_factorial_terms_and_allocation_of_variation(treated: tuple[Analysis, Tr
     analysis, _, path = treated
     section = _section(path.read_text(encoding="utf-8"), "factorial")
     assert "Levels (low → high): smt: off → on; governor: powersave → performance" in Page(section).all_text
-    fmt = report_html._fmt
     for row in analysis.factorial:
         lines = _row_text(section, row.test)
         terms = row.to_json()["terms"]
@@ -707,14 +706,14 @@ def test_browser_draws_the_treatment_sections_without_console_errors(treated: tu
     assert analysis.comparisons[0].sentence() in shown
     claim = analysis.comparisons[0]
     assert _row_text(_section(dom, "comparisons"), f"{CLAIM_A} vs {CLAIM_B}")[0][2] == (
-        f"{report_html._fmt(claim.ratio)}[{report_html._fmt(claim.ci[0])}, {report_html._fmt(claim.ci[1])}]")
+        f"{fmt(claim.ratio)}[{fmt(claim.ci[0])}, {fmt(claim.ci[1])}]")
     for effect in analysis.context_effects:
-        assert _row_text(_section(dom, "contexts"), effect.test)[0][3] == report_html._fmt(effect.kw_h)
+        assert _row_text(_section(dom, "contexts"), effect.test)[0][3] == fmt(effect.kw_h)
     for effect in analysis.observer:
-        assert _row_text(_section(dom, "observer"), effect.test)[0][7] == report_html._fmt_pct(effect.effect_pct)
+        assert _row_text(_section(dom, "observer"), effect.test)[0][7] == fmt_pct(effect.effect_pct)
     for row in analysis.factorial:
         shares = [c[4] for c in _row_text(_section(dom, "factorial"), row.test)]
-        assert shares == [report_html._fmt(t["variation_pct"], 3) for t in row.to_json()["terms"]]
+        assert shares == [fmt(t["variation_pct"], 3) for t in row.to_json()["terms"]]
 
 
 # -- sequential stopping ----------------------------------------------------------------------------
@@ -806,7 +805,7 @@ def test_report_of_a_real_sequential_experiment(tmp_path: Path) -> None:
     looks = doc["sequential"]["looks"]
     assert len(looks) >= 1
     for i, look in enumerate(looks, 1):
-        assert _row_text(section, str(i)) == [[str(i), str(look["runs"]), str(look["decided"]), report_html._fmt_p(look["alpha_spent"])]]
+        assert _row_text(section, str(i)) == [[str(i), str(look["runs"]), str(look["decided"]), fmt_p(look["alpha_spent"])]]
     decided = {(r["test"], r["decided"] or "undecided") for r in doc["tests"] if r["primary"]}
     shown = {(c[0], c[2]) for c in _row_text(section, "a") + _row_text(section, "b") + _row_text(section, "d <b>&</b>")}
     assert shown == decided and len(shown) == 3
