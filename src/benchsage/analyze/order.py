@@ -1,7 +1,8 @@
 """Does the order of tests matter? Fixed arm vs random arm for every (test, metric) of a table.
 
-Applies the statistics of DESIGN.md ("Statistics") to a TrialTable, vectorised over all
-comparisons at once, and packs the numbers into TestVerdicts and an Analysis.
+Kruskal-Wallis across the arms corrected over the family, eta²_H, Δ%, the CVs, each arm's
+median with its distribution-free interval and the CI case, applied to a TrialTable vectorised
+over all comparisons at once, and packed into TestVerdicts and an Analysis.
 """
 
 from __future__ import annotations
