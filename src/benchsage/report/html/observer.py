@@ -17,7 +17,8 @@ TITLE = "Observer effect"
 
 
 def view(material: Material) -> dict[str, Any] | None:
-    """Each instrumentation level against the lightest, per test; None without levels."""
+    """Each instrumentation level against the lightest, per test, the significant first, and a
+    figure of each level's effect % with its interval; None without levels."""
     rows = material.doc.get("observer")
     if rows is None:
         return None
