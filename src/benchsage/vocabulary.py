@@ -1,5 +1,6 @@
 """The words every layer of benchsage shares, each said once: arms, statuses, dimension names,
-the harness's metrics and their units, option defaults, and the CPU-list syntax.
+the harness's metrics and their units, option defaults, the CPU-list syntax and how a duration
+is written.
 
 Imports nothing (not even typing: annotations are never evaluated), runs on Python 3.8, and
 travels in the agent's bundle, so the controller and the agent on every host use the same words.
@@ -160,3 +161,13 @@ def format_cpu_list(cpus: list[int] | tuple[int, ...] | set[int]) -> str:
         else:
             ranges.append([cpu, cpu])
     return ",".join(str(lo) if lo == hi else "%d-%d" % (lo, hi) for lo, hi in ranges)
+
+
+# -- durations -----------------------------------------------------------------------------------
+def format_duration(seconds: float) -> str:
+    """A duration as a clock reads it, to the second: "1:02:03", or "2:03" under an hour (the
+    progress display's ETA and the plan's estimates write it the same way)."""
+    seconds = max(0, int(round(seconds)))
+    h, rem = divmod(seconds, 3600)
+    m, s = divmod(rem, 60)
+    return "%d:%02d:%02d" % (h, m, s) if h else "%d:%02d" % (m, s)

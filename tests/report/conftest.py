@@ -21,6 +21,7 @@ from benchsage.analyze.verdict import Analysis, Carryover, Diagnostics, Interlea
 from benchsage.store.table import MetricInfo, TrialTable
 
 sys.path.insert(0, str(Path(__file__).parent))  # browser.py, the chromium driver
+sys.path.insert(0, str(Path(__file__).parent / "html"))  # reports.py, what the HTML tests share
 
 
 def synthetic_table(

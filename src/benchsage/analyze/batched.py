@@ -24,13 +24,13 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from benchsage import __version__
 from benchsage.analyze import diagnostics as diag
 from benchsage.analyze.options import Options
 from benchsage.analyze.order import ValueOrder, analyze_table, sort_values
 from benchsage.analyze.verdict import Analysis, Combined, Diagnostics, TestVerdict, WorkerVerdicts
 from benchsage.store.importers.tidy_stream import CompactTrials
 from benchsage.store.table import TrialTable
+from benchsage.vocabulary import VERSION
 
 BATCH_ROWS = 100_000  # rows analysed at a time: the work of two batches (one diagnosed, one analysed) fits in what reading the file freed
 SCAN_ROWS = 2_400_000  # rows of the batches that one scan of the file's rows finds (10 MiB of row numbers)
@@ -110,7 +110,7 @@ def analyze_compact(trials: CompactTrials, options: Options = Options(), *, batc
     if diagnostics is not None and diagnostics.interleaving is not None and diagnostics.interleaving.interleaved is False:
         warnings.append(f"the arms were not interleaved in time ({diagnostics.interleaving.detail}): drift over time can look like an order effect")
     return Analysis(
-        tool_version=__version__,
+        tool_version=VERSION,
         alpha=float(alpha),
         correction=correction,
         alpha_corrected=alpha_corrected,

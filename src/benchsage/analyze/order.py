@@ -1,7 +1,8 @@
 """Does the order of tests matter? Fixed arm vs random arm for every (test, metric) of a table.
 
-Applies the statistics of DESIGN.md ("Statistics") to a TrialTable, vectorised over all
-comparisons at once, and packs the numbers into TestVerdicts and an Analysis.
+Kruskal-Wallis across the arms corrected over the family, eta²_H, Δ%, the CVs, each arm's
+median with its distribution-free interval and the CI case, applied to a TrialTable vectorised
+over all comparisons at once, and packed into TestVerdicts and an Analysis.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from benchsage import __version__
 from benchsage.analyze import strata
 from benchsage.analyze.verdict import Analysis, Combined, TestVerdict
 from benchsage.stats import (
@@ -30,6 +30,7 @@ from benchsage.stats import (
 )
 from benchsage.stats._grouped import check_grouped, grouped_ranks, refine_order, sort_within_groups
 from benchsage.store.table import FIXED, RANDOM, TrialTable
+from benchsage.vocabulary import VERSION
 
 
 def check_options(*, alpha: float, correction: str, ci_method: str, ci_level: float, ci_case_rule: str, min_values: int) -> None:
@@ -82,7 +83,7 @@ def analyze_table(
     ci_level: float = 0.95,
     ci_case_rule: str = "paper",
     min_values: int = 5,
-    tool_version: str = __version__,
+    tool_version: str = VERSION,
     sorted_values: ValueOrder | None = None,
 ) -> Analysis:
     """Compare the fixed-arm and random-arm values of every (test, metric) in `table`.

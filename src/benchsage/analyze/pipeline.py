@@ -150,9 +150,14 @@ def analyze_loaded(table: TrialTable, options: Options = Options(), treatments: 
     if diagnostics is not None and diagnostics.interleaving is not None and diagnostics.interleaving.interleaved is False:
         warnings.append(f"the arms were not interleaved in time ({diagnostics.interleaving.detail}): drift over time can look like an order effect")
     warnings.extend(treated.warnings)
+    context_effects = treated.context_effects
+    if context_effects:
+        from benchsage.analyze.context_medians import with_context_medians
+
+        context_effects = with_context_medians(context_effects, treated.order_table, options.ci_level, options.ci_method)
     return dataclasses.replace(
         analysis, diagnostics=diagnostics, warnings=tuple(dict.fromkeys(warnings)), comparisons=treated.comparisons,
-        context_effects=treated.context_effects, observer=treated.observer, factorial=treated.factorial,
+        context_effects=context_effects, observer=treated.observer, factorial=treated.factorial,
         sequential=_sequential(prov),
     )
 

@@ -305,6 +305,10 @@ class ContextEffect:
     by: Mapping[str, float | None]
     by_detail: Mapping[str, Mapping[str, Any]]
     method: str = "kruskal-wallis across contexts"
+    # Per context: the median of the test's values, not aligned, and its interval at the
+    # analysis's confidence level (None: too few values): (median, low, high). Filled in by
+    # analyze/context_medians.py for the report's figure; not in the JSON.
+    median_ci: Mapping[str, tuple[float, float | None, float | None]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {

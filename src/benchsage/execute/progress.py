@@ -12,6 +12,8 @@ import threading
 import time
 from typing import IO, Protocol
 
+from benchsage.vocabulary import format_duration
+
 
 class Progress(Protocol):
     """Called between trials, from each worker's thread (implementations serialize)."""
@@ -23,13 +25,6 @@ class Progress(Protocol):
     def dropped(self, runs: int, trials: int, why: str) -> None: ...
     def message(self, text: str) -> None: ...
     def stop(self) -> None: ...
-
-
-def format_duration(seconds: float) -> str:
-    seconds = max(0, int(round(seconds)))
-    h, rem = divmod(seconds, 3600)
-    m, s = divmod(rem, 60)
-    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
 
 
 class _Counter:

@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 
 from benchsage.design.williams import Squares
-from benchsage.execute.progress import format_duration
+from benchsage.vocabulary import format_duration
 
 SHOWN_WORKERS = 3  # with more workers, the terminal lists the first one's runs only
 

@@ -11,7 +11,7 @@ import io
 import math
 import re
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
 import matplotlib
@@ -170,89 +170,68 @@ def _finite(values: Iterable[float | None]) -> np.ndarray:
 # -- summary figures (all tests) ---------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _Ranking:
+    """One of the paper's Figures 2-4: one number per test, sorted. lines: (value, label, colour)
+    of each dashed reference line; descending: the largest first; bars: bars, not points."""
+
+    key: str
+    title: str
+    caption: str
+    ylabel: str
+    lines: tuple[tuple[float, str, str], ...] = ()
+    log: bool = False
+    descending: bool = False
+    bars: bool = False
+
+
+_PVALUES = _Ranking(
+    "fig-pvalues", "Kruskal-Wallis p-values, sorted",
+    "One point per test (fixed arm vs random arm); beyond a dashed line (smaller p) the difference is significant at that "
+    "level. Tests without a p-value are left out.",
+    "p-value (log scale; lower = stronger evidence)", log=True)
+_ETA2 = _Ranking(
+    "fig-eta2", "Effect size eta²_H, sorted",
+    "Share of the rank variance explained by the arm (fixed vs random). Rough guide: 0.01 small, 0.06 medium, 0.14 large.",
+    "eta²_H (higher = larger order effect)",
+    ((0.01, "small", NEUTRAL_COLOUR), (0.06, "medium", NEUTRAL_COLOUR), (0.14, "large", SIGNIFICANT_COLOUR)), descending=True)
+_DELTA = _Ranking(
+    "fig-delta", "Δ% between the arms, sorted",
+    "Δ% = (mean of fixed − mean of random) / mean of fixed × 100. Positive: the fixed order measured larger values. "
+    "Significant tests are drawn in red.",
+    "Δ% (% of the fixed mean; > 0: fixed measured more)", ((0.0, "", NEUTRAL_COLOUR),), bars=True)
+
+
 @_styled
 def pvalues_sorted(verdicts: Sequence[TestVerdict], alpha: float, alpha_corrected: float | None) -> Plot | None:
     """Paper Figure 2: Kruskal-Wallis p-values of all tests, sorted, against alpha lines."""
-    p = _finite(v.kw_p for v in verdicts)
-    ok = np.isfinite(p)
-    if not ok.any():
-        return None
-    return _sorted_values(
-        key="fig-pvalues",
-        title="Kruskal-Wallis p-values, sorted",
-        caption=(
-            "One point per test (fixed arm vs random arm); beyond a dashed line (smaller p) the "
-            "difference is significant at that level. Tests without a p-value are left out."
-        ),
-        verdicts=[v for v, keep in zip(verdicts, ok) if keep],
-        values=p[ok],
-        ylabel="p-value (log scale; lower = stronger evidence)",
-        log=True,
-        hlines=[(alpha, f"alpha = {alpha:g}", NEUTRAL_COLOUR)]
-        + ([(alpha_corrected, f"corrected alpha = {alpha_corrected:.3g}", SIGNIFICANT_COLOUR)] if alpha_corrected else []),
-    )
+    lines = ((alpha, f"alpha = {alpha:g}", NEUTRAL_COLOUR),)
+    if alpha_corrected:
+        lines += ((alpha_corrected, f"corrected alpha = {alpha_corrected:.3g}", SIGNIFICANT_COLOUR),)
+    return _sorted_values(verdicts, _finite(v.kw_p for v in verdicts), replace(_PVALUES, lines=lines))
 
 
 @_styled
 def eta2_sorted(verdicts: Sequence[TestVerdict]) -> Plot | None:
     """Paper Figure 3: effect sizes eta²_H of all tests, sorted."""
-    e = _finite(v.eta2 for v in verdicts)
-    ok = np.isfinite(e)
-    if not ok.any():
-        return None
-    return _sorted_values(
-        key="fig-eta2",
-        title="Effect size eta²_H, sorted",
-        caption=(
-            "Share of the rank variance explained by the arm (fixed vs random). Rough guide: "
-            "0.01 small, 0.06 medium, 0.14 large."
-        ),
-        verdicts=[v for v, keep in zip(verdicts, ok) if keep],
-        values=e[ok],
-        ylabel="eta²_H (higher = larger order effect)",
-        log=False,
-        hlines=[(0.01, "small", NEUTRAL_COLOUR), (0.06, "medium", NEUTRAL_COLOUR), (0.14, "large", SIGNIFICANT_COLOUR)],
-        descending=True,
-    )
+    return _sorted_values(verdicts, _finite(v.eta2 for v in verdicts), _ETA2)
 
 
 @_styled
 def delta_sorted(verdicts: Sequence[TestVerdict]) -> Plot | None:
     """Paper Figure 4: Δ% = (mean fixed − mean random) / mean fixed × 100, sorted."""
-    d = _finite(v.delta_pct for v in verdicts)
-    ok = np.isfinite(d)
-    if not ok.any():
+    return _sorted_values(verdicts, _finite(v.delta_pct for v in verdicts), _DELTA)
+
+
+def _sorted_values(verdicts: Sequence[TestVerdict], values: np.ndarray, figure: _Ranking) -> Plot | None:
+    """`figure` of the tests whose value is known (not NaN); None when none is."""
+    known = np.isfinite(values)
+    if not known.any():
         return None
-    return _sorted_values(
-        key="fig-delta",
-        title="Δ% between the arms, sorted",
-        caption=(
-            "Δ% = (mean of fixed − mean of random) / mean of fixed × 100. Positive: the fixed "
-            "order measured larger values. Significant tests are drawn in red."
-        ),
-        verdicts=[v for v, keep in zip(verdicts, ok) if keep],
-        values=d[ok],
-        ylabel="Δ% (% of the fixed mean; > 0: fixed measured more)",
-        log=False,
-        hlines=[(0.0, "", NEUTRAL_COLOUR)],
-        bars=True,
-    )
-
-
-def _sorted_values(
-    *,
-    key: str,
-    title: str,
-    caption: str,
-    verdicts: Sequence[TestVerdict],
-    values: np.ndarray,
-    ylabel: str,
-    log: bool,
-    hlines: Sequence[tuple[float, str, str]],
-    descending: bool = False,
-    bars: bool = False,
-) -> Plot:
-    order = np.argsort(-values if descending else values, kind="stable")
+    verdicts = [v for v, keep in zip(verdicts, known) if keep]
+    values = values[known]
+    key, ylabel, log, hlines = figure.key, figure.ylabel, figure.log, figure.lines
+    order = np.argsort(-values if figure.descending else values, kind="stable")
     vals = values[order]
     sig = np.array([bool(verdicts[i].significant) for i in order], dtype=bool)
     colours = np.where(sig, SIGNIFICANT_COLOUR, FIXED_COLOUR)
@@ -268,7 +247,7 @@ def _sorted_values(
         y = np.arange(n)[::-1]
         if log:
             ax.set_xscale("log")
-        if bars:
+        if figure.bars:
             ax.barh(y, vals, color=colours, height=0.7)
         else:
             ax.scatter(vals, y, c=colours, s=22, linewidths=0, zorder=3)
@@ -297,7 +276,7 @@ def _sorted_values(
         ax.set_ylabel(ylabel)
         ax.set_xlim(-0.01 * n, 1.01 * n)
         ax.grid(axis="y", alpha=0.3)
-    return Plot(key, title, caption, render(fig, key))
+    return Plot(key, figure.title, figure.caption, render(fig, key))
 
 
 @_styled

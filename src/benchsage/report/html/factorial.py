@@ -1,0 +1,46 @@
+"""Factorial designs (2^k r, Jain): each term's effect and its share of the variation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from benchsage.report import plots
+from benchsage.report.html.material import Material
+from benchsage.report.html.numbers import DASH, finite
+from benchsage.report.html.rows import FIGURE_ROWS, TREATMENT_ROWS
+
+KEY = "factorial"
+TITLE = "Factorial"
+
+
+def view(material: Material) -> dict[str, Any] | None:
+    """Each term's effect q with its interval and share of the variation; None without factors."""
+    rows = material.doc.get("factorial")
+    if rows is None:
+        return None
+    several = len({r["metric"] for r in rows}) > 1
+    lines = []
+    for r in rows[:TREATMENT_ROWS]:
+        if not r.get("terms"):
+            lines.append({"test": r["test"], "metric": r["metric"], "term": None, "reason": r.get("reason") or DASH})
+            continue
+        for t in r["terms"]:
+            ci = t.get("ci")
+            excludes = None if ci is None or not all(finite(x) for x in ci) else bool(ci[0] > 0 or ci[1] < 0)
+            lines.append({"test": r["test"], "metric": r["metric"], "term": t["term"], "effect": t.get("effect"), "ci": ci,
+                          "variation_pct": t.get("variation_pct"), "excludes_zero": excludes})
+    analysed = [r for r in rows if r.get("terms")]
+    designs = list(dict.fromkeys(
+        "; ".join(f"{name}: {lv[0]} → {lv[1]}" for name, lv in (r.get("levels") or {}).items())
+        + (f" (r = {r['r']} replications per cell)" if r.get("r") is not None else "") for r in analysed))
+    figure = None
+    if analysed:
+        terms = [t["term"] for t in analysed[0]["terms"]]
+        shown = [r for r in analysed if [t["term"] for t in r["terms"]] == terms][:FIGURE_ROWS]
+        shares = np.array([[t.get("variation_pct") if finite(t.get("variation_pct")) else np.nan for t in r["terms"]] for r in shown])
+        figure = plots.allocation_of_variation(
+            [f"{r['test']} [{r['metric']}]" if several else str(r["test"]) for r in shown], terms, shares)
+    more = max(0, len(rows) - TREATMENT_ROWS)
+    return {"lines": lines, "designs": designs, "figure": figure, "more": more, "total": len(rows)}

@@ -1,0 +1,108 @@
+"""The page: every section's view in the order the report shows them, the header that links
+them, and the file.
+
+A section is a module of this package with a KEY (its anchor, and its template KEY.html), a
+TITLE (its link in the header) and view(material): what its template draws, or None when the
+report has no such section. A new section is a new module listed in SECTIONS and a template.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+from pathlib import Path
+from typing import Any, Mapping, Protocol
+
+from markupsafe import Markup
+
+from benchsage.analyze.verdict import Analysis
+from benchsage.errors import UsageError
+from benchsage.report.html import (
+    comparisons,
+    contexts,
+    detail,
+    diagnostics,
+    factorial,
+    figures,
+    observer,
+    provenance,
+    sequential,
+    tables,
+    verdict,
+    warnings,
+    workers,
+)
+from benchsage.report.html.jinja import asset, environment
+from benchsage.report.html.material import Material
+from benchsage.store.table import TrialTable
+from benchsage.vocabulary import VERSION
+
+
+class Section(Protocol):
+    KEY: str
+    TITLE: str
+
+    def view(self, material: Material) -> dict[str, Any] | None: ...
+
+
+SECTIONS: tuple[Section, ...] = (
+    verdict, comparisons, tables, figures, detail, workers, contexts, observer, factorial, sequential, diagnostics,
+    provenance, warnings,
+)
+
+
+def write_report(analysis: Analysis, table: TrialTable, path: str | os.PathLike[str]) -> None:
+    """Write the HTML report of `analysis` (computed from `table`) to `path`.
+
+    The file is written next to its destination and renamed into place, so a reader never
+    sees half a report.
+    """
+    text = render_report(analysis, table)
+    dest = Path(path)
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, dest)
+    except OSError as exc:
+        raise UsageError(f"cannot write the report to {dest}: {exc.strerror or exc}") from exc
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def render_report(analysis: Analysis, table: TrialTable) -> str:
+    """The report as one HTML string."""
+    script = asset("sort.js")
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    # No network at all: nothing may be fetched, only data: images and the sorter may run.
+    csp = f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{digest}'"
+    primary = tuple(v for v in analysis.tests if v.primary)
+    chosen, note = detail.choose_detail(primary)
+    material = Material(analysis, table, primary, tuple(chosen), note)
+    views = {section.KEY: section.view(material) for section in SECTIONS}
+    shown = [section for section in SECTIONS if views[section.KEY] is not None]
+    page = {
+        "title": _title(analysis, table),
+        "csp": csp,
+        "version": VERSION,
+        # Our own files, shipped with the package: markup, not data.
+        "css": Markup(asset("report.css")),
+        "script": Markup(script),
+        "header": {"links": [(s.KEY, s.TITLE) for s in shown], "version": analysis.tool_version or VERSION,
+                   "n_values": len(table), "n_tests": len(analysis.tests)},
+        "sections": [s.KEY for s in shown],
+        **views,
+    }
+    return environment().get_template("report.html").render(page)
+
+
+def _title(analysis: Analysis, table: TrialTable) -> str:
+    for prov in (table.provenance, analysis.provenance):
+        name = prov.get("name") if isinstance(prov, Mapping) else None
+        if name:
+            return f"benchsage report: {name}"
+    sources = analysis.sources or table.sources
+    if sources:
+        return f"benchsage report: {Path(sources[0]).name}" + (f" and {len(sources) - 1} more" if len(sources) > 1 else "")
+    return "benchsage report"
