@@ -58,9 +58,12 @@ from benchsage.analyze.diagnostics import diagnose
 from benchsage.analyze.order import analyze_table
 from benchsage.store.importers.detect import load_sources
 try:
-    from benchsage.analyze.order import sort_values
-except ImportError:  # versions before the shared sort
-    sort_values = None
+    from benchsage.analyze.sorted_values import sort_values
+except ImportError:
+    try:
+        from benchsage.analyze.order import sort_values
+    except ImportError:  # versions before the shared sort
+        sort_values = None
 mark("imports")
 table = load_sources([sys.argv[1]], format="tidy"); mark("load")
 shared = {}

@@ -26,7 +26,8 @@ import numpy as np
 
 from benchsage.analyze import diagnostics as diag
 from benchsage.analyze.options import Options
-from benchsage.analyze.order import ValueOrder, analyze_table, sort_values
+from benchsage.analyze.order import analyze_table
+from benchsage.analyze.sorted_values import ValueOrder, sort_values
 from benchsage.analyze.verdict import Analysis, Combined, Diagnostics, TestVerdict, WorkerVerdicts
 from benchsage.store.importers.tidy_stream import CompactTrials
 from benchsage.store.table import TrialTable

@@ -63,7 +63,7 @@ from typing import Sequence
 import numpy as np
 from scipy import special
 
-from benchsage.analyze.order import ValueOrder
+from benchsage.analyze.sorted_values import ValueOrder, comparisons
 from benchsage.analyze.verdict import Carryover, CarryoverBalance, Diagnostics, Interleaving, PositionEffect, Rows, Trend
 from benchsage.design.williams import Squares, square_rows
 from benchsage.stats._grouped import GroupedRanks, grouped_ranks, refine_order, stable_group_order
@@ -90,7 +90,7 @@ def diagnose(
     """Position effects, carry-over, interleaving and trends of a table (see the module docstring).
 
     None when the table knows neither runs, nor positions, nor times: nothing to diagnose.
-    sorted_values: order.sort_values(table), shared with the order analysis; used when every
+    sorted_values: sorted_values.sort_values(table), shared with the order analysis; used when every
     row of the table is examined (all primary and finite), which spares two sorts.
     The work is in two halves that can run side by side: effects() and design().
     """
@@ -112,8 +112,8 @@ class Parts:
         # The design (run starts, interleaving) is judged on every trial, the effects on primary values.
         keep = table.primary & np.isfinite(table.value)
         self.examined = table if keep.all() else table.select(keep)
-        self.comp, self.comp_test, self.comp_metric = _comparisons(self.examined)
-        # The comparison codes here and in order.sort_values are the same numbering of (test, metric).
+        self.comp, self.comp_test, self.comp_metric = comparisons(self.examined)
+        # The comparison codes here and in sorted_values.sort_values are the same numbering of (test, metric).
         fits = sorted_values is not None and sorted_values.fits(self.examined)
         self.by_value = sorted_values.order if fits else None  # type: ignore[union-attr]
 
@@ -165,19 +165,6 @@ class _RankCache:
 
 
 # -- shared machinery -------------------------------------------------------------------------
-
-
-def _comparisons(table: TrialTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Dense code of each row's (test, metric), and the test and metric of each code."""
-    n_metrics = max(len(table.metric_names), 1)
-    key = table.test.astype(np.int64) * n_metrics + table.metric.astype(np.int64)
-    if len(key) == 0:
-        empty = np.zeros(0, dtype=np.int64)
-        return empty, empty, empty
-    present = np.bincount(key, minlength=len(table.test_names) * n_metrics) > 0
-    combos = np.flatnonzero(present)
-    remap = np.cumsum(present) - 1
-    return remap[key], combos // n_metrics, combos % n_metrics
 
 
 @dataclass(frozen=True, eq=False)
@@ -553,7 +540,7 @@ def carryover_balance(table: TrialTable, comp: np.ndarray | None = None, comp_te
     """Whether the random arm's first-order carry-over is balanced (see the module docstring).
 
     None when the table knows no run, position and predecessor of any random-arm trial.
-    comp, comp_test: _comparisons(table), when the caller has them.
+    comp, comp_test: sorted_values.comparisons(table), when the caller has them.
     """
     tally = BalanceTally(len(table.test_names), len(table.worker_names))
     tally.add(table, comp, comp_test)
@@ -580,9 +567,9 @@ class BalanceTally:
         self.itself = False  # a test right after itself
 
     def add(self, table: TrialTable, comp: np.ndarray | None = None, comp_test: np.ndarray | None = None) -> None:
-        """Count the random-arm trials of `table` (comp, comp_test: _comparisons(table))."""
+        """Count the random-arm trials of `table` (comp, comp_test: sorted_values.comparisons(table))."""
         if comp is None or comp_test is None:
-            comp, comp_test, _ = _comparisons(table)
+            comp, comp_test, _ = comparisons(table)
         n = self.n
         known = (table.arm == RANDOM) & (table.run >= 0) & (table.position >= 0) & (table.predecessor != NO_PREDECESSOR_INFO)
         if not known.any():

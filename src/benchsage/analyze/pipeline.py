@@ -15,7 +15,7 @@ import numpy as np
 from benchsage.analyze.options import Options
 
 if TYPE_CHECKING:
-    from benchsage.analyze.order import ValueOrder
+    from benchsage.analyze.sorted_values import ValueOrder
     from benchsage.analyze.treatments import TreatmentOptions
     from benchsage.analyze.verdict import Analysis, Diagnostics
     from benchsage.store.table import TrialTable
@@ -100,7 +100,8 @@ def analyze_loaded(table: TrialTable, options: Options = Options(), treatments: 
     treatments.order_rows keeps (the lightest observer level)."""
     from benchsage.analyze.diagnostics import Parts
     from benchsage.analyze.measurement import rss_floor_notes
-    from benchsage.analyze.order import analyze_table, sort_values
+    from benchsage.analyze.order import analyze_table
+    from benchsage.analyze.sorted_values import sort_values
     from benchsage.analyze.treatments import TreatmentOptions, analyze_treatments
 
     treatments = treatments if treatments is not None else TreatmentOptions()
@@ -218,7 +219,7 @@ def _diagnosed(table: TrialTable, sorted_values: ValueOrder | None) -> tuple[Tri
     slower position, predecessor or time.
     """
     from benchsage.analyze import strata
-    from benchsage.analyze.order import sort_values
+    from benchsage.analyze.sorted_values import sort_values
 
     if strata.workers_present(table) <= 1:
         return table, sorted_values
