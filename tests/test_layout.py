@@ -60,10 +60,8 @@ KNOWN_CIRCLES: set[tuple[str, ...]] = set()
 KNOWN_LONG_FILES = {
     'analyze/diagnostics.py',
     'analyze/treatments.py',
-    'stats/sequential.py',
 }
 KNOWN_LONG_FUNCTIONS = {
-    'analyze/diagnostics.py:_one_vs_rest',
     'stats/sequential.py:decide',
 }
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchsage.analyze.diagnostics import ALL_TESTS, RESET, _one_vs_rest, _runs_test_lower, diagnose, run_starts
-from benchsage.stats.kruskal import kruskal_2
+from benchsage.stats.ranksum import kruskal_2
 from benchsage.store.table import TrialTable
 
 Value = Callable[[str, int, "str | None", str, int, np.random.Generator], float]

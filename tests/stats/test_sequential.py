@@ -1,5 +1,6 @@
-"""Sequential stopping: published boundaries, scipy's multivariate normal and Mann-Whitney, the
-fixed test as the one-look case, Holm as closed testing, decided tests stay decided, no-effect."""
+"""Sequential stopping: published boundaries, scipy's multivariate normal, the fixed test as the
+one-look case, Holm as closed testing, decided tests stay decided, no-effect (the rank statistic
+and the shift's interval the looks use: test_ranksum.py, test_shift.py)."""
 
 from __future__ import annotations
 
@@ -22,11 +23,10 @@ from benchsage.stats.sequential import (
     SequentialDesign,
     alpha_spending,
     decide_step,
-    mann_whitney_z,
-    shift_ci,
-    shift_rank,
     spending_boundaries,
 )
+from benchsage.stats.ranksum import mann_whitney_z
+from benchsage.stats.shift import shift_ci
 
 EQUAL5 = [0.2, 0.4, 0.6, 0.8, 1.0]
 
@@ -108,60 +108,6 @@ def test_alpha_spent_sums_to_alpha_at_the_last_look():
 
 
 # -- the statistics --------------------------------------------------------------------------
-
-
-@given(
-    st.lists(st.integers(0, 6), min_size=1, max_size=25),
-    st.lists(st.integers(0, 6), min_size=1, max_size=25),
-)
-@settings(max_examples=200, deadline=None)
-def test_mann_whitney_z_matches_scipy_with_ties(f, r):
-    mw = mann_whitney_z(np.array(f, float), np.array(r, float))
-    if len(set(f) | set(r)) == 1:
-        assert np.isnan(mw.z)
-        return
-    ref = sps.mannwhitneyu(f, r, use_continuity=False, method="asymptotic")
-    assert mw.u == ref.statistic
-    assert 2 * sps.norm.sf(abs(float(mw.z))) == pytest.approx(ref.pvalue, rel=1e-9, abs=1e-300)
-    # z squared is the tie-corrected Kruskal-Wallis H of benchsage's fixed analysis.
-    assert float(mw.z) ** 2 == pytest.approx(sps.kruskal(f, r).statistic, rel=1e-9, abs=1e-12)
-
-
-def test_mann_whitney_z_batched_rows_are_independent():
-    rng = np.random.default_rng(3)
-    f, r = rng.normal(size=(4, 3, 7)), rng.normal(size=(4, 3, 9))
-    mw = mann_whitney_z(f, r)
-    assert mw.z.shape == (4, 3)
-    for i, j in itertools.product(range(4), range(3)):
-        assert mw.z[i, j] == pytest.approx(float(mann_whitney_z(f[i, j], r[i, j]).z))
-
-
-def test_shift_ci_is_the_order_statistics_of_pairwise_differences():
-    rng = np.random.default_rng(4)
-    f, r = rng.lognormal(size=(5, 13)), rng.lognormal(size=(5, 11))
-    ci = shift_ci(f, r, 1.96, chunk_elements=300)  # chunks of 2 rows
-    c = shift_rank(13, 11, 1.96)
-    assert c == math.floor(13 * 11 / 2 - 1.96 * math.sqrt(13 * 11 * 25 / 12) + 0.5)
-    for i in range(5):
-        d = np.sort(np.subtract.outer(f[i], r[i]).ravel())
-        assert ci.estimate[i] == pytest.approx(np.median(d))
-        assert (ci.low[i], ci.high[i]) == (d[c - 1], d[len(d) - c])
-
-
-def test_shift_ci_inverts_the_mann_whitney_test():
-    """A shift inside the CI is not rejected by the (continuity-corrected) Mann-Whitney test of
-    fixed - shift against random; just outside it, it is."""
-    rng = np.random.default_rng(5)
-    f, r = rng.normal(10, 1, 20), rng.normal(10.5, 1, 17)
-    ci = shift_ci(f, r, 1.96)
-    for delta, rejected in ((ci.low + 1e-9, False), (ci.high - 1e-9, False), (ci.low - 1e-9, True), (ci.high + 1e-9, True)):
-        p = sps.mannwhitneyu(f - delta, r, use_continuity=True, method="asymptotic").pvalue
-        assert (p <= 0.05) == rejected
-
-
-def test_shift_ci_of_tiny_arms_is_the_whole_line():
-    ci = shift_ci(np.array([1.0, 2.0]), np.array([1.5, 2.5]), 4.0)
-    assert ci.low == -np.inf and ci.high == np.inf and ci.rank == 0
 
 
 # -- the design and its decisions --------------------------------------------------------------
@@ -472,3 +418,4 @@ def test_a_fleets_method_names_the_runs_its_looks_analyse() -> None:
     text = plan.method(5)
     assert "4 looks at 6, 15, 21, 30 runs per arm" in text and "looks at 2, 5, 7, 10 runs per arm on every worker" in text
     assert "4 looks at 3, 5, 8, 10 runs per arm" in SequentialPlan(10, 4, 1, 0.05, "bonferroni", 2.0).method(5)
+

@@ -69,6 +69,7 @@ from benchsage.design.williams import Squares, square_rows
 from benchsage.stats._grouped import GroupedRanks, grouped_ranks, refine_order, stable_group_order
 from benchsage.stats.correction import adjust
 from benchsage.stats.median_ci import grouped_median_ci
+from benchsage.stats.ranksum import centred_ranks, rank_sum_test
 from benchsage.stats.spearman import spearman_grouped
 from benchsage.store.table import ARMS, FIRST, FIXED, NO_PREDECESSOR_INFO, RANDOM, TrialTable
 
@@ -237,17 +238,11 @@ def _one_vs_rest(
     # Kruskal-Wallis from one ranking of each comparison.
     if ranks is None:
         ranks = grouped_ranks(test_values, comp, n_comp)
-    n = n_c.astype(np.float64)
-    centred = ranks.ranks() - (n[comp] + 1.0) / 2.0
-    inside = pair >= 0
-    s = np.bincount(pair[inside], weights=centred[inside], minlength=m)
-    big_n = n[pc]
-    untied = big_n**3 - big_n - ranks.tie_term[pc]
-    h = np.full(m, np.nan)
-    ok = untied > 0  # all values of the comparison equal: H undefined
-    h[ok] = 12.0 * s[ok] ** 2 * big_n[ok] * (big_n[ok] - 1.0) / (n_at[ok].astype(np.float64) * n_other[ok] * untied[ok])
-    p = np.full(m, np.nan)
-    p[ok] = special.chdtrc(1.0, h[ok])
+    pair_sorted = pair[ranks.order]
+    inside = pair_sorted >= 0
+    s = np.bincount(pair_sorted[inside], weights=centred_ranks(ranks)[inside], minlength=m)
+    test = rank_sum_test(s, n_other, n_at, ranks.tie_term[pc])
+    h, p = test.statistic, test.pvalue
 
     # Medians: sort each comparison's effect values once.
     if effect_values is test_values:

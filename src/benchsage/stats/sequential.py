@@ -20,6 +20,9 @@ from typing import Any, Hashable, Mapping, Sequence
 import numpy as np
 from scipy import special
 
+from benchsage.stats.ranksum import mann_whitney_z
+from benchsage.stats.shift import shift_ci
+
 SPENDINGS: tuple[str, ...] = ("obrien-fleming", "pocock")
 CORRECTIONS: tuple[str, ...] = ("bonferroni", "holm")
 EFFECT = "effect"
@@ -196,138 +199,7 @@ def _solve_critical(exit_probability: Any, target: float) -> float:
 
 
 # --------------------------------------------------------------------------------------------
-# The rank statistic and the shift CI, for many comparisons of equal sizes at once
-
-
-@dataclass(frozen=True, eq=False)
-class MannWhitneyZ:
-    """Per comparison: the fixed arm's U (pairs fixed > random, ties counting 1/2), and
-    z = (U - n0 n1 / 2) / sd with the tie-corrected sd; NaN where every value is equal."""
-
-    u: np.ndarray
-    z: np.ndarray
-    n_fixed: int
-    n_random: int
-
-
-def mann_whitney_z(fixed: np.ndarray, random: np.ndarray) -> MannWhitneyZ:
-    """Standardized Mann-Whitney statistic of the fixed arm against the random arm.
-
-    Mann & Whitney (1947); with N = n0 + n1 values ranked together (ties get their average
-    rank), R0 the fixed arm's rank sum and t the sizes of the runs of tied values:
-
-        U = R0 - n0 (n0 + 1) / 2,    sd^2 = n0 n1 / 12 * ((N + 1) - sum(t^3 - t) / (N (N - 1)))
-        z = (U - n0 n1 / 2) / sd
-
-    Positive z: the fixed arm's values tend to be larger. z^2 is the tie-corrected
-    Kruskal-Wallis H of the two arms, so 2 (1 - Phi(|z|)) equals benchsage's fixed-sample
-    p-value and scipy.stats.mannwhitneyu(..., use_continuity=False, method="asymptotic").
-
-    fixed: (..., n0) and random: (..., n1) arrays with equal leading shapes; each row along the
-    leading axes is one comparison.
-    """
-    x0 = np.asarray(fixed, dtype=np.float64)
-    x1 = np.asarray(random, dtype=np.float64)
-    if x0.shape[:-1] != x1.shape[:-1]:
-        raise ValueError(f"fixed and random must have the same leading shape, got {x0.shape} and {x1.shape}")
-    if np.isnan(x0).any() or np.isnan(x1).any():
-        raise ValueError("values contain NaN; drop them before testing")
-    lead = x0.shape[:-1]
-    n0, n1 = x0.shape[-1], x1.shape[-1]
-    n = n0 + n1
-    rows = int(np.prod(lead)) if lead else 1
-    if n0 == 0 or n1 == 0 or rows == 0:
-        nan = np.full(lead, np.nan)
-        return MannWhitneyZ(u=nan, z=nan.copy(), n_fixed=n0, n_random=n1)
-    x = np.concatenate([x0.reshape(rows, n0), x1.reshape(rows, n1)], axis=1)
-    order = np.argsort(x, axis=1)  # ties get their average rank, so the sort need not be stable
-    s = np.take_along_axis(x, order, axis=1)
-    new = np.ones((rows, n), dtype=bool)
-    new[:, 1:] = s[:, 1:] != s[:, :-1]
-    if new.all():  # no ties anywhere (continuous values): ranks are positions
-        r0 = np.where(order < n0, np.arange(1.0, n + 1.0), 0.0).sum(axis=1)
-        tie = np.zeros(rows)
-    else:
-        flat_new = new.ravel()
-        starts = np.flatnonzero(flat_new)
-        gid = np.cumsum(flat_new) - 1  # one id per run of tied values, across all rows
-        sizes = np.diff(np.append(starts, flat_new.size)).astype(np.float64)
-        avg_rank = (starts % n) + (sizes + 1.0) / 2.0  # 1-based average rank of each run
-        ranks = avg_rank[gid].reshape(rows, n)
-        r0 = np.where(order < n0, ranks, 0.0).sum(axis=1)
-        tie = np.bincount(starts // n, weights=sizes**3 - sizes, minlength=rows)
-    u = r0 - n0 * (n0 + 1) / 2.0
-    var = n0 * n1 / 12.0 * ((n + 1.0) - (tie / (n * (n - 1.0)) if n > 1 else 0.0))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.where(var > 1e-12 * n0 * n1, (u - n0 * n1 / 2.0) / np.sqrt(np.maximum(var, 0.0)), np.nan)
-    return MannWhitneyZ(u=u.reshape(lead), z=z.reshape(lead), n_fixed=n0, n_random=n1)
-
-
-@dataclass(frozen=True, eq=False)
-class ShiftCI:
-    """Per comparison: the Hodges-Lehmann shift (fixed minus random) and its distribution-free
-    CI [low, high]; low = -inf and high = inf when the arms are too small for the level."""
-
-    estimate: np.ndarray
-    low: np.ndarray
-    high: np.ndarray
-    rank: int  # C: the CI is the C-th smallest and C-th largest pairwise difference
-
-
-def shift_rank(n_fixed: int, n_random: int, critical: float) -> int:
-    """C of the distribution-free CI of the shift, from the normal approximation of U:
-
-        C = floor(n0 n1 / 2 - c sqrt(n0 n1 (n0 + n1 + 1) / 12) + 1/2)
-
-    (Hollander & Wolfe, "Nonparametric Statistical Methods", 2nd ed., eq. 4.41, rounded to the
-    nearest integer, i.e. the continuity-corrected approximation). 0 when no finite interval
-    has the level: the interval is then the whole line."""
-    if not math.isfinite(critical):
-        return 0
-    m = n_fixed * n_random
-    c = math.floor(m / 2.0 - critical * math.sqrt(m * (n_fixed + n_random + 1) / 12.0) + 0.5)
-    return max(c, 0)
-
-
-def shift_ci(fixed: np.ndarray, random: np.ndarray, critical: float, *, chunk_elements: int = 20_000_000) -> ShiftCI:
-    """Hodges-Lehmann estimate of the shift between arms and its distribution-free CI.
-
-    With the n0 n1 pairwise differences d_ij = fixed_i - random_j sorted, the estimate is their
-    median and the CI is [d_(C), d_(n0 n1 + 1 - C)] with C from `shift_rank` (Hodges & Lehmann
-    1963; Moses' interval, Hollander & Wolfe section 4.3): the set of shifts that the
-    Mann-Whitney test, applied to fixed - shift against random, does not reject at the
-    two-sided critical value `critical`. For continuous values its coverage is 1 - 2 (1 -
-    Phi(critical)) up to the normal approximation, whatever the distribution.
-
-    fixed: (..., n0), random: (..., n1), equal leading shapes. Work is done in chunks of about
-    `chunk_elements` pairwise differences.
-    """
-    x0 = np.asarray(fixed, dtype=np.float64)
-    x1 = np.asarray(random, dtype=np.float64)
-    if x0.shape[:-1] != x1.shape[:-1]:
-        raise ValueError(f"fixed and random must have the same leading shape, got {x0.shape} and {x1.shape}")
-    lead = x0.shape[:-1]
-    n0, n1 = x0.shape[-1], x1.shape[-1]
-    rows = int(np.prod(lead)) if lead else 1
-    est = np.full(rows, np.nan)
-    low = np.full(rows, -np.inf)
-    high = np.full(rows, np.inf)
-    m = n0 * n1
-    c = shift_rank(n0, n1, critical) if m else 0
-    if m and rows:
-        a = x0.reshape(rows, n0)
-        b = x1.reshape(rows, n1)
-        kth = sorted({(m - 1) // 2, m // 2} | ({c - 1, m - c} if c >= 1 else set()))
-        per = max(1, chunk_elements // m)
-        for start in range(0, rows, per):
-            stop = min(rows, start + per)
-            d = (a[start:stop, :, None] - b[start:stop, None, :]).reshape(stop - start, m)
-            d.partition(kth, axis=1)
-            est[start:stop] = (d[:, (m - 1) // 2] + d[:, m // 2]) / 2.0
-            if c >= 1:
-                low[start:stop] = d[:, c - 1]
-                high[start:stop] = d[:, m - c]
-    return ShiftCI(estimate=est.reshape(lead), low=low.reshape(lead), high=high.reshape(lead), rank=c)
+# The shift's CI relative to the fixed arm
 
 
 def relative_interval(low: np.ndarray, high: np.ndarray, median: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
