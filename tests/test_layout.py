@@ -62,7 +62,6 @@ KNOWN_LONG_FILES = {
     'analyze/treatments.py',
 }
 KNOWN_LONG_FUNCTIONS = {
-    'stats/sequential.py:decide',
 }
 
 
