@@ -58,7 +58,6 @@ KNOWN_AGAINST_FLOW = {
 }
 KNOWN_CIRCLES: set[tuple[str, ...]] = set()
 KNOWN_LONG_FILES = {
-    'analyze/diagnostics.py',
     'analyze/treatments.py',
 }
 KNOWN_LONG_FUNCTIONS = {

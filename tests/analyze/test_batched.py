@@ -13,7 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from benchsage.analyze import batched, pipeline
-from benchsage.analyze.diagnostics import _one_vs_rest, pooled_part
+from benchsage.analyze.diagnostics.one_vs_rest import one_vs_rest
+from benchsage.analyze.diagnostics.position import pooled_part
 from benchsage.analyze.options import Options
 from benchsage.analyze.pipeline import analyze_sources, analyze_sources_only
 from benchsage.cli import cli, main
@@ -238,5 +239,5 @@ def test_pooled_comparison_does_not_depend_on_row_order() -> None:
     second, _, _ = pooled_part(percentile[shuffled], ratio[shuffled], metric[shuffled].astype(np.int32), b[shuffled].astype(np.int8), 2, 4, 5)
     for field in ("comp", "cat", "n_at", "n_other", "median_at", "median_other", "h", "p"):
         assert np.array_equal(getattr(first, field), getattr(second, field), equal_nan=True), field
-    direct = _one_vs_rest(percentile, ratio, metric, b, 2, 4, 5)
+    direct = one_vs_rest(percentile, ratio, metric, b, 2, 4, 5)
     assert np.array_equal(direct.h, first.h, equal_nan=True)

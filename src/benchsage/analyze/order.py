@@ -95,7 +95,7 @@ def analyze_table(
     the others; eta²_H; Δ%; per-arm mean, CV, median and its `ci_level` CI by `ci_method`;
     the CI case by `ci_case_rule`. `order_matters` is true when a primary comparison is
     significant. Tests come out in the table's test order, metrics in its metric order.
-    The returned Analysis has no diagnostics (see analyze/diagnostics.py).
+    The returned Analysis has no diagnostics (see analyze/diagnostics/).
     sorted_values: sort_values(table), when the caller shares it with the diagnostics.
 
     Data from more than one worker is analysed with each worker as a block (analyze/strata.py):
