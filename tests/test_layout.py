@@ -57,11 +57,8 @@ KNOWN_AGAINST_FLOW = {
     'report/measurement.py -> benchsage.agent.noise',
 }
 KNOWN_CIRCLES: set[tuple[str, ...]] = set()
-KNOWN_LONG_FILES = {
-    'analyze/treatments.py',
-}
-KNOWN_LONG_FUNCTIONS = {
-}
+KNOWN_LONG_FILES: set[str] = set()
+KNOWN_LONG_FUNCTIONS: set[str] = set()
 
 
 class Package:

@@ -10,11 +10,10 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from scipy import stats as sps
 
 from benchsage.stats import adjust
+from benchsage.stats.ranksum import mann_whitney_z
 from benchsage.stats.sequential import (
     DECIDED_EFFECT,
     DECIDED_NO_EFFECT,
@@ -25,7 +24,6 @@ from benchsage.stats.sequential import (
     decide_step,
     spending_boundaries,
 )
-from benchsage.stats.ranksum import mann_whitney_z
 from benchsage.stats.shift import shift_ci
 
 EQUAL5 = [0.2, 0.4, 0.6, 0.8, 1.0]

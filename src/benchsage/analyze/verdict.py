@@ -15,7 +15,10 @@ from typing import TYPE_CHECKING, Any, Generic, Iterator, Mapping, Sequence, Typ
 from benchsage.analyze.identity import Identity
 
 if TYPE_CHECKING:  # imported for annotations only: the treatment analyses load scipy
-    from benchsage.analyze.treatments import ComparisonRow, ContextEffect, FactorialRow, ObserverEffect
+    from benchsage.analyze.treatments.comparisons import ComparisonRow
+    from benchsage.analyze.treatments.contexts import ContextEffect
+    from benchsage.analyze.treatments.factorial import FactorialRow
+    from benchsage.analyze.treatments.observer import ObserverEffect
 
 _Row = TypeVar("_Row")
 
@@ -319,7 +322,7 @@ class Analysis:
     # Data from more than one worker: how the rows combine them, and each worker's own verdict.
     combined: Combined | None = None
     workers: tuple[WorkerVerdicts, ...] = ()
-    # Treatments (analyze/treatments.py): None when the data has none of that kind; the JSON
+    # Treatments (analyze/treatments/): None when the data has none of that kind; the JSON
     # then has no such key.
     comparisons: tuple[ComparisonRow, ...] | None = None
     context_effects: tuple[ContextEffect, ...] | None = None
