@@ -221,15 +221,15 @@ def _encode_column(column: list[Any]) -> list[str]:
 
 
 @dataclass(frozen=True)
-class FleetRow:
-    """Do the workers measure the same thing? One test and metric across workers (all values of
-    both arms of each worker): k-sample Kruskal-Wallis with `df` = workers - 1, corrected over
-    the tests; `spread_pct` = (largest - smallest worker median) / smallest x 100; `outliers`:
-    the workers whose values differ from all the others' pooled (see analyze/fleet.py)."""
+class AcrossLevels:
+    """One test and metric across the levels of a dimension (a fleet's workers, the measurement
+    contexts): the k-sample Kruskal-Wallis test across them (`kw_h`, `df` = levels - 1, `kw_p`),
+    corrected over the tests (`p_adjusted`, `significant`); `spread_pct` = (largest - smallest
+    level median) / smallest x 100; each level's median and number of values.
 
-    test: str
-    metric: str
-    workers: int
+    A row type names its key in a second base class: a dataclass lists the fields of its bases
+    from the last to the first, so the key's fields come first."""
+
     kw_h: float | None
     df: int
     kw_p: float | None
@@ -238,6 +238,21 @@ class FleetRow:
     spread_pct: float | None
     medians: Mapping[str, float | None]
     n: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class _WorkersOfTest:
+    test: str
+    metric: str
+    workers: int
+
+
+@dataclass(frozen=True)
+class FleetRow(AcrossLevels, _WorkersOfTest):
+    """Do the workers measure the same thing? One test and metric across its workers (all values
+    of both arms of each worker), as AcrossLevels; `outliers`: the workers whose values differ
+    from all the others' pooled (see analyze/fleet.py)."""
+
     outliers: tuple[str, ...] = ()
 
 

@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from benchsage.analyze.treatments.table import CONTEXT, CONTEXT_PREFIX, FACTOR_PREFIX, NUMERIC_DIMENSIONS, comparisons_of, names_of, num, split_rows
+from benchsage.analyze.verdict import AcrossLevels
 from benchsage.stats.correction import adjust
 from benchsage.stats.permutation import MAX_EXACT, exact_rank_p
 from benchsage.stats.spearman import spearman_grouped
@@ -21,28 +22,23 @@ from benchsage.store.table import TrialTable
 
 
 @dataclass(frozen=True)
-class ContextEffect:
+class _TestMetric:
+    test: str
+    metric: str
+
+
+@dataclass(frozen=True)
+class ContextEffect(AcrossLevels, _TestMetric):
     """Does a test's result depend on the measurement context, and on which dimension?
 
-    kw_h, df, kw_p: Kruskal-Wallis across the contexts (all values of each context), corrected
-    over the tests' primary metrics; spread_pct: (largest - smallest context median) / smallest
-    x 100; by: per context dimension, the p-value of the dimension's test on the context medians
+    As AcrossLevels across the contexts (all values of each context), corrected over the tests'
+    primary metrics; by: per context dimension, the p-value of the dimension's test on the context medians
     (by_detail names it: Spearman for a numeric dimension, Kruskal-Wallis across the levels of a
     categorical one; exact up to EXACT_CONTEXTS contexts), corrected over every (test,
     dimension) in by_detail's p_adjusted. method: how the values were compared (aligned on the
     factor levels when the design has factors).
     """
 
-    test: str
-    metric: str
-    kw_h: float | None
-    df: int
-    kw_p: float | None
-    p_adjusted: float | None
-    significant: bool | None
-    spread_pct: float | None
-    medians: Mapping[str, float | None]
-    n: Mapping[str, int]
     by: Mapping[str, float | None]
     by_detail: Mapping[str, Mapping[str, Any]]
     method: str = "kruskal-wallis across contexts"
