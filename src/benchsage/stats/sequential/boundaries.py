@@ -60,7 +60,7 @@ def spending_boundaries(information: Sequence[float], alpha: float, spending: st
     looks at alpha = 0.05 the O'Brien-Fleming-type boundaries are 4.877, 3.357, 2.680, 2.290,
     2.031 (the published values, e.g. of the ld98 program: Reboussin, DeMets, Kim & Lan,
     Controlled Clinical Trials 21, 2000), the Pocock-type ones 2.438, 2.427, 2.410, 2.397,
-    2.386; tests/stats/test_sequential.py also checks them against scipy's multivariate normal
+    2.386; tests/stats/sequential/test_boundaries.py also checks them against scipy's multivariate normal
     distribution function.
     """
     t = check_information(information)

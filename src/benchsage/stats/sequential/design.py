@@ -142,7 +142,7 @@ class SequentialDesign:
         analyse every worker's first p runs per arm, p a per-worker share of the planned runs
         (rounded down): fewer runs than planned, so boundaries at the planned fractions would
         assume more correlation between looks than there is, and the error exceed alpha (with
-        3 workers of 7 runs and 5 looks, 0.052 at alpha = 0.05: tests/stats/test_sequential.py).
+        3 workers of 7 runs and 5 looks, 0.052 at alpha = 0.05: tests/stats/sequential/test_design.py).
         The same holds when a look goes ahead without the runs of a lost worker or of a failed
         context: what is missing is fixed by events outside the values, and the runs analysed
         at a look include those of every earlier look.
