@@ -1,7 +1,7 @@
 """Typed results of an analysis: one TestVerdict per (test, metric), diagnostics, the Analysis.
 
 These are the values that cross from analyze/ to report/ and to users of the Python API.
-`Analysis.to_json()` produces exactly the JSON of CONTRACT.md (plus extensions).
+`Analysis.to_json()` produces the analysis JSON that `benchsage analyze --json` prints.
 """
 
 from __future__ import annotations
@@ -300,7 +300,7 @@ TREATMENT_KEYS = ("comparisons", "context_effects", "observer", "factorial")
 
 @dataclass(frozen=True)
 class Sequential:
-    """The looks of a sequential experiment (CONTRACT.md "Fewer runs").
+    """The looks of a sequential experiment (`stop = "sequential"`).
 
     summary: the JSON's "sequential" object (looks, stopped_at_runs, max_runs, method, ...);
     decisions: by (test, metric), its decision ("effect", "no-effect" or None) and the runs per
@@ -351,7 +351,7 @@ class Analysis:
         return tuple(v for v in self.tests if v.primary and v.significant)
 
     def to_json(self) -> dict[str, Any]:
-        """The analysis JSON of CONTRACT.md: plain numbers, null for what cannot be computed."""
+        """The analysis JSON: plain numbers, null for what cannot be computed."""
         out: dict[str, Any] = {
             "tool": {"name": "benchsage", "version": self.tool_version},
             "alpha": self.alpha,

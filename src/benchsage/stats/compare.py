@@ -29,7 +29,7 @@ RATIO_CI_METHODS: tuple[str, ...] = ("bauer", "bonett-price")
 # Bonett-Price covered >= 94.7% in every case measured, shapes alike or not (docs/validation.md,
 # "Treatments").
 DEFAULT_RATIO_CI = "bonett-price"
-MIN_VALUES = 5  # per sample: fewer give no p-value, as for the order analysis (DESIGN.md)
+MIN_VALUES = 5  # per sample: fewer give no p-value, as for the order analysis
 # Touati et al.: from 30 values on, the t-test of the means is valid by the central limit theorem
 # without a normality test.
 TOUATI_LARGE_N = 30
@@ -72,7 +72,7 @@ class Comparison:
     direction: int = field(default=0, repr=False)
 
     def to_json(self) -> dict[str, Any]:
-        """The fields of a comparison in the analysis JSON (CONTRACT.md), plus the interval's
+        """The fields of a comparison in the analysis JSON, plus the interval's
         method, the sample sizes and the reason; numbers are plain floats, missing ones None."""
         return {
             "ratio": _num(self.ratio),

@@ -230,7 +230,7 @@ class SequentialDesign:
         return tuple(looks)
 
     def summary(self, looks: Sequence[Look]) -> dict[str, Any]:
-        """CONTRACT.md's `sequential` object for the looks done so far."""
+        """The analysis JSON's `sequential` object for the looks done so far."""
         if not looks:
             raise ValueError("no looks yet")
         return {

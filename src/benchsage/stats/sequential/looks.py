@@ -103,7 +103,7 @@ class Look:
         return {t.test: t.decided for t in self.tests}
 
     def to_json(self) -> dict[str, Any]:
-        """The look as CONTRACT.md's `sequential.looks[]` entry."""
+        """The look as an entry of the analysis JSON's `sequential.looks`."""
         return {"runs": self.runs, "decided": self.decided, "alpha_spent": self.alpha_spent}
 
     def to_record(self) -> dict[str, Any]:
