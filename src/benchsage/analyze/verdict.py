@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Generic, Iterator, Mapping, Sequence, TypeVar, overload
 
 from benchsage.analyze.identity import Identity
+from benchsage.analyze.levels import AcrossLevels
 
 if TYPE_CHECKING:  # imported for annotations only: the treatment analyses load scipy
     from benchsage.analyze.treatments.comparisons import ComparisonRow
@@ -218,26 +219,6 @@ def _encode_column(column: list[Any]) -> list[str]:
         text[None] = "null"  # type: ignore[index]
         return [text[v] for v in column]
     return [json.dumps(_clean(v), separators=(",", ":"), allow_nan=False) for v in column]
-
-
-@dataclass(frozen=True)
-class AcrossLevels:
-    """One test and metric across the levels of a dimension (a fleet's workers, the measurement
-    contexts): the k-sample Kruskal-Wallis test across them (`kw_h`, `df` = levels - 1, `kw_p`),
-    corrected over the tests (`p_adjusted`, `significant`); `spread_pct` = (largest - smallest
-    level median) / smallest x 100; each level's median and number of values.
-
-    A row type names its key in a second base class: a dataclass lists the fields of its bases
-    from the last to the first, so the key's fields come first."""
-
-    kw_h: float | None
-    df: int
-    kw_p: float | None
-    p_adjusted: float | None
-    significant: bool | None
-    spread_pct: float | None
-    medians: Mapping[str, float | None]
-    n: Mapping[str, int]
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from benchsage.analyze.levels import AcrossLevels
 from benchsage.analyze.treatments.table import CONTEXT, CONTEXT_PREFIX, FACTOR_PREFIX, NUMERIC_DIMENSIONS, comparisons_of, names_of, num, split_rows
-from benchsage.analyze.verdict import AcrossLevels
 from benchsage.stats.correction import adjust
 from benchsage.stats.permutation import MAX_EXACT, exact_rank_p
 from benchsage.stats.spearman import spearman_grouped

@@ -6,12 +6,9 @@ experiments (the runner has one; the advice simulates many).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import Protocol, Sequence
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from benchsage.stats.sequential.design import SequentialDesign
 
 EFFECT = "effect"
 NO_EFFECT = "no-effect"
@@ -20,6 +17,15 @@ NO_EFFECT = "no-effect"
 UNDECIDED, DECIDED_EFFECT, DECIDED_NO_EFFECT = 0, 1, 2
 DECISIONS = {UNDECIDED: None, DECIDED_EFFECT: EFFECT, DECIDED_NO_EFFECT: NO_EFFECT}
 CODES = {None: UNDECIDED, EFFECT: DECIDED_EFFECT, NO_EFFECT: DECIDED_NO_EFFECT}
+
+
+class Design(Protocol):
+    """What the decision needs of a design (a SequentialDesign)."""
+
+    alpha: float
+    correction: str
+
+    def critical(self, m: int, h: int | None = None, information: Sequence[float] | None = None) -> tuple[float, ...]: ...
 
 
 def relative_interval(low: np.ndarray, high: np.ndarray, median: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -34,7 +40,7 @@ def relative_interval(low: np.ndarray, high: np.ndarray, median: np.ndarray) -> 
 
 
 def decide_step(
-    design: SequentialDesign,
+    design: Design,
     look: int,
     abs_z: np.ndarray,
     within: np.ndarray,
