@@ -19,8 +19,9 @@ from benchsage.analyze.treatments.contexts import ContextEffect, context_effects
 from benchsage.analyze.treatments.factorial import FactorialRow, factorial_rows
 from benchsage.analyze.treatments.observer import ObserverEffect, observer_effects, observer_warnings
 from benchsage.analyze.treatments.options import SPEC_CLAIM, CompareRequest, TreatmentOptions
-from benchsage.analyze.treatments.table import CONTEXT, CONTEXT_PREFIX, FACTOR_PREFIX, NUMERIC_DIMENSIONS, OBSERVER, observer_baseline, order_rows
+from benchsage.analyze.treatments.table import CONTEXT_PREFIX, NUMERIC_DIMENSIONS, observer_baseline, order_rows
 from benchsage.store.table import TrialTable
+from benchsage.vocabulary import CONTEXT, FACTOR_PREFIX, OBSERVER
 
 __all__ = [
     "CONTEXT",

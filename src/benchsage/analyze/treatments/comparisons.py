@@ -13,11 +13,12 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from benchsage.analyze.treatments.options import SPEC_CLAIM, CompareRequest, TreatmentOptions
-from benchsage.analyze.treatments.table import CONTEXT, CONTEXT_PREFIX, FACTOR_PREFIX, interval, num, provenance
+from benchsage.analyze.treatments.table import CONTEXT_PREFIX, interval, num, provenance
 from benchsage.errors import UsageError
 from benchsage.stats.compare import MIN_VALUES, Comparison, ContextSummary, compare, summarize_contexts
 from benchsage.stats.correction import adjust
 from benchsage.store.table import ARMS, TrialTable
+from benchsage.vocabulary import CONTEXT, FACTOR_PREFIX
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,13 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from benchsage.analyze.levels import AcrossLevels
-from benchsage.analyze.treatments.table import CONTEXT, CONTEXT_PREFIX, FACTOR_PREFIX, NUMERIC_DIMENSIONS, comparisons_of, names_of, num, split_rows
+from benchsage.analyze.treatments.table import CONTEXT_PREFIX, NUMERIC_DIMENSIONS, comparisons_of, names_of, num, split_rows
 from benchsage.stats.correction import adjust
 from benchsage.stats.permutation import MAX_EXACT, exact_rank_p
 from benchsage.stats.spearman import spearman_grouped
 from benchsage.stats.stratified import kruskal_k
 from benchsage.store.table import TrialTable
+from benchsage.vocabulary import CONTEXT, FACTOR_PREFIX
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,10 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from benchsage.analyze.treatments.table import FACTOR_PREFIX, comparisons_of, names_of, provenance, split_rows
+from benchsage.analyze.treatments.table import comparisons_of, names_of, provenance, split_rows
 from benchsage.stats.factorial import FactorialResult, factorial_2k
 from benchsage.store.table import TrialTable
+from benchsage.vocabulary import FACTOR_PREFIX
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from benchsage.analyze.treatments.options import TreatmentOptions
-from benchsage.analyze.treatments.table import OBSERVER, comparisons_of, interval, names_of, num, split_rows
+from benchsage.analyze.treatments.table import comparisons_of, interval, names_of, num, split_rows
 from benchsage.stats.compare import compare
 from benchsage.stats.correction import adjust
 from benchsage.store.table import TrialTable
+from benchsage.vocabulary import OBSERVER
 
 
 @dataclass(frozen=True)

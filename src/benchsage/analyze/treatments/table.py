@@ -10,17 +10,16 @@ from typing import Any, Mapping
 import numpy as np
 
 from benchsage.store.table import TrialTable
-from benchsage.vocabulary import CONTEXT, FACTOR_PREFIX, OBSERVER
+from benchsage.vocabulary import CONTEXT, OBSERVER
 
 CONTEXT_PREFIX = CONTEXT + ":"
 # Context dimensions whose levels are magnitudes (bytes): tested for a monotone trend. The others
 # (a CPU list, ASLR on/off, a link order) are categories.
 NUMERIC_DIMENSIONS = ("env_bytes", "cwd_bytes")
 
-__all__ = ["CONTEXT", "CONTEXT_PREFIX", "FACTOR_PREFIX", "NUMERIC_DIMENSIONS", "OBSERVER"]
-
 
 def num(x: Any) -> float | None:
+    """x as a JSON number: None when missing or not finite."""
     if x is None:
         return None
     x = float(x)
@@ -28,6 +27,7 @@ def num(x: Any) -> float | None:
 
 
 def interval(ci: tuple[float, float] | None) -> list[float | None] | None:
+    """An interval as a JSON pair."""
     return None if ci is None else [num(ci[0]), num(ci[1])]
 
 
