@@ -50,7 +50,6 @@ MAX_FUNCTION_LINES = 100
 # What the package still owes the rules, as "file -> module" (imports against the flow),
 # a sorted tuple of files (circles), "file" (files too long) and "file:function" (functions).
 KNOWN_AGAINST_FLOW = {
-    'analyze/pipeline.py -> benchsage._runtime',
     'report/environment.py -> benchsage',
     'report/environment.py -> benchsage.agent.noise',
     'report/measurement.py -> benchsage.execute.local',
