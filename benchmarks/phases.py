@@ -11,9 +11,9 @@ analyses it in batches (--path auto picks the path the command line takes). Phas
 batched path: imports (those reading needs), load (tidy_stream.stream_tidy: parse the CSV into
 compact columns, while the analysis's modules are imported in a second thread), imports after
 (what of those is left once the file is read), analysis (batched.analyze_compact: order analysis and diagnostics, batch by batch), JSON
-(Analysis.to_json_text, compact, as --json prints when piped). Phases of the in-memory path:
-imports, load (parse the CSV into a TrialTable), the shared sort of the values, the order
-analysis, the diagnostics, Analysis.to_json, json.dumps. Then the child's peak RSS, its system
+(report.json.analysis_json_text, compact, as --json prints when piped). Phases of the in-memory
+path: imports, load (parse the CSV into a TrialTable), the shared sort of the values, the order
+analysis, the diagnostics, report.json.analysis_json, json.dumps. Then the child's peak RSS, its system
 time and minor page faults. Prints the median of each phase over the repetitions.
 """
 
@@ -43,6 +43,10 @@ try:
     tune_short_lived_process()
 except ImportError:  # versions before it (to compare with PYTHONPATH=old/src)
     pass
+try:
+    from benchsage.report.json import analysis_json, analysis_json_text
+except ImportError:  # versions whose Analysis encoded its own JSON
+    analysis_json, analysis_json_text = (lambda a: a.to_json()), (lambda a: a.to_json_text())
 """
 
 EPILOGUE = r"""
@@ -72,7 +76,7 @@ if sort_values is not None:
 analysis = analyze_table(table, **shared); mark("order analysis")
 if sys.argv[2] == "1":
     analysis = dataclasses.replace(analysis, diagnostics=diagnose(table, **shared)); mark("diagnostics")
-doc = analysis.to_json(); mark("to_json")
+doc = analysis_json(analysis); mark("to_json")
 text = json.dumps(doc, allow_nan=False, separators=(",", ":")); mark("json.dumps")
 """ + EPILOGUE
 
@@ -97,7 +101,7 @@ if trials is None or not can_batch(trials):
     sys.exit("the batched path declines this file: time it with --path memory")
 analysis = analyze_compact(trials, Options(diagnostics=sys.argv[2] == "1")); mark("analysis")
 del trials
-text = analysis.to_json_text(); mark("to_json_text")
+text = analysis_json_text(analysis); mark("to_json_text")
 """ + EPILOGUE
 
 

@@ -41,13 +41,13 @@ PYARROW_READ = "import sys, pyarrow.csv as c; t = c.read_csv(sys.argv[1]); print
 # The JSON of both paths in one child per path: the batched one as `benchsage analyze` runs it,
 # the in-memory one as analyze_sources does for any file.
 IN_MEMORY = (
-    "import sys; from benchsage.api import analyze_sources; "
-    "a, _ = analyze_sources([sys.argv[1]], format='tidy'); sys.stdout.write(a.to_json_text())"
+    "import sys; from benchsage.api import analyze_sources; from benchsage.report.json import analysis_json_text; "
+    "a, _ = analyze_sources([sys.argv[1]], format='tidy'); sys.stdout.write(analysis_json_text(a))"
 )
 BATCHED = (
-    "import sys; from benchsage.api import analyze_tidy_file; "
+    "import sys; from benchsage.api import analyze_tidy_file; from benchsage.report.json import analysis_json_text; "
     "a = analyze_tidy_file(sys.argv[1]); "
-    "sys.stdout.write('DECLINED' if a is None else a.to_json_text())"
+    "sys.stdout.write('DECLINED' if a is None else analysis_json_text(a))"
 )
 
 

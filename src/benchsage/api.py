@@ -231,8 +231,10 @@ class Diagnostics:
     @property
     def identity(self) -> dict[str, Any] | None:
         """Whether a fleet's workers ran the same software: the JSON's diagnostics.identity."""
+        from benchsage.report.json import identity_json
+
         d = self.analysis.diagnostics
-        return d.identity.to_json() if d is not None and d.identity is not None else None
+        return identity_json(d.identity) if d is not None and d.identity is not None else None
 
 
 @dataclass(frozen=True)
@@ -306,25 +308,27 @@ class Result:
         """The A vs B claims, one row per claim: the JSON's "comparisons" with the interval as
         ci_low/ci_high, holds_in as holds_fixed/holds_random, contexts as contexts_n, ... and
         on a fleet workers as workers_n, workers_a_better, ..."""
-        return _treatment_frame(self.analysis.comparisons, ["arms", "per_context", "per_worker", "per_factor_cell"])
+        return _treatment_frame(self.analysis.comparisons, "comparisons", ["arms", "per_context", "per_worker", "per_factor_cell"])
 
     @property
     def context_effects(self) -> Any:
         """One row per test and primary metric: the JSON's "context_effects", a by_NAME column
         per context dimension."""
-        return _treatment_frame(self.analysis.context_effects, ["by_detail", "medians", "n"])
+        return _treatment_frame(self.analysis.context_effects, "context_effects", ["by_detail", "medians", "n"])
 
     @property
     def observer(self) -> Any:
         """One row per test, metric and instrumentation level: the JSON's "observer"."""
-        return _treatment_frame(self.analysis.observer, [])
+        return _treatment_frame(self.analysis.observer, "observer", [])
 
     @property
     def factorial(self) -> Any:
         """One row per test, metric and term (the error last): effect, ci_low, ci_high, variation_pct."""
+        from benchsage.report.treatments_json import factorial_json
+
         rows = []
         for f in self.analysis.factorial or ():
-            for term in f.to_json()["terms"]:
+            for term in factorial_json(f)["terms"]:
                 low, high = term.get("ci") or (None, None)
                 rows.append({"test": f.test, "metric": f.metric, "term": term["term"], "effect": term.get("effect"),
                              "ci_low": low, "ci_high": high, "variation_pct": term["variation_pct"]})
@@ -339,7 +343,9 @@ class Result:
         return self.table.to_pandas()
 
     def to_json(self) -> dict[str, Any]:
-        return self.analysis.to_json()
+        from benchsage.report.json import analysis_json
+
+        return analysis_json(self.analysis)
 
     def report(self, path: Source) -> str:
         """Write the self-contained HTML report; returns its path."""
@@ -357,14 +363,16 @@ class Result:
         return f"<p>{html.escape(self.verdict)}</p>" + self.tests.to_html(index=False)
 
 
-def _treatment_frame(rows: Any, drop: list[str]) -> Any:
-    """Treatment rows as a DataFrame of their JSON: intervals split into ci_low and ci_high,
-    small dicts flattened into prefixed columns (holds_in -> holds_fixed, by -> by_env_bytes),
-    the nested detail in `drop` left to the JSON."""
+def _treatment_frame(rows: Any, kind: str, drop: list[str]) -> Any:
+    """Treatment rows of a `kind` ("comparisons", ...) as a DataFrame of their JSON: intervals
+    split into ci_low and ci_high, small dicts flattened into prefixed columns (holds_in ->
+    holds_fixed, by -> by_env_bytes), the nested detail in `drop` left to the JSON."""
+    from benchsage.report.treatments_json import TREATMENT_JSON
+
     records = []
     for row in rows or ():
         record: dict[str, Any] = {}
-        for key, value in row.to_json().items():
+        for key, value in TREATMENT_JSON[kind](row).items():
             if key in drop:
                 continue
             if key == "ci":

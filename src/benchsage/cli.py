@@ -90,7 +90,9 @@ def _print_analysis(analysis: Any, as_json: bool, extra: dict[str, Any] | None =
     if as_json:
         # Indented for a person at a terminal; compact when piped, where the diagnostics of a
         # large experiment would otherwise add megabytes of whitespace.
-        click.echo(analysis.to_json_text(extra, indent=2 if sys.stdout.isatty() else None))
+        from benchsage.report.json import analysis_json_text
+
+        click.echo(analysis_json_text(analysis, extra, indent=2 if sys.stdout.isatty() else None))
         return
     from benchsage.report.terminal import make_console, render_analysis
 

@@ -21,6 +21,7 @@ from benchsage.api import analyze_sources, analyze_sources_only
 from benchsage.cli import cli, main
 from benchsage.design.williams import williams_orders
 from benchsage.store.importers import tidy_stream
+from benchsage.report.json import analysis_json_text
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
@@ -35,14 +36,14 @@ OPTIONS = [
 
 def in_memory(path: Path, options: Options = Options()) -> str:
     analysis, _ = analyze_sources([str(path)], format="tidy", options=options)
-    return analysis.to_json_text()
+    return analysis_json_text(analysis)
 
 
 def in_batches(path: Path, options: Options = Options(), *, block_bytes: int = 2048, batch_rows: int = 400) -> str:
     trials = tidy_stream.stream_tidy(path, block_bytes=block_bytes)
     assert trials is not None, "the file was not read block by block"
     assert batched.can_batch(trials)
-    return batched.analyze_compact(trials, options, batch_rows=batch_rows).to_json_text()
+    return analysis_json_text(batched.analyze_compact(trials, options, batch_rows=batch_rows))
 
 
 @pytest.fixture(scope="module")
@@ -149,7 +150,7 @@ def test_carryover_balance_adds_up_over_batches(tmp_path: Path, failed: float) -
     assert balance is not None and balance.balanced is (failed == 0.0) and balance.runs == 18
     if failed == 0.0:
         assert (balance.pair_min, balance.pair_max, balance.position_min, balance.position_max) == (3, 3, 3, 3)
-    expected = analysis.to_json_text()
+    expected = analysis_json_text(analysis)
     for batch_rows in (1, 120, 10**9):
         assert in_batches(path, block_bytes=700, batch_rows=batch_rows) == expected
 
@@ -178,7 +179,7 @@ def test_files_it_does_not_handle_are_analysed_in_memory(tmp_path: Path) -> None
         path = write(tmp_path / f"{name.replace(' ', '-')}.csv", HEADER, case)
         assert tidy_stream.stream_tidy(path, block_bytes=256) is None, name
         expected = in_memory(path)
-        assert analyze_sources_only([str(path)], format="tidy").to_json_text() == expected, name
+        assert analysis_json_text(analyze_sources_only([str(path)], format="tidy")) == expected, name
 
 
 def test_a_test_spanning_workers_is_analysed_in_memory(tmp_path: Path) -> None:

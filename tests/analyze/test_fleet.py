@@ -21,6 +21,7 @@ from benchsage.analyze.strata import METHOD
 from benchsage.stats import van_elteren
 from benchsage.store.importers.benchsage import read_experiment
 from benchsage.store.table import TrialTable
+from benchsage.report.json import analysis_json, analysis_json_text
 
 sys.path.insert(0, str(Path(__file__).parent))
 from fleet_data import snapshot, tidy_fleet, write_fleet  # noqa: E402
@@ -37,10 +38,10 @@ def rows_of(doc: dict) -> dict[str, dict]:
 
 def test_one_worker_gives_the_single_worker_json() -> None:
     table = tidy_fleet({"only": 1.0}, effect=0.1)
-    doc = analyze_loaded(table).to_json()
+    doc = analysis_json(analyze_loaded(table))
     assert "combined" not in doc and "workers" not in doc
     assert set(doc["diagnostics"]) == {"interleaving", "position_effects", "carryover", "trends", "workers", "carryover_balance"}
-    assert doc["tests"] == analyze_table(table).to_json()["tests"]
+    assert doc["tests"] == analysis_json(analyze_table(table))["tests"]
 
 
 def test_combined_rows_are_van_elteren_on_raw_values() -> None:
@@ -109,9 +110,9 @@ def test_each_worker_running_its_own_tests_changes_nothing(seed: int, n_workers:
         test=np.array(table.test_names)[table.test], arm=table.arm, value=table.value, worker=owner[table.test],
         run=table.run, position=table.position, time=table.time,
     )
-    plain = analyze_table(table).to_json()["tests"]
+    plain = analysis_json(analyze_table(table))["tests"]
     ours = analyze_loaded(split, Options(diagnostics=False))
-    assert json.dumps(ours.to_json()["tests"]) == json.dumps(plain)
+    assert json.dumps(analysis_json(ours)["tests"]) == json.dumps(plain)
     assert (ours.combined is not None) == (n_workers > 1)
     for w in ours.workers:
         alone = analyze_table(split.select(split.worker == split.worker_names.index(w.worker)))
@@ -131,7 +132,7 @@ def test_per_worker_verdicts_are_each_workers_own_analysis() -> None:
         assert w.tests == alone.tests
         assert w.order_matters == alone.order_matters and w.alpha_corrected == pytest.approx(0.05 / 3)
         assert w.order_matters is True
-    doc = analysis.to_json()
+    doc = analysis_json(analysis)
     assert [w["worker"] for w in doc["workers"]] == list(LEVELS)
     assert set(doc["workers"][0]["tests"][0]) == set(doc["tests"][0])
 
@@ -197,7 +198,7 @@ def test_a_fleet_journal_end_to_end(tmp_path: Path) -> None:
     assert table.worker_names == ("node1", "node2", "node3")
     assert set(table.provenance["run_boot_ids"].values()) == {f"node{w}-boot-{r}" for w, r in
                                                               [(w, r) for w in (1, 2, 3) for r in range(16 * (w - 1), 16 * w)]}
-    doc = json.loads(analysis.to_json_text())
+    doc = json.loads(analysis_json_text(analysis))
     assert doc["combined"]["workers"] == 3 and doc["combined"]["method"].startswith("stratified by worker: van Elteren")
     assert [w["worker"] for w in doc["workers"]] == ["node1", "node2", "node3"]
     assert rows_of(doc)["a"]["significant"] is True and doc["order_matters"] is True
@@ -222,7 +223,7 @@ def test_a_fleet_journal_end_to_end(tmp_path: Path) -> None:
 def test_identical_fleet_journal(tmp_path: Path) -> None:
     write_fleet(tmp_path, seed=3)
     analysis, _ = analyze_sources([str(tmp_path)], format="benchsage")
-    doc = analysis.to_json()
+    doc = analysis_json(analysis)
     assert doc["diagnostics"]["identity"] == {"identical": True, "differences": [], "workers": ["node1", "node2", "node3"], "missing": []}
     assert doc["order_matters"] is False
     assert not any("workers" in w for w in doc["warnings"])
@@ -246,13 +247,13 @@ def test_a_worker_whose_software_changed_between_runs(tmp_path: Path) -> None:
 
 def test_tidy_fleet_without_snapshots_has_no_identity() -> None:
     analysis = analyze_loaded(tidy_fleet(LEVELS))
-    doc = analysis.to_json()
+    doc = analysis_json(analysis)
     assert doc["diagnostics"]["identity"] is None and len(doc["diagnostics"]["fleet"]) == 3
 
 
 def test_no_diagnostics_keeps_the_per_worker_verdicts() -> None:
     analysis = analyze_loaded(tidy_fleet(LEVELS), Options(diagnostics=False))
-    doc = analysis.to_json()
+    doc = analysis_json(analysis)
     assert "diagnostics" not in doc and len(doc["workers"]) == 3
 
 

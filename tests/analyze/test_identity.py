@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from benchsage.analyze.identity import compare_workers, identity_warnings
+from benchsage.report.json import identity_json
 
 sys.path.insert(0, str(Path(__file__).parent))
 from fleet_data import snapshot  # noqa: E402
@@ -44,7 +45,7 @@ def test_differences_files_first_then_settings_then_other_fields() -> None:
     assert "workers differ in kernel: '6.1.0-18-amd64' on a, c; '6.5.0' on b" in warnings
     assert "workers differ in cgroup: 'v2' on a, c; 'v1' on b" in warnings
     assert warnings[-1] == "no environment snapshot from worker d: whether it ran the same software cannot be checked"
-    assert identity.to_json()["differences"][3] == {"what": "kernel", "values": {"a": "6.1.0-18-amd64", "b": "6.5.0", "c": "6.1.0-18-amd64"}}
+    assert identity_json(identity)["differences"][3] == {"what": "kernel", "values": {"a": "6.1.0-18-amd64", "b": "6.5.0", "c": "6.1.0-18-amd64"}}
 
 
 def test_workers_from_the_snapshots_and_nothing_to_compare() -> None:

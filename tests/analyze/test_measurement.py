@@ -17,6 +17,7 @@ from benchsage.analyze.order import analyze_table
 from benchsage.analyze.pipeline import Options, analyze_loaded
 from benchsage.api import analyze_sources
 from benchsage.store.table import TrialTable, concat
+from benchsage.report.json import analysis_json_text
 
 sys.path.insert(0, str(Path(__file__).parent))
 from measured_data import FLOOR_KIB, write_measured  # noqa: E402
@@ -116,7 +117,7 @@ def test_a_journal_analysis_says_it_once_per_test(tmp_path: Path) -> None:
     assert [w.split(" ")[0] for w in floor_warnings] == ["server", "tiny"]  # "big" holds far more
     assert all(w.endswith("read peak_memory for the trial's own memory") for w in floor_warnings)
     assert f"({FLOOR_KIB:,}–{FLOOR_KIB + 16:,} KiB," in floor_warnings[0]
-    doc = json.loads(analysis.to_json_text())
+    doc = json.loads(analysis_json_text(analysis))
     notes = {(t["test"], t["metric"]): t["notes"] for t in doc["tests"]}
     assert len(notes[("tiny", "max_rss")]) == 1 and "floor" in notes[("tiny", "max_rss")][0]
     assert notes[("big", "max_rss")] == [] and notes[("tiny", "peak_memory")] == []

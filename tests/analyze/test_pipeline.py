@@ -14,6 +14,7 @@ from benchsage.analyze.order import analyze_table
 from benchsage.analyze.pipeline import Options, analyze_loaded
 from benchsage.analyze.sorted_values import sort_values
 from benchsage.store.table import TrialTable
+from benchsage.report.json import analysis_json, analysis_json_text
 
 
 def _table(seed: int, n_tests: int, runs: int, decimals: int, metrics: int) -> TrialTable:
@@ -42,11 +43,11 @@ def test_shared_sort_changes_nothing(seed: int, n_tests: int, runs: int, decimal
     shared = analyze_loaded(table, Options())
     alone = analyze_table(table)
     diagnostics = diagnose(table)
-    assert json.dumps(shared.to_json()["tests"]) == json.dumps(alone.to_json()["tests"])
+    assert json.dumps(analysis_json(shared)["tests"]) == json.dumps(analysis_json(alone)["tests"])
     assert shared.diagnostics == diagnostics
     # And the shared order handed to each part directly.
     order = sort_values(table)
-    assert json.dumps(analyze_table(table, sorted_values=order).to_json()) == json.dumps(alone.to_json())
+    assert json.dumps(analysis_json(analyze_table(table, sorted_values=order))) == json.dumps(analysis_json(alone))
     assert diagnose(table, sorted_values=order) == diagnostics
 
 
@@ -55,7 +56,7 @@ def test_a_selection_of_the_table_does_not_use_another_tables_order() -> None:
     order = sort_values(table)
     half = table.select(np.arange(len(table)) % 2 == 0)
     assert not order.fits(half)
-    assert json.dumps(analyze_table(half, sorted_values=order).to_json()) == json.dumps(analyze_table(half).to_json())
+    assert json.dumps(analysis_json(analyze_table(half, sorted_values=order))) == json.dumps(analysis_json(analyze_table(half)))
 
 
 def test_retain_freed_memory_takes_effect_under_glibc() -> None:
@@ -80,7 +81,7 @@ def test_side_by_side_gives_what_one_after_the_other_gives(monkeypatch) -> None:
     serial = analyze_loaded(table, Options())
     monkeypatch.setattr(pipeline, "PARALLEL_ROWS", 0)
     parallel = analyze_loaded(table, Options())
-    assert parallel.to_json_text() == serial.to_json_text()
+    assert analysis_json_text(parallel) == analysis_json_text(serial)
     assert parallel.diagnostics is not None and len(parallel.diagnostics.position_effects) > 0
 
 

@@ -67,14 +67,6 @@ class Identity:
     workers: tuple[str, ...]
     missing: tuple[str, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "identical": self.identical,
-            "differences": [{"what": d.what, "values": dict(d.values)} for d in self.differences],
-            "workers": list(self.workers),
-            "missing": list(self.missing),
-        }
-
 
 def worker_of(label: str, snapshot: Mapping[str, Any]) -> str:
     """A run's worker: the "worker:" prefix of its label, else the snapshot's worker or host."""

@@ -1,15 +1,13 @@
 """Typed results of an analysis: one TestVerdict per (test, metric), diagnostics, the Analysis.
 
-These are the values that cross from analyze/ to report/ and to users of the Python API.
-`Analysis.to_json()` produces the analysis JSON that `benchsage analyze --json` prints.
+These are the values that cross from analyze/ to report/ and to users of the Python API: facts
+(numbers, names, kinds), never sentences. report/json.py encodes them as the analysis JSON
+that `benchsage analyze --json` prints.
 """
 
 from __future__ import annotations
 
-import json
-import math
-import secrets
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Generic, Iterator, Mapping, Sequence, TypeVar, overload
 
 from benchsage.analyze.identity import Identity
@@ -134,7 +132,7 @@ class Rows(Sequence[_Row], Generic[_Row]):
     """An immutable sequence of diagnostic rows (PositionEffect, Carryover or Trend) stored as
     columns of JSON-ready values (None where a number is undefined); a row object is built only
     when it is looked at. A paper-scale analysis has tens of thousands of rows, which the JSON
-    output then encodes column by column (see Analysis.to_json_text) without making any.
+    output then encodes column by column (report/json.py) without making any.
 
     Compares equal to a tuple (or Rows) holding the same rows.
     """
@@ -187,39 +185,6 @@ class Rows(Sequence[_Row], Generic[_Row]):
         names = self.names
         return [dict(zip(names, values)) for values in zip(*self.columns)]
 
-    def json_text(self) -> str:
-        """The rows as a compact JSON array of objects, exactly as json.dumps(self.records(),
-        separators=(",", ":")) writes it, encoded a column at a time."""
-        if self._n == 0:
-            return "[]"
-        encoded = [_encode_column(c) for c in self.columns]
-        template = "{" + ",".join(json.dumps(name) + ":%s" for name in self.names) + "}"
-        return "[" + ",".join([template % values for values in zip(*encoded)]) + "]"
-
-
-_LITERALS = {None: "null", True: "true", False: "false"}
-
-
-def _encode_column(column: list[Any]) -> list[str]:
-    """Each value of a column as json.dumps would write it (compact, no NaN allowed)."""
-    kinds = {type(v) for v in column} - {type(None)}
-    if kinds <= {float}:
-        isfinite, as_text = math.isfinite, float.__repr__
-        for v in column:
-            if v is not None and not isfinite(v):
-                raise ValueError(f"Out of range float values are not JSON compliant: {v!r}")
-        return [as_text(v) if v is not None else "null" for v in column]
-    if kinds <= {int}:
-        return [int.__repr__(v) if v is not None else "null" for v in column]
-    if kinds <= {bool}:
-        return [_LITERALS[v] for v in column]
-    if kinds <= {str}:
-        encode = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
-        text = {v: encode(v) for v in set(column) if v is not None}
-        text[None] = "null"  # type: ignore[index]
-        return [text[v] for v in column]
-    return [json.dumps(_clean(v), separators=(",", ":"), allow_nan=False) for v in column]
-
 
 @dataclass(frozen=True)
 class _WorkersOfTest:
@@ -266,17 +231,6 @@ class WorkerVerdicts:
     order_matters: bool
     alpha_corrected: float | None
     tests: tuple[TestVerdict, ...]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "worker": self.worker,
-            "order_matters": self.order_matters,
-            "alpha_corrected": self.alpha_corrected,
-            "tests": [_test_json(v) for v in self.tests],
-        }
-
-
-TREATMENT_KEYS = ("comparisons", "context_effects", "observer", "factorial")
 
 
 @dataclass(frozen=True)
@@ -330,112 +284,3 @@ class Analysis:
     @property
     def significant_tests(self) -> tuple[TestVerdict, ...]:
         return tuple(v for v in self.tests if v.primary and v.significant)
-
-    def to_json(self) -> dict[str, Any]:
-        """The analysis JSON: plain numbers, null for what cannot be computed."""
-        out: dict[str, Any] = {
-            "tool": {"name": "benchsage", "version": self.tool_version},
-            "alpha": self.alpha,
-            "correction": self.correction,
-            "alpha_corrected": self.alpha_corrected,
-            "ci_method": self.ci_method,
-            "ci_level": self.ci_level,
-            "ci_case_rule": self.ci_case_rule,
-            "order_matters": self.order_matters,
-            "sources": list(self.sources),
-            "excluded_trials": self.excluded,
-            "tests": [_test_json(v) for v in self.tests],
-            "warnings": list(self.warnings),
-        }
-        if self.combined is not None:
-            out["combined"] = {"workers": self.combined.workers, "method": self.combined.method}
-            out["workers"] = [w.to_json() for w in self.workers]
-        for name in TREATMENT_KEYS:
-            rows = getattr(self, name)
-            if rows is not None:
-                out[name] = [row.to_json() for row in rows]
-        if self.sequential is not None:
-            out["sequential"] = dict(self.sequential.summary)
-            for row in out["tests"]:
-                row.update(self.sequential.row(row["test"], row["metric"]))
-        if self.diagnostics is not None:
-            d = self.diagnostics
-            out["diagnostics"] = {
-                "interleaving": _record(d.interleaving) if d.interleaving is not None else None,
-                "position_effects": [_record(x) for x in d.position_effects],
-                "carryover": [_record(x) for x in d.carryover],
-                "trends": [_record(x) for x in d.trends],
-                "workers": d.workers,
-                "carryover_balance": _record(d.carryover_balance) if d.carryover_balance is not None else None,
-            }
-            if d.fleet is not None:
-                out["diagnostics"]["identity"] = d.identity.to_json() if d.identity is not None else None
-                out["diagnostics"]["fleet"] = [_fleet_json(x) for x in d.fleet]
-        return _clean(out)
-
-    def to_json_text(self, extra: dict[str, Any] | None = None, indent: int | None = None) -> str:
-        """json.dumps(to_json() updated with `extra`) as text, compact unless `indent` is given.
-
-        Compact output encodes the diagnostic rows a column at a time (Rows.json_text) instead of
-        building a dict per row: on a paper-scale analysis (tens of thousands of rows) this is the
-        larger part of the JSON's cost. The text is the same either way.
-        """
-        if indent is not None or self.diagnostics is None:
-            doc = self.to_json()
-            doc.update(extra or {})
-            return json.dumps(doc, indent=indent, allow_nan=False, separators=None if indent is not None else (",", ":"))
-        d = self.diagnostics
-        lists = {name: getattr(d, name) for name in ("position_effects", "carryover", "trends")}
-        doc = replace(self, diagnostics=replace(d, position_effects=(), carryover=(), trends=())).to_json()
-        doc.update(extra or {})
-        # Each list is written in place of a marker string, random so that no string of the data
-        # can be mistaken for it.
-        nonce = secrets.token_hex(16)
-        marks = {}
-        for name, rows in lists.items():
-            mark = f"\x00{name}-{nonce}\x00"
-            doc["diagnostics"][name] = mark
-            marks[json.dumps(mark)] = rows.json_text() if isinstance(rows, Rows) else json.dumps(
-                [_clean(_record(x)) for x in rows], allow_nan=False, separators=(",", ":"))
-        text = json.dumps(doc, allow_nan=False, separators=(",", ":"))
-        for mark, rows_text in marks.items():
-            text = text.replace(mark, rows_text, 1)
-        return text
-
-
-def _record(obj: Any) -> dict[str, Any]:
-    # vars() of a flat frozen dataclass: asdict() deep-copies and is ~20x slower, which
-    # matters for the tens of thousands of diagnostic rows of a paper-scale dataset.
-    return dict(vars(obj))
-
-
-def _test_json(v: TestVerdict) -> dict[str, Any]:
-    d = _record(v)
-    d["ci_fixed"] = list(v.ci_fixed) if v.ci_fixed is not None else None
-    d["ci_random"] = list(v.ci_random) if v.ci_random is not None else None
-    d["notes"] = list(v.notes)
-    return d
-
-
-def _fleet_json(row: FleetRow) -> dict[str, Any]:
-    d = _record(row)
-    d["medians"] = dict(row.medians)
-    d["n"] = dict(row.n)
-    d["outliers"] = list(row.outliers)
-    return d
-
-
-def _clean(obj: Any) -> Any:
-    """JSON has no NaN or Infinity: they become null. numpy scalars become Python numbers."""
-    kind = type(obj)
-    if kind is float:
-        return obj if math.isfinite(obj) else None
-    if kind is dict:
-        return {k: _clean(v) for k, v in obj.items()}
-    if kind is list or kind is tuple:
-        return [_clean(v) for v in obj]
-    if kind is str or kind is int or kind is bool or obj is None:
-        return obj
-    if hasattr(obj, "item"):
-        return _clean(obj.item())
-    return obj

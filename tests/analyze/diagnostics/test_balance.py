@@ -12,6 +12,7 @@ from benchsage.analyze.diagnostics import carryover_balance, diagnose
 from benchsage.analyze.pipeline import analyze_loaded
 from benchsage.design.plan import RANDOM, WILLIAMS, make_plan, worker_seed
 from benchsage.store.table import TrialTable
+from benchsage.report.json import analysis_json_text
 
 
 def table_of(plans: dict[str, object], *, metrics: tuple[str, ...] = ("wall_time",), drop: set[tuple[str, int, int]] = frozenset(),
@@ -104,7 +105,7 @@ def test_the_analysis_json_carries_it_beside_the_carryover_rows() -> None:
     table = table_of({"local": make_plan(NAMES[:4], 8, 3, WILLIAMS)})
     d = diagnose(table)
     assert d is not None and d.carryover_balance is not None and d.carryover_balance.balanced is True
-    doc = json.loads(analyze_loaded(table).to_json_text())
+    doc = json.loads(analysis_json_text(analyze_loaded(table)))
     balance = doc["diagnostics"]["carryover_balance"]
     assert balance["balanced"] is True and balance["random_orders"] == "williams" and balance["complete_squares"] == 2
     assert set(doc["diagnostics"]) >= {"interleaving", "position_effects", "carryover", "trends"}  # additive

@@ -19,6 +19,7 @@ from benchsage.analyze.treatments import CompareRequest, TreatmentOptions, analy
 from benchsage.errors import UsageError
 from benchsage.stats.compare import ratio_ci_bonett_price
 from benchsage.store.table import TrialTable
+from benchsage.report.treatments_json import comparison_json
 
 sys.path.insert(0, str(Path(__file__).parent))
 from treatment_data import build, claims, columns_of, const, env_time, fleet_table  # noqa: E402
@@ -52,14 +53,14 @@ def test_comparison_matches_scipy_mann_whitney_and_the_bonett_price_interval() -
     assert row.contexts is None and row.per_context == ()
     for arm in ("fixed", "random"):
         fa, fb = (frame[(frame.test == t) & (frame.arm == arm)].value.to_numpy() for t in ("o3", "o2"))
-        assert row.to_json()["arms"][arm]["p"] == pytest.approx(stats.mannwhitneyu(fa, fb, method="exact").pvalue, rel=1e-9)
-    doc = row.to_json()
+        assert comparison_json(row)["arms"][arm]["p"] == pytest.approx(stats.mannwhitneyu(fa, fb, method="exact").pvalue, rel=1e-9)
+    doc = comparison_json(row)
     assert {"a", "b", "metric", "ratio", "ci", "p", "better", "method", "holds_in", "contexts"} <= set(doc)
     assert doc["method"] == "mann-whitney" and doc["ci_method"] == "bonett-price" and doc["contexts"] is None
     bauer = analyze_treatments(table, options=TreatmentOptions((CompareRequest("o3", "o2"),), ratio_ci="bauer")).comparisons[0]
     assert bauer.overall.ci_method == "bauer-exact"
     touati = analyze_treatments(table, options=TreatmentOptions((CompareRequest("o3", "o2"),), compare_method="touati")).comparisons[0]
-    assert touati.overall.method.startswith("touati:") and touati.to_json()["method"] == touati.overall.method
+    assert touati.overall.method.startswith("touati:") and comparison_json(touati)["method"] == touati.overall.method
 
 
 def test_comparisons_are_corrected_over_the_claims() -> None:
@@ -101,7 +102,7 @@ def test_a_claim_of_the_spec_whose_test_has_no_values_gets_a_reason() -> None:
     declared = TrialTable.from_columns(**columns_of(table), provenance={"compare": [{"a": "x", "b": "gone", "metric": None}]})
     (row,) = analyze_treatments(declared).comparisons
     assert row.p is None and row.better is None and "no test 'gone'" in row.overall.reason
-    assert row.to_json()["ratio"] is None and "no test" in row.sentence()
+    assert comparison_json(row)["ratio"] is None and "no test" in row.sentence()
 
 
 def test_too_few_values_per_context_are_said_so_not_read_as_undecided() -> None:
@@ -150,7 +151,7 @@ def test_a_claim_that_flips_on_one_worker_of_a_fleet_says_so() -> None:
     assert by["w3"].comparison.ratio == pytest.approx(np.median(a) / np.median(b), rel=1e-12)
     assert by["w3"].comparison.ci == ratio_ci_bonett_price(a, b, 1 - row.alpha_each)[0]  # each worker at the claim's share of alpha
     assert by["w3"].p_adjusted == pytest.approx(min(1.0, by["w3"].comparison.p * 3), rel=1e-12)  # Bonferroni over 3 workers
-    doc = row.to_json()
+    doc = comparison_json(row)
     assert doc["workers"] == {"n": 3, "a_better": 2, "b_better": 1, "undecided": 0, "flips": True}
     assert [w["worker"] for w in doc["per_worker"]] == ["w1", "w2", "w3"] and doc["per_worker"][2]["better"] == "b"
 
@@ -160,7 +161,7 @@ def test_a_claim_that_holds_on_every_worker_and_one_worker_has_no_worker_keys() 
     (row,) = analyze_treatments(fleet_table({"w1": same, "w2": same}), options=claims(("o3", "o2"))).comparisons
     assert row.workers.a_better == 2 and "holds on all 2 workers" in row.sentence()
     (alone,) = analyze_treatments(fleet_table({"w1": same}), options=claims(("o3", "o2"))).comparisons
-    assert alone.workers is None and "workers" not in alone.to_json() and "per_worker" not in alone.to_json()
+    assert alone.workers is None and "workers" not in comparison_json(alone) and "per_worker" not in comparison_json(alone)
 
 
 def test_a_claim_is_answered_in_each_combination_of_factor_levels() -> None:
@@ -177,7 +178,7 @@ def test_a_claim_is_answered_in_each_combination_of_factor_levels() -> None:
     cell = frame[(frame["factor:A"] == "lo") & (frame["factor:B"] == "hi")]
     a, b = (cell[cell.test == t].value.to_numpy() for t in ("o3", "o2"))
     assert by["A=lo, B=hi"].comparison.ratio == pytest.approx(np.median(a) / np.median(b), rel=1e-12)
-    assert "factor cells" in row.sentence() and row.to_json()["factor_cells"]["flips"] is True
+    assert "factor cells" in row.sentence() and comparison_json(row)["factor_cells"]["flips"] is True
     # Without factors the row has no factor keys.
     (plain,) = analyze_treatments(build({"o3": const(0.093), "o2": const(0.100)}, contexts=0), options=claims(("o3", "o2"))).comparisons
-    assert plain.factor_cells is None and "factor_cells" not in plain.to_json()
+    assert plain.factor_cells is None and "factor_cells" not in comparison_json(plain)

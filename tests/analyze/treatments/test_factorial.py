@@ -12,6 +12,7 @@ import pytest
 from benchsage.analyze.treatments import analyze_treatments
 from benchsage.stats.factorial import factorial_2k
 from benchsage.store.table import TrialTable
+from benchsage.report.treatments_json import factorial_json
 
 sys.path.insert(0, str(Path(__file__).parent))
 from treatment_data import build, columns_of  # noqa: E402
@@ -28,7 +29,7 @@ def test_a_2x2_design_gives_a_its_variation_q_and_a_small_interaction() -> None:
     assert terms["A"].ci[0] <= 0.010 <= terms["A"].ci[1]
     assert terms["A:B"].variation_pct < 2
     assert sum(t.variation_pct for t in terms.values()) + row.result.error_pct == pytest.approx(100, abs=1e-6)
-    doc = row.to_json()
+    doc = factorial_json(row)
     assert [t["term"] for t in doc["terms"]] == ["A", "B", "A:B", "error"]
     assert doc["levels"] == {"A": ["lo", "hi"], "B": ["lo", "hi"]} and doc["r"] == 8
 
@@ -54,7 +55,7 @@ def test_declared_factor_levels_set_the_sign_of_q() -> None:
     assert analyze_treatments(table).factorial[0].result.terms[0].effect == pytest.approx(0.1, rel=0.05)
     declared = TrialTable.from_columns(**columns_of(table), provenance={"factors": [{"name": "A", "levels": ["hi", "lo"]}]})
     row = analyze_treatments(declared).factorial[0]
-    assert row.result.terms[0].effect == pytest.approx(-0.1, rel=0.05) and row.to_json()["levels"] == {"A": ["hi", "lo"]}
+    assert row.result.terms[0].effect == pytest.approx(-0.1, rel=0.05) and factorial_json(row)["levels"] == {"A": ["hi", "lo"]}
 
 
 def test_an_unbalanced_or_incomplete_design_is_said_so() -> None:

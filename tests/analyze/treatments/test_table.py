@@ -11,6 +11,7 @@ from benchsage.analyze.pipeline import Options, analyze_loaded
 from benchsage.analyze.treatments import observer_baseline, order_rows
 from benchsage.store.importers.tidy import read_tidy
 from benchsage.store.table import TrialTable
+from benchsage.report.json import analysis_json
 
 sys.path.insert(0, str(Path(__file__).parent))
 from treatment_data import build, claims, columns_of, const  # noqa: E402
@@ -24,7 +25,7 @@ def test_the_order_analysis_uses_the_lightest_observer_level_only() -> None:
     assert observer_baseline(table) == "none"
     alone = table.select(table.levels("observer")[1] == table.levels("observer")[0].index("none"))
     with_levels, without = analyze_loaded(table, Options()), analyze_loaded(alone, Options())
-    assert json.dumps(with_levels.to_json()["tests"]) == json.dumps(without.to_json()["tests"])
+    assert json.dumps(analysis_json(with_levels)["tests"]) == json.dumps(analysis_json(without)["tests"])
     assert any("observer level 'none' only" in w for w in with_levels.warnings)
     declared = TrialTable.from_columns(**columns_of(table), provenance={"observer_baseline": "strace"})
     assert observer_baseline(declared) == "strace" and len(order_rows(declared)) == len(table) - len(alone)
@@ -32,9 +33,9 @@ def test_the_order_analysis_uses_the_lightest_observer_level_only() -> None:
 
 def test_without_treatments_the_json_is_unchanged() -> None:
     table = build({"x": const(1.0), "y": const(2.0)}, contexts=0, runs=6)
-    doc = analyze_loaded(table, Options()).to_json()
+    doc = analysis_json(analyze_loaded(table, Options()))
     assert not {"comparisons", "context_effects", "observer", "factorial"} & set(doc)
-    with_claim = analyze_loaded(table, Options(), claims(("x", "y"))).to_json()
+    with_claim = analysis_json(analyze_loaded(table, Options(), claims(("x", "y"))))
     assert set(with_claim) - set(doc) == {"comparisons"}
     assert with_claim["tests"] == doc["tests"]
     json.dumps(with_claim, allow_nan=False)

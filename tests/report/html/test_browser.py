@@ -13,6 +13,7 @@ from benchsage.analyze.verdict import Analysis
 from benchsage.report.html import render_report
 from benchsage.report.html.numbers import fmt, fmt_pct
 from benchsage.store.table import TrialTable
+from benchsage.report.treatments_json import factorial_json
 
 import browser
 from reports import (
@@ -126,7 +127,7 @@ def test_browser_draws_the_treatment_sections_without_console_errors(treated: tu
         assert row_text(section_of(dom, "observer"), effect.test)[0][7] == fmt_pct(effect.effect_pct)
     for row in analysis.factorial:
         shares = [c[4] for c in row_text(section_of(dom, "factorial"), row.test)]
-        assert shares == [fmt(t["variation_pct"], 3) for t in row.to_json()["terms"]]
+        assert shares == [fmt(t["variation_pct"], 3) for t in factorial_json(row)["terms"]]
 
 
 @pytest.mark.browser

@@ -14,6 +14,7 @@ from benchsage.report import plots
 from benchsage.report.html import contexts
 from benchsage.report.html.numbers import fmt, fmt_p
 from benchsage.store.table import TrialTable
+from benchsage.report.treatments_json import comparison_json
 
 from reports import CLAIM_A, CLAIM_B, row_text, section_of
 
@@ -61,7 +62,7 @@ def test_the_context_figure_draws_each_context_median_and_its_exact_interval(tre
             assert panel.y[i] == pytest.approx(np.median(x), rel=1e-12)
             assert (panel.low[i], panel.high[i]) == (x[l - 1], x[n - l])
         assert list(panel.x) == [float(settings[c]["env_bytes"]) for c in panel.labels]
-    claim = contexts._comparison_panel(analysis.comparisons[0].to_json(), settings)
+    claim = contexts._comparison_panel(comparison_json(analysis.comparisons[0]), settings)
     per = analysis.comparisons[0].per_context
     assert list(claim.y) == [s.comparison.ratio for s in per] and claim.reference == 1.0
     assert claim.colours == [{"a": plots.A_BETTER_COLOUR, "b": plots.SIGNIFICANT_COLOUR}.get(s.better, plots.UNDECIDED_COLOUR) for s in per]

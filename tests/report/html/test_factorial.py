@@ -8,6 +8,7 @@ from pathlib import Path
 from benchsage.analyze.verdict import Analysis
 from benchsage.report.html.numbers import fmt
 from benchsage.store.table import TrialTable
+from benchsage.report.treatments_json import factorial_json
 
 from reports import Page, row_text, section_of
 
@@ -18,7 +19,7 @@ def test_factorial_terms_and_allocation_of_variation(treated: tuple[Analysis, Tr
     assert "Levels (low → high): smt: off → on; governor: powersave → performance" in Page(section).all_text
     for row in analysis.factorial:
         lines = row_text(section, row.test)
-        terms = row.to_json()["terms"]
+        terms = factorial_json(row)["terms"]
         assert [cells[2] for cells in lines] == ["smt", "governor", "smt:governor", "error"] == [t["term"] for t in terms]
         for cells, term in zip(lines, terms):
             assert cells[4] == fmt(term["variation_pct"], 3)

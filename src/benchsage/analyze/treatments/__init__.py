@@ -2,10 +2,10 @@
 (Mytkowicz et al.; contexts.py), the observer effect of instrumentation (observer.py), and 2^k
 factorial designs (Jain; Nogueira et al.; factorial.py).
 
-Each reads the treatment dimensions of a TrialTable (table.py) and gives frozen rows whose
-to_json() is the shape of the analysis JSON's "comparisons", "context_effects", "observer" and
-"factorial" (plus named extras). Every family of p-values is corrected with the analysis's
-correction at its alpha.
+Each reads the treatment dimensions of a TrialTable (table.py) and gives frozen rows, which
+report/treatments_json.py encodes as the analysis JSON's "comparisons", "context_effects",
+"observer" and "factorial". Every family of p-values is corrected with the analysis's correction
+at its alpha.
 """
 
 from __future__ import annotations

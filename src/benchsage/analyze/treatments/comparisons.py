@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from benchsage.analyze.treatments.options import SPEC_CLAIM, CompareRequest, TreatmentOptions
-from benchsage.analyze.treatments.table import CONTEXT_PREFIX, interval, num, provenance
+from benchsage.analyze.treatments.table import CONTEXT_PREFIX, num, provenance
 from benchsage.errors import UsageError
 from benchsage.stats.compare import MIN_VALUES, Comparison, ContextSummary, compare, summarize_contexts
 from benchsage.stats.correction import adjust
@@ -31,16 +31,6 @@ class StratumComparison:
     better: str | None
     p_adjusted: float | None = None
     values: Mapping[str, str] = field(default_factory=dict)  # a context's own settings
-
-    def to_json(self) -> dict[str, Any]:
-        c = self.comparison
-        out: dict[str, Any] = {"ratio": num(c.ratio), "ci": interval(c.ci), "p": num(c.p)}
-        if self.p_adjusted is not None:
-            out["p_adjusted"] = self.p_adjusted
-        out.update({"better": self.better, "n_a": c.n_a, "n_b": c.n_b})
-        if self.values:
-            out["values"] = dict(self.values)
-        return out
 
 
 @dataclass(frozen=True)
@@ -88,38 +78,6 @@ class ComparisonRow:
     @property
     def p(self) -> float | None:
         return self.overall.p
-
-    def to_json(self) -> dict[str, Any]:
-        c = self.overall
-        return {
-            "a": self.a,
-            "b": self.b,
-            "metric": self.metric,
-            "ratio": num(c.ratio),
-            "ci": interval(c.ci),
-            "p": num(c.p),
-            "p_adjusted": self.p_adjusted,
-            "better": self.better,
-            "method": c.method,
-            "ci_method": c.ci_method,
-            "n_a": c.n_a,
-            "n_b": c.n_b,
-            "holds_in": dict(self.holds_in),
-            "contexts": None if self.contexts is None else self.contexts.to_json(),
-            "reason": c.reason,
-            "unit": self.unit,
-            "higher_is_better": self.higher_is_better,
-            "alpha_each": self.alpha_each,
-            "arms": {s.name: s.to_json() for s in self.arms},
-            "per_context": [{"context": s.name, **s.to_json()} for s in self.per_context],
-            # a fleet's keys only: the JSON of one worker's data is as before
-            **({} if self.workers is None else {"workers": self.workers.to_json(),
-                                                "per_worker": [{"worker": s.name, **s.to_json()} for s in self.per_worker]}),
-            # with factors only
-            **({} if self.factor_cells is None else {
-                "factor_cells": self.factor_cells.to_json(),
-                "per_factor_cell": [{"cell": s.name, **s.to_json()} for s in self.per_factor_cell]}),
-        }
 
     def sentence(self) -> str:
         """The headline, e.g. "o3 is 6.9% faster than o2 (ratio 0.931, 95% CI 0.912-0.950,

@@ -48,23 +48,6 @@ class ContextEffect(AcrossLevels, _TestMetric):
     # analyze/context_medians.py for the report's figure; not in the JSON.
     median_ci: Mapping[str, tuple[float, float | None, float | None]] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "test": self.test,
-            "metric": self.metric,
-            "kw_h": self.kw_h,
-            "df": self.df,
-            "kw_p": self.kw_p,
-            "p_adjusted": self.p_adjusted,
-            "significant": self.significant,
-            "spread_pct": self.spread_pct,
-            "by": dict(self.by),
-            "by_detail": {k: dict(v) for k, v in self.by_detail.items()},
-            "method": self.method,
-            "medians": dict(self.medians),
-            "n": dict(self.n),
-        }
-
 
 def _medians(values: np.ndarray, group: np.ndarray, n_groups: int) -> np.ndarray:
     out = np.full(n_groups, np.nan)

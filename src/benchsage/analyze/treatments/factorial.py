@@ -28,15 +28,6 @@ class FactorialRow:
     result: FactorialResult | None
     reason: str = ""
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"test": self.test, "metric": self.metric}
-        out["terms"] = self.result.to_json()["terms"] if self.result is not None else []
-        out["levels"] = {name: list(lv) for name, lv in self.levels.items()}
-        if self.result is not None:
-            out.update({"mean": self.result.q0, "r": self.result.r, "df": self.result.df, "ci_level": self.result.level})
-        out["reason"] = self.reason
-        return out
-
 
 def _factors(table: TrialTable) -> list[tuple[str, int, tuple[str, str] | None]]:
     """The factors in declared order: (name, dimension index, (low, high) or None when the

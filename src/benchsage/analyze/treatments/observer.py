@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from benchsage.analyze.treatments.options import TreatmentOptions
-from benchsage.analyze.treatments.table import comparisons_of, interval, names_of, num, split_rows
+from benchsage.analyze.treatments.table import comparisons_of, names_of, num, split_rows
 from benchsage.stats.compare import compare
 from benchsage.stats.correction import adjust
 from benchsage.store.table import TrialTable
@@ -43,11 +43,6 @@ class ObserverEffect:
     p_adjusted: float | None
     significant: bool | None
     method: str
-
-    def to_json(self) -> dict[str, Any]:
-        out = dict(vars(self))
-        out["ci"] = interval(self.ci)
-        return out
 
 
 def observer_effects(table: TrialTable, baseline: str, alpha: float, correction: str,

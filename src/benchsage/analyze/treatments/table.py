@@ -26,11 +26,6 @@ def num(x: Any) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def interval(ci: tuple[float, float] | None) -> list[float | None] | None:
-    """An interval as a JSON pair."""
-    return None if ci is None else [num(ci[0]), num(ci[1])]
-
-
 def provenance(table: TrialTable, key: str) -> Any:
     """A provenance entry of the table, or of the first of its combined parts that has it."""
     if key in table.provenance:

@@ -8,6 +8,7 @@ import functools
 from typing import Any, Mapping
 
 from benchsage.analyze.verdict import Analysis, TestVerdict
+from benchsage.report.json import analysis_json
 from benchsage.store.table import TrialTable
 
 
@@ -32,4 +33,4 @@ class Material:
     def doc(self) -> Mapping[str, Any]:
         """The analysis JSON, which the treatment sections read (the shapes users script
         against), without the diagnostics, whose rows are the costly part of it."""
-        return dataclasses.replace(self.analysis, diagnostics=None).to_json()
+        return analysis_json(dataclasses.replace(self.analysis, diagnostics=None))
