@@ -250,7 +250,7 @@ class Result:
 
     @property
     def verdict(self) -> str:
-        from benchsage.analyze.summary import verdict_sentence
+        from benchsage.report.words import verdict_sentence
 
         return verdict_sentence(self.analysis)
 

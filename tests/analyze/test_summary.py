@@ -1,4 +1,5 @@
-"""verdict_sentence on the paper's artifact and on hand-made analyses."""
+"""The verdict as counts and names (analyze/summary.py), on the paper's artifact and on
+hand-made analyses; report/words/verdict.py says it."""
 
 from __future__ import annotations
 
@@ -8,50 +9,41 @@ from pathlib import Path
 
 import numpy as np
 
+from benchsage.analyze import summary
 from benchsage.analyze.order import analyze_table
-from benchsage.analyze.summary import verdict_sentence
 from benchsage.store.table import TrialTable
 
 ARTIFACT = Path("/work/shared/data/ordersage-artifact")
 
 
-def _artifact(folder: str, name: str, column: str) -> TrialTable:
-    with open(ARTIFACT / folder / name, newline="") as f:
+def _memcached() -> TrialTable:
+    with open(ARTIFACT / "memcached-table3" / "all_exp_results.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     return TrialTable.from_columns(
-        test=[r[column] for r in rows], arm=[r["order_type"] for r in rows], value=[float(r["result"]) for r in rows], metric=["result"] * len(rows)
+        test=[r["exp_command"] for r in rows], arm=[r["order_type"] for r in rows], value=[float(r["result"]) for r in rows],
+        metric=["result"] * len(rows),
     )
 
 
-def test_order_matters_sentence():
-    analysis = analyze_table(_artifact("memcached-table3", "all_exp_results.csv", "exp_command"))
-    assert verdict_sentence(analysis) == (
-        "Order matters: 1 of 3 tests (./get_hits_test.sh) differ between fixed and random order "
-        "(Kruskal-Wallis, Bonferroni family-wise α = 0.05, corrected α = 0.0167)."
-    )
+def test_an_order_effect_names_its_comparisons_and_counts_the_ci_cases() -> None:
+    analysis = analyze_table(_memcached())
+    s = analysis.summary
+    assert s.kind == summary.ORDER_MATTERS and (s.primary, s.tested, s.untested) == (3, 3, 0)
+    assert [v.test for v in s.significant] == ["./get_hits_test.sh"] and not s.several_metrics
+    assert sum(s.ci_cases) == 3 and s.ci_cases == tuple(sum(v.ci_case == c for v in analysis.tests) for c in summary.CI_CASES)
 
 
-def test_no_effect_sentence():
-    analysis = analyze_table(_artifact("npbench-table4", "all_test_results.csv", "test_command"))
-    assert verdict_sentence(analysis) == (
-        "No order effect detected in 3 tests (Kruskal-Wallis, Bonferroni family-wise α = 0.05, corrected α = 0.0167)."
-    )
-
-
-def test_holm_is_named():
-    analysis = analyze_table(_artifact("npbench-table4", "all_test_results.csv", "test_command"), correction="holm", alpha=0.1)
-    assert "Holm family-wise α = 0.1, strictest corrected α = 0.0333" in verdict_sentence(analysis)
-
-
-def test_no_verdict_when_nothing_is_testable():
+def test_the_kinds_of_no_verdict() -> None:
     table = TrialTable.from_columns(test=["a"] * 4 + ["b"] * 4, arm=["fixed", "random"] * 4, value=np.arange(8.0))
-    sentence = verdict_sentence(analyze_table(table))
-    assert sentence.startswith("No verdict: none of the 2 tests could be tested")
-    empty = analyze_table(TrialTable.from_columns(test=[], arm=[], value=[]))
-    assert verdict_sentence(empty) == "No verdict: the data holds no trials to compare."
+    s = analyze_table(table).summary
+    assert (s.kind, s.primary, s.tested, s.untested, s.ci_cases) == (summary.NONE_TESTED, 2, 0, 2, (0, 0, 0, 2))
+    assert analyze_table(TrialTable.from_columns(test=[], arm=[], value=[])).summary.kind == summary.NO_TRIALS
+    analysis = analyze_table(_memcached())
+    secondary = tuple(dataclasses.replace(v, primary=False) for v in analysis.tests)
+    assert dataclasses.replace(analysis, tests=secondary).summary.kind == summary.NO_PRIMARY
 
 
-def test_untested_comparisons_are_mentioned_and_metrics_named():
+def test_several_metrics_of_a_test_and_untested_comparisons_are_counted() -> None:
     rng = np.random.default_rng(1)
     n = 40
     values = np.r_[rng.normal(10, 1, n), rng.normal(14, 1, n), rng.normal(10, 1, n), rng.normal(10, 1, n), [1.0, 2.0]]
@@ -61,20 +53,6 @@ def test_untested_comparisons_are_mentioned_and_metrics_named():
         arm=(["fixed"] * n + ["random"] * n) * 2 + ["fixed", "random"],
         value=values,
     )
-    sentence = verdict_sentence(analyze_table(table))
-    assert sentence.startswith("Order matters: 1 of 2 comparisons (a [x]) differ")
-    assert "; 1 more could not be tested (see the warnings)." in sentence
-
-
-def test_many_significant_names_are_summarised():
-    analysis = analyze_table(_artifact("memcached-table3", "all_exp_results.csv", "exp_command"))
-    hit = next(v for v in analysis.tests if v.significant)
-    many = tuple(dataclasses.replace(hit, test=f"t{i}") for i in range(8))
-    sentence = verdict_sentence(dataclasses.replace(analysis, tests=many))
-    assert "8 of 8 tests (t0, t1, t2, t3, t4 and 3 more) differ" in sentence
-
-
-def test_no_primary_metrics():
-    analysis = analyze_table(_artifact("memcached-table3", "all_exp_results.csv", "exp_command"))
-    secondary = tuple(dataclasses.replace(v, primary=False) for v in analysis.tests)
-    assert verdict_sentence(dataclasses.replace(analysis, tests=secondary)).startswith("No verdict: no primary metric")
+    s = analyze_table(table).summary
+    assert s.kind == summary.ORDER_MATTERS and s.several_metrics and (s.primary, s.tested, s.untested) == (3, 2, 1)
+    assert [(v.test, v.metric) for v in s.significant] == [("a", "x")]

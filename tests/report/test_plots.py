@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from benchsage.analyze.summary import summarize
 from benchsage.analyze.verdict import TestVerdict
 from benchsage.report import plots
 
@@ -143,13 +144,13 @@ def test_p_value_zero_stays_on_the_log_axis(verdicts) -> None:  # type: ignore[n
 def test_ci_case_counts(verdicts) -> None:  # type: ignore[no-untyped-def]
     cases = [1, 1, 2, 3, 3, 3, None]
     vs = [dataclasses.replace(verdicts[i], ci_case=c) for i, c in enumerate(cases)]
-    plot = plots.ci_case_counts(vs)
+    plot = plots.ci_case_counts(summarize(vs).ci_cases)
     assert plot is not None
     shown = texts(plot.svg)
     # The bars' annotations come last, in the order case 1, 2, 3, no CI.
     assert [t for t in shown if t.isdigit()][-4:] == ["2", "1", "3", "1"]
     assert any("no CI" in t for t in shown)
-    without_none = plots.ci_case_counts(vs[:-1])
+    without_none = plots.ci_case_counts(summarize(vs[:-1]).ci_cases)
     assert without_none is not None and not any("no CI" in t for t in texts(without_none.svg))
 
 

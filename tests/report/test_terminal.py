@@ -14,9 +14,9 @@ import pytest
 from rich.console import Console
 
 from benchsage.analyze.order import analyze_table
-from benchsage.analyze.summary import verdict_sentence
 from benchsage.analyze.verdict import Carryover, Diagnostics, Interleaving, PositionEffect, Trend
 from benchsage.report.terminal import make_console, render_analysis
+from benchsage.report.words import verdict_sentence
 from benchsage.store.table import MetricInfo, TrialTable
 
 ARTIFACT = Path("/work/shared/data/ordersage-artifact")

@@ -132,6 +132,8 @@ def analyze_compact(trials: CompactTrials, options: Options = Options(), *, batc
         provenance={"format": "tidy"},
         combined=combined,
         workers=workers,
+        values=int(trials.rows_per_test.sum()),
+        runs=int(np.count_nonzero(trials.run_analysed)),
     )
 
 

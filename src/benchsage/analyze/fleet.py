@@ -214,6 +214,19 @@ def fleet_warnings(rows: Sequence[FleetRow]) -> list[str]:
     ]
 
 
+def runs_and_boots(workers: Sequence[WorkerVerdicts], provenance: Mapping[str, Any]) -> tuple[WorkerVerdicts, ...]:
+    """`workers` with the runs each did and the distinct boot ids among them, from a journal's
+    provenance (run_workers, run_boot_ids); unchanged for a source that does not record them."""
+    run_workers = provenance.get("run_workers") or {}
+    boots = provenance.get("run_boot_ids") or {}
+    counts: dict[str, tuple[int, int]] = {}
+    for worker in sorted({str(w) for w in run_workers.values()}):
+        runs = [r for r, w in run_workers.items() if str(w) == worker]
+        counts[worker] = (len(runs), len({boots[r] for r in runs if r in boots}))
+    return tuple(dataclasses.replace(w, runs=counts[w.worker][0], boots=counts[w.worker][1]) if w.worker in counts else w
+                 for w in workers)
+
+
 def snapshots_by_run(provenance: Mapping[str, Any]) -> tuple[dict[Any, Any], dict[Any, str]]:
     """Every run's snapshot and worker, from a journal's provenance or each of a combination's parts."""
     snapshots: dict[Any, Any] = {}

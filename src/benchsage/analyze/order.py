@@ -50,6 +50,16 @@ def check_options(*, alpha: float, correction: str, ci_method: str, ci_level: fl
         raise ValueError(f"min_values must be a whole number >= 1, got {min_values!r}")
 
 
+def count_runs(run: np.ndarray) -> int:
+    """How many distinct runs the rows come from (run ids below 0: not known)."""
+    known = run[run >= 0]
+    if len(known) == 0:
+        return 0
+    if int(known.max()) < 4 * len(known) + 1024:  # dense ids: a count per id, no sort
+        return int(np.count_nonzero(np.bincount(known)))
+    return len(np.unique(known))
+
+
 @dataclass(frozen=True, eq=False)
 class _Columns:
     """The per-comparison arrays, index i = the i-th (test, metric) in output order."""
@@ -104,6 +114,7 @@ def analyze_table(
     (the per-worker verdicts and the fleet diagnostics are added by analyze/fleet.py).
     """
     check_options(alpha=alpha, correction=correction, ci_method=ci_method, ci_level=ci_level, ci_case_rule=ci_case_rule, min_values=min_values)
+    counts = {"values": len(table), "runs": count_runs(table.run)}
     warnings: list[str] = list(table.warnings)
     finite = np.isfinite(table.value)
     if not finite.all():
@@ -160,6 +171,7 @@ def analyze_table(
         excluded=int(table.excluded),
         provenance=dict(table.provenance),
         combined=combined,
+        **counts,
     )
 
 

@@ -35,11 +35,12 @@ def analyze_loaded(table: TrialTable, options: Options = Options(), treatments: 
     treatments.order_rows keeps (the lightest observer level)."""
     from benchsage.analyze.diagnostics import Parts
     from benchsage.analyze.measurement import rss_floor_notes
-    from benchsage.analyze.order import analyze_table
+    from benchsage.analyze.order import analyze_table, count_runs
     from benchsage.analyze.sorted_values import sort_values
     from benchsage.analyze.treatments import TreatmentOptions, analyze_treatments
 
     treatments = treatments if treatments is not None else TreatmentOptions()
+    counts = {"values": len(table), "runs": count_runs(table.run)}
     prov = table.provenance
     alpha = options.alpha if options.alpha is not None else float(prov.get("alpha") or 0.05)
     correction = options.correction or str(prov.get("correction") or "bonferroni")
@@ -94,8 +95,9 @@ def analyze_loaded(table: TrialTable, options: Options = Options(), treatments: 
     return dataclasses.replace(
         analysis, diagnostics=diagnostics, warnings=tuple(dict.fromkeys(warnings)), comparisons=treated.comparisons,
         context_effects=context_effects, observer=treated.observer, factorial=treated.factorial,
-        sequential=_sequential(prov),
+        sequential=_sequential(prov), **counts,
     )
+
 
 
 def _sequential(provenance: Any) -> Any:
@@ -132,6 +134,7 @@ def _fleet(
         table, analysis, alpha=alpha, correction=correction, ci_method=options.ci_method, ci_level=options.ci_level,
         ci_case_rule=options.ci_case_rule, owner=owner,
     )
+    workers = fleet.runs_and_boots(workers, table.provenance)
     identity = fleet.identity(table, [w.worker for w in workers])
     warnings = _snapshot_warnings(table, between_workers=False) + identity_warnings(identity)
     if options.diagnostics:

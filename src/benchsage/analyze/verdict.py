@@ -14,6 +14,7 @@ from benchsage.analyze.identity import Identity
 from benchsage.analyze.levels import AcrossLevels
 
 if TYPE_CHECKING:  # imported for annotations only: the treatment analyses load scipy
+    from benchsage.analyze.summary import Summary
     from benchsage.analyze.treatments.comparisons import ComparisonRow
     from benchsage.analyze.treatments.contexts import ContextEffect
     from benchsage.analyze.treatments.factorial import FactorialRow
@@ -225,12 +226,23 @@ class Combined:
 
 @dataclass(frozen=True)
 class WorkerVerdicts:
-    """One worker's own analysis: its rows, corrected within the worker's family."""
+    """One worker's own analysis: its rows, corrected within the worker's family; from a
+    journal, the runs it did and the distinct boot ids among them (a reboot reset gives each
+    run its own); None when the source does not say."""
 
     worker: str
     order_matters: bool
     alpha_corrected: float | None
     tests: tuple[TestVerdict, ...]
+    runs: int | None = None
+    boots: int | None = None
+
+    @property
+    def summary(self) -> Summary:
+        """The worker's primary comparisons as counts and names (analyze/summary.py)."""
+        from benchsage.analyze.summary import summarize
+
+        return summarize(self.tests)
 
 
 @dataclass(frozen=True)
@@ -280,7 +292,17 @@ class Analysis:
     factorial: tuple[FactorialRow, ...] | None = None
     # A sequential experiment's looks; None otherwise, and the JSON has no "sequential" key.
     sequential: Sequential | None = None
+    # The trial table the analysis read: its values (rows), and the runs they come from.
+    values: int = 0
+    runs: int = 0
 
     @property
     def significant_tests(self) -> tuple[TestVerdict, ...]:
         return tuple(v for v in self.tests if v.primary and v.significant)
+
+    @property
+    def summary(self) -> Summary:
+        """The verdict as counts and names (analyze/summary.py)."""
+        from benchsage.analyze.summary import summarize
+
+        return summarize(self.tests)

@@ -280,9 +280,10 @@ def _sorted_values(verdicts: Sequence[TestVerdict], values: np.ndarray, figure: 
 
 
 @_styled
-def ci_case_counts(verdicts: Sequence[TestVerdict], ci_level: float = 0.95) -> Plot | None:
-    """Paper Figure 6: how many tests fall in each confidence-interval case."""
-    if not verdicts:
+def ci_case_counts(counts_of_cases: Sequence[int], ci_level: float = 0.95) -> Plot | None:
+    """Paper Figure 6: how many tests fall in each confidence-interval case (counts_of_cases:
+    of case 1, 2, 3 and of no case, as analyze.summary.Summary.ci_cases)."""
+    if not sum(counts_of_cases):
         return None
     cases = [1, 2, 3, None]
     names = {
@@ -291,7 +292,7 @@ def ci_case_counts(verdicts: Sequence[TestVerdict], ci_level: float = 0.95) -> P
         3: "case 3\noverlap only\n(inconclusive)",
         None: "no CI\n(too few values)",
     }
-    counts = np.array([sum(1 for v in verdicts if v.ci_case == c) for c in cases])
+    counts = np.array(counts_of_cases)
     if counts[-1] == 0:
         cases, counts = cases[:-1], counts[:-1]
     fig = _figure(5.6, 3.6)

@@ -17,8 +17,9 @@ from rich.console import Console
 from rich.table import Column, Table
 from rich.text import Text
 
-from benchsage.analyze.summary import verdict_sentence, workers_sentence
 from benchsage.analyze.verdict import Analysis, Diagnostics, FleetRow, TestVerdict
+from benchsage.report.words import verdict_sentence, workers_sentence
+from benchsage.report.words.verdict import names as named
 
 NULL = "–"  # a value that could not be computed; the warnings say why
 NAME_MIN = 12  # a narrow terminal folds test names, but not below this many characters
@@ -341,6 +342,7 @@ def _sequential(analysis: Analysis, console: Console, st: _Styles) -> None:
 
 
 MAX_FLEET_MEDIANS = 6  # a fleet's per-worker medians spelled out up to this many workers
+MAX_WORKER_NAMES = 3  # a worker's significant tests named up to this many
 
 
 def _workers(analysis: Analysis, console: Console, st: _Styles) -> None:
@@ -351,12 +353,10 @@ def _workers(analysis: Analysis, console: Console, st: _Styles) -> None:
                    "medians, CIs and Δ% with each worker's level removed).", st.title)
     table = _table([("worker", "left"), ("order matters", "center"), ("significant", "left"), ("tested", "right"), ("corrected α", "right")], st)
     for w in analysis.workers:
-        primary = [v for v in w.tests if v.primary]
-        sig = [v for v in primary if v.significant]
-        several = len({v.test for v in primary}) != len(primary)
-        names = ", ".join(f"{v.test} [{v.metric}]" if several else v.test for v in sig[:3]) + (f" and {len(sig) - 3} more" if len(sig) > 3 else "")
+        s = w.summary
+        names = named(s.significant, s.several_metrics, MAX_WORKER_NAMES)
         table.add_row(
-            Text(w.worker), _yes_no(w.order_matters), Text(names or NULL), f"{sum(v.kw_p is not None for v in primary)}",
+            Text(w.worker), _yes_no(w.order_matters), Text(names or NULL), f"{s.tested}",
             _p(w.alpha_corrected), style=st.significant if w.order_matters else "",
         )
     _print_table(console, table)

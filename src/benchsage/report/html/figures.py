@@ -17,7 +17,7 @@ def view(material: Material) -> dict[str, Any]:
         plots.pvalues_sorted(primary, analysis.alpha, analysis.alpha_corrected),
         plots.eta2_sorted(primary),
         plots.delta_sorted(primary),
-        plots.ci_case_counts(primary, analysis.ci_level),
+        plots.ci_case_counts(analysis.summary.ci_cases, analysis.ci_level),
         plots.median_cis(primary, analysis.ci_level),
     ]
     return {"shown": [f for f in figures if f is not None]}

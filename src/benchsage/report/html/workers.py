@@ -5,48 +5,34 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchsage.analyze.summary import workers_sentence
 from benchsage.analyze.verdict import Analysis
 from benchsage.report.html.material import Material
 from benchsage.report.html.numbers import DASH
 from benchsage.report.html.rows import DIAGNOSTIC_ROWS, medians_text
 from benchsage.report.html.tables import sort_key_p, verdict_table
-from benchsage.store.table import TrialTable
+from benchsage.report.words import workers_sentence
+from benchsage.report.words.verdict import names as named
 
 KEY = "workers"
 TITLE = "Workers"
+WORKER_NAMES = 10  # a worker's significant tests named up to this many
 
 
-def _runs_and_boots(table: TrialTable) -> dict[str, tuple[int, int]]:
-    """Per worker: analysed runs, and distinct boot ids among them (a reboot reset gives each run its own)."""
-    prov = table.provenance
-    run_workers = prov.get("run_workers") or {}
-    boots = prov.get("run_boot_ids") or {}
-    out: dict[str, tuple[int, int]] = {}
-    for worker in sorted({str(w) for w in run_workers.values()}):
-        runs = [r for r, w in run_workers.items() if str(w) == worker]
-        out[worker] = (len(runs), len({boots[r] for r in runs if r in boots}))
-    return out
-
-
-def _worker_rows(analysis: Analysis, table: TrialTable) -> list[dict[str, Any]]:
-    counts = _runs_and_boots(table)
+def _worker_rows(analysis: Analysis) -> list[dict[str, Any]]:
     rows = []
     for w in analysis.workers:
+        s = w.summary
         primary = [v for v in w.tests if v.primary]
-        several = len({v.test for v in primary}) != len(primary)
-        sig = sorted((v for v in primary if v.significant), key=sort_key_p)
-        names = ", ".join(f"{v.test} [{v.metric}]" if several else v.test for v in sig[:10]) + (f" and {len(sig) - 10:,} more" if len(sig) > 10 else "")
-        runs, boots = counts.get(w.worker, (None, None))
+        names = named(sorted(s.significant, key=sort_key_p), s.several_metrics, WORKER_NAMES, "{:,}")
         rows.append({
             "worker": w.worker,
             "order_matters": w.order_matters,
             "names": names or DASH,
-            "primary": len(primary),
-            "tested": f"{sum(v.kw_p is not None for v in primary):,} of {len(primary):,}",
+            "primary": s.primary,
+            "tested": f"{s.tested:,} of {s.primary:,}",
             "alpha_corrected": w.alpha_corrected,
-            "runs": runs,
-            "boots": boots,
+            "runs": w.runs,
+            "boots": w.boots,
             "table": verdict_table(primary, {}, analysis.ci_level) if primary else None,
         })
     return rows
@@ -84,14 +70,14 @@ def _fleet_view(analysis: Analysis) -> dict[str, Any]:
 
 def view(material: Material) -> dict[str, Any] | None:
     """None unless the data comes from a fleet."""
-    analysis, table = material.analysis, material.table
+    analysis = material.analysis
     if analysis.combined is None:
         return None
     return {
         "count": analysis.combined.workers,
         "method": analysis.combined.method,
         "sentence": workers_sentence(analysis),
-        "rows": _worker_rows(analysis, table),
+        "rows": _worker_rows(analysis),
         "identity": _identity_view(analysis),
         "fleet": _fleet_view(analysis),
     }

@@ -1,0 +1,10 @@
+"""Every word the analysis's results are said in: the verdict, the notes on test rows, the
+warnings, the diagnostics' details and the methods. The analysis gives facts (numbers, names,
+kinds of note); these modules compose the sentences the terminal, the HTML report, the JSON and
+the notebook API show, one function per kind (registry.py).
+"""
+
+from benchsage.report.words.registry import said, say, words
+from benchsage.report.words.verdict import verdict_sentence, workers_sentence
+
+__all__ = ["said", "say", "verdict_sentence", "words", "workers_sentence"]
