@@ -138,10 +138,10 @@ def cli() -> None:
 @click.option("--fail-on-effect", is_flag=True, help="Exit 1 when an order effect is found.")
 def run(spec: str, directory: str | None, runs: int | None, seed: int | None, as_json: bool, quiet: bool, fail_on_effect: bool) -> None:
     """Plan and execute the experiment in SPEC, then analyze it."""
-    from benchsage.execute.session import start
+    from benchsage.api import carry_out
 
     directory = directory or _default_directory(spec)
-    start(spec, directory, runs=runs, seed=seed, quiet=quiet)
+    carry_out(spec, directory, runs=runs, seed=seed, quiet=quiet)
     _finish(directory, as_json, fail_on_effect)
 
 
