@@ -12,6 +12,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import fleetprocs
 import pytest
 from journalcheck import complete_and_unduplicated, rows, trials_so_far
 
@@ -19,6 +20,13 @@ from benchsage.errors import WorkerError, WorkerSetupError
 from benchsage.execute.agentworker import AgentWorker
 from benchsage.execute.transports import SshTransport
 from benchsage.execute.worker import ProcessRequest
+
+
+def trials_on(fleet, command: bytes) -> set[int]:
+    """Live processes on the fleet's hosts whose command line holds `command` (other tests'
+    processes, on other fleets or none, do not count)."""
+    table = fleetprocs.process_table()
+    return {pid for pid in fleet.processes() if pid in table and command in table[pid].cmdline}
 
 
 def ssh_worker(fleet, host: str, **kw) -> AgentWorker:
@@ -251,7 +259,7 @@ def test_kill_9_of_the_controller_leaves_nothing_running_and_resume_finishes(fak
     proc.wait()
     # The agents see their stdin close and kill their trials; only the hosts' sshd remain.
     deadline = time.monotonic() + 10
-    while subprocess.run(["pgrep", "-f", "sleep 0.3"], capture_output=True).returncode == 0:
+    while trials_on(fleet, b" sleep 0.3 "):
         assert time.monotonic() < deadline, "a trial outlived its controller"
         time.sleep(0.1)
     again = cli("resume", "out", cwd=tmp_path)
