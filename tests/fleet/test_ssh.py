@@ -116,6 +116,7 @@ def cli(*args: str, cwd: Path, timeout: float = 180) -> subprocess.CompletedProc
 
 
 
+@pytest.mark.slow
 def test_fleet_experiment_with_verified_reboots(fake_fleet, tmp_path: Path) -> None:
     fleet = fake_fleet(2)
     spec = write_spec(tmp_path, fleet, ["node1", "node2"], reset=f"BENCHSAGE_FAKE_DOWN=0.3 {fleet.reboot}")
@@ -138,6 +139,7 @@ def test_fleet_experiment_with_verified_reboots(fake_fleet, tmp_path: Path) -> N
     assert json.loads(done.stdout)["tests"]
 
 
+@pytest.mark.timing  # the last reconnect within the reset's 3 s must not time out
 def test_reboot_that_does_not_reboot_fails_the_reset(fake_fleet, tmp_path: Path) -> None:
     fleet = fake_fleet(1)
     spec = write_spec(tmp_path, fleet, ["node1"], reset="true", reset_timeout=3)
@@ -148,6 +150,7 @@ def test_reboot_that_does_not_reboot_fails_the_reset(fake_fleet, tmp_path: Path)
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_lost_host_stops_alone_and_resume_finishes(fake_fleet, tmp_path: Path) -> None:
     fleet = fake_fleet(2)
     # node2's reboots never come back; node1 reboots normally.
@@ -169,6 +172,7 @@ def test_lost_host_stops_alone_and_resume_finishes(fake_fleet, tmp_path: Path) -
     assert rows(out, "SELECT COUNT(*) FROM attempts WHERE worker = 'node1'") == [(4,)]
 
 
+@pytest.mark.slow
 def test_connection_cut_mid_trial_redoes_the_run(fake_fleet, tmp_path: Path) -> None:
     fleet = fake_fleet(1)
     spec = write_spec(tmp_path, fleet, ["node1"], runs=2, test_command="sleep 0.4")
@@ -190,6 +194,7 @@ def test_connection_cut_mid_trial_redoes_the_run(fake_fleet, tmp_path: Path) -> 
     assert rows(out, "SELECT COUNT(*) FROM attempts WHERE status = 'failed' AND detail LIKE 'connection lost%'") == [(1,)]
 
 
+@pytest.mark.slow
 def test_connection_cut_mid_reset_redoes_the_run_from_its_reset(fake_fleet, tmp_path: Path) -> None:
     fleet = fake_fleet(1)
     spec = write_spec(tmp_path, fleet, ["node1"], runs=2, reset="sleep 0.8", reset_kind="command", test_command="sleep 0.001")
@@ -220,6 +225,7 @@ def test_connection_cut_mid_reset_redoes_the_run_from_its_reset(fake_fleet, tmp_
     assert rows(out, "SELECT COUNT(*) FROM attempts WHERE status = 'done' AND reset_status = 'ok'") == [(4,)]
 
 
+@pytest.mark.slow
 def test_a_remote_test_printing_gigabytes_keeps_only_its_tail(fake_fleet, tmp_path: Path) -> None:
     fleet = fake_fleet(1)
     gigabytes = 3 * 10**9
