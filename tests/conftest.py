@@ -6,22 +6,27 @@ pytest-xdist workers. Three rules keep that safe and quick:
 - Tests that share a module-scoped fixture run on one worker, which builds it once.
 - Tests marked `slow` start first: started last, one of them would keep the run going alone.
 - Tests marked `timing` judge real processes by their time. They run, with all they start,
-  under the round-robin real-time scheduling policy at its lowest priority, so no other work on
-  the machine, the rest of the run included, delays their trials' exec and wake-ups (at equal
-  priority it does: a busy machine then turns a sleep-based order effect into noise). Their
-  bursts of CPU are short, and the kernel keeps a share for the others. It needs root;
-  otherwise nothing changes.
+  under the round-robin real-time scheduling policy, so no other work on the machine, the rest
+  of the run included, delays their trials' exec and wake-ups (at equal priority it does: a
+  busy machine then turns a sleep-based order effect into noise). At most two run at once, the
+  second a priority below the first: the first never waits for the second, the second only
+  while the first keeps both CPUs of a 2-CPU machine busy. Their bursts are short, and the
+  kernel keeps a share for the others. It needs root; otherwise nothing changes.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+import time
+from pathlib import Path
 from typing import Iterator, List, Optional
 
 import pytest
 
 WORKER = os.environ.get("PYTEST_XDIST_WORKER")
-REALTIME = os.sched_param(1)  # the lowest real-time priority: above every normal process
+TIMING_SLOTS = 2  # timing tests at once, one real-time priority each (the highest is 2)
 NORMAL = os.sched_param(0)
 
 
@@ -38,15 +43,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item
     if not config.pluginmanager.has_plugin("xdist"):
         return
     for item in items:
-        fixtures = getattr(item, "_fixtureinfo", None)
-        defs = fixtures.name2fixturedefs.values() if fixtures is not None else ()
-        if any(d[-1].scope == "module" for d in defs if d):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+        shared = _module_fixture(item)
+        if shared is not None:
+            item.add_marker(pytest.mark.xdist_group("%s::%s" % (item.nodeid.split("::")[0], shared)))
     if WORKER is None:
         return  # a serial run keeps the files' order
     group = {item: _group(item) for item in items}
     slow = {group[item] for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: group[item] not in slow)  # stable: a group stays in order
+
+
+def _module_fixture(item: pytest.Item) -> Optional[str]:
+    """The module-scoped fixture the test's others of that scope are built on (the first by
+    name if several), or None: tests sharing it share a worker."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return None
+    module = {name for name, defs in info.name2fixturedefs.items() if defs and defs[-1].scope == "module"}
+    roots = [name for name in module if not module & set(info.name2fixturedefs[name][-1].argnames)]
+    return min(roots) if roots else None
 
 
 def _group(item: pytest.Item) -> str:
@@ -57,14 +72,40 @@ def _group(item: pytest.Item) -> str:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: Optional[pytest.Item]) -> Iterator[None]:
     # Set before the test's fixtures, module-scoped ones included; what it starts inherits it.
-    realtime = item.get_closest_marker("timing") is not None and os.geteuid() == 0
-    if realtime:
-        try:
-            os.sched_setscheduler(0, os.SCHED_RR, REALTIME)
-        except OSError:  # a container or cgroup without real-time runtime: as it is
-            realtime = False
-    try:
+    if item.get_closest_marker("timing") is None or os.geteuid() != 0:
         yield
-    finally:
-        if realtime:
+        return
+    with _timing_slot(item.config) as priority:
+        try:
+            os.sched_setscheduler(0, os.SCHED_RR, os.sched_param(priority))
+        except OSError:  # a container or cgroup without real-time runtime: as it is
+            yield
+            return
+        try:
+            yield
+        finally:
             os.sched_setscheduler(0, os.SCHED_OTHER, NORMAL)
+
+
+@contextlib.contextmanager
+def _timing_slot(config: pytest.Config) -> Iterator[int]:
+    """Wait for a free slot among the workers' timing tests; its real-time priority."""
+    basetemp = getattr(config.option, "basetemp", None)
+    if WORKER is None or not basetemp:
+        yield TIMING_SLOTS  # one test at a time anyway
+        return
+    shared = Path(basetemp).parent  # xdist gives each worker a folder in the run's own
+    while True:
+        for slot in range(TIMING_SLOTS):
+            fd = os.open(shared / f"timing-slot-{slot}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            try:
+                yield TIMING_SLOTS - slot
+            finally:
+                os.close(fd)
+            return
+        time.sleep(0.05)

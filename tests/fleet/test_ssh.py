@@ -151,6 +151,7 @@ def test_reboot_that_does_not_reboot_fails_the_reset(fake_fleet, tmp_path: Path)
 
 
 @pytest.mark.slow
+@pytest.mark.timing  # node1's reboot must be back within the reset's 4 s
 def test_lost_host_stops_alone_and_resume_finishes(fake_fleet, tmp_path: Path) -> None:
     fleet = fake_fleet(2)
     # node2's reboots never come back; node1 reboots normally.
