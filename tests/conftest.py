@@ -18,16 +18,18 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import time
 from pathlib import Path
-from typing import Iterator, List, Optional
+from typing import Any, Dict, Iterator, List, Optional
 
 import pytest
 
 WORKER = os.environ.get("PYTEST_XDIST_WORKER")
 TIMING_SLOTS = 2  # timing tests at once, one real-time priority each (the highest is 2)
 NORMAL = os.sched_param(0)
+GROUPS = "xdist-groups.json"  # test id -> its group, in the run's temporary folder
 
 
 def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
@@ -38,19 +40,38 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
         parser.addoption("--dist", help="ignored: xdist is turned off (-p no:xdist)")
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
-    if not config.pluginmanager.has_plugin("xdist"):
-        return
-    for item in items:
-        shared = _module_fixture(item)
-        if shared is not None:
-            item.add_marker(pytest.mark.xdist_group("%s::%s" % (item.nodeid.split("::")[0], shared)))
     if WORKER is None:
-        return  # a serial run keeps the files' order
-    group = {item: _group(item) for item in items}
-    slow = {group[item] for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: group[item] not in slow)  # stable: a group stays in order
+        return  # a run in one process keeps the files' order
+    groups = {item.nodeid: "%s::%s" % (item.nodeid.split("::")[0], name)
+              for item in items for name in [_module_fixture(item)] if name is not None}
+    slow = {groups.get(item.nodeid, item.nodeid) for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: groups.get(item.nodeid, item.nodeid) not in slow)  # stable: a group stays in order
+    # For the scheduler in the controlling process, which collects nothing itself: every
+    # worker collects the same tests, and the last to write wins.
+    shared = Path(config.option.basetemp).parent
+    part = shared / ("%s.%s" % (GROUPS, WORKER))
+    part.write_text(json.dumps(groups))
+    os.replace(part, shared / GROUPS)
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # xdist's hook: absent with -p no:xdist
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """--dist=loadgroup, its groups being the module fixtures the workers found (xdist's own
+    way to pass groups, renaming the tests, does not reach pytest 9's test ids)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByModuleFixture(LoadScopeScheduling):
+        groups: Optional[Dict[str, str]] = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.groups is None:
+                self.groups = json.loads((config._tmp_path_factory.getbasetemp() / GROUPS).read_text())
+            return self.groups.get(nodeid, nodeid)
+
+    return ByModuleFixture(config, log)
 
 
 def _module_fixture(item: pytest.Item) -> Optional[str]:
@@ -62,11 +83,6 @@ def _module_fixture(item: pytest.Item) -> Optional[str]:
     module = {name for name, defs in info.name2fixturedefs.items() if defs and defs[-1].scope == "module"}
     roots = [name for name in module if not module & set(info.name2fixturedefs[name][-1].argnames)]
     return min(roots) if roots else None
-
-
-def _group(item: pytest.Item) -> str:
-    mark = item.get_closest_marker("xdist_group")
-    return str(mark.args[0]) if mark is not None and mark.args else item.nodeid
 
 
 @pytest.hookimpl(hookwrapper=True)
