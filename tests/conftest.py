@@ -68,7 +68,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
         def _split_scope(self, nodeid: str) -> str:
             if self.groups is None:
-                self.groups = json.loads((config._tmp_path_factory.getbasetemp() / GROUPS).read_text())
+                written = config._tmp_path_factory.getbasetemp() / GROUPS
+                self.groups = json.loads(written.read_text()) if written.exists() else {}
             return self.groups.get(nodeid, nodeid)
 
     return ByModuleFixture(config, log)
