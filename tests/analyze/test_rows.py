@@ -35,6 +35,7 @@ def trend_rows(draw: st.DrawFn) -> Rows[Trend]:
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(trend_rows())
 def test_json_text_is_what_json_dumps_writes(rows: Rows[Trend]) -> None:
