@@ -51,10 +51,6 @@ MAX_FUNCTION_LINES = 100
 # a sorted tuple of files (circles), "file" (files too long) and "file:function" (functions).
 KNOWN_AGAINST_FLOW = {
     'analyze/pipeline.py -> benchsage._runtime',
-    'report/environment.py -> benchsage',
-    'report/environment.py -> benchsage.agent.noise',
-    'report/measurement.py -> benchsage.execute.local',
-    'report/measurement.py -> benchsage.agent.noise',
 }
 KNOWN_CIRCLES: set[tuple[str, ...]] = set()
 KNOWN_LONG_FILES = {
