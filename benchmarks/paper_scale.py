@@ -118,8 +118,8 @@ def machine() -> str:
 
 
 def analysis_path(path: Path) -> str:
-    """Which analysis `benchsage analyze` gives this file, by its size (pipeline.STREAM_BYTES)."""
-    from benchsage.analyze.pipeline import STREAM_BYTES
+    """Which analysis `benchsage analyze` gives this file, by its size (api.STREAM_BYTES)."""
+    from benchsage.api import STREAM_BYTES
 
     if path.stat().st_size >= STREAM_BYTES:
         return f"read block by block and analysed in batches (file >= {STREAM_BYTES / 2**20:.0f} MiB; in memory if the batched path declines it)"

@@ -6,7 +6,7 @@ Each repetition runs in a fresh child process (imports and first-touch page faul
 as in a real command; malloc and numpy tuned as the command line tunes them) and reports, for
 each phase, its wall seconds and the CPU seconds of all the process's threads in it.
 
-The command line reads a tidy file of pipeline.STREAM_BYTES or more block by block and
+The command line reads a tidy file of api.STREAM_BYTES or more block by block and
 analyses it in batches (--path auto picks the path the command line takes). Phases of the
 batched path: imports (those reading needs), load (tidy_stream.stream_tidy: parse the CSV into
 compact columns, while the analysis's modules are imported in a second thread), imports after
@@ -58,9 +58,12 @@ from benchsage.analyze.diagnostics import diagnose
 from benchsage.analyze.order import analyze_table
 from benchsage.store.importers.detect import load_sources
 try:
-    from benchsage.analyze.order import sort_values
-except ImportError:  # versions before the shared sort
-    sort_values = None
+    from benchsage.analyze.sorted_values import sort_values
+except ImportError:
+    try:
+        from benchsage.analyze.order import sort_values
+    except ImportError:  # versions before the shared sort
+        sort_values = None
 mark("imports")
 table = load_sources([sys.argv[1]], format="tidy"); mark("load")
 shared = {}
@@ -82,7 +85,7 @@ except ImportError:  # versions that imported the analysis before reading
     import_in_background = None
     import benchsage.analyze.batched
 mark("imports")
-if import_in_background is not None:  # as pipeline.analyze_tidy_file: the analysis imports while the file is read
+if import_in_background is not None:  # as api.analyze_tidy_file: the analysis imports while the file is read
     importing = import_in_background("benchsage.analyze.batched")
 trials = stream_tidy(sys.argv[1])
 if import_in_background is not None:
@@ -101,7 +104,7 @@ text = analysis.to_json_text(); mark("to_json_text")
 def child_for(path: str, choice: str) -> str:
     """The child script of the path `benchsage analyze` takes for this file (or the one chosen)."""
     if choice == "auto":
-        from benchsage.analyze.pipeline import STREAM_BYTES
+        from benchsage.api import STREAM_BYTES
 
         choice = "batched" if Path(path).stat().st_size >= STREAM_BYTES else "memory"
     return BATCHED if choice == "batched" else IN_MEMORY

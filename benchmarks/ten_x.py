@@ -10,7 +10,7 @@ the peaks and PASS/FAIL against the budget: under 1 GiB and within 3x of pyarrow
 
 It also checks that the result is the in-memory analysis's: on --check-file (default: the
 paper-scale file, 2.3 M trials) `benchsage analyze` by blocks and batches and the in-memory
-path (benchsage.analyze.pipeline.analyze_sources) must print the same JSON, byte for byte;
+path (benchsage.api.analyze_sources) must print the same JSON, byte for byte;
 --check-ten-x compares on the 23 M-trial file as well (the in-memory path needs ~6 GiB there).
 
     python benchmarks/ten_x.py [--repeat 1] [--dir DIR] [--check-file FILE] [--check-ten-x]
@@ -41,11 +41,11 @@ PYARROW_READ = "import sys, pyarrow.csv as c; t = c.read_csv(sys.argv[1]); print
 # The JSON of both paths in one child per path: the batched one as `benchsage analyze` runs it,
 # the in-memory one as analyze_sources does for any file.
 IN_MEMORY = (
-    "import sys; from benchsage.analyze.pipeline import analyze_sources; "
+    "import sys; from benchsage.api import analyze_sources; "
     "a, _ = analyze_sources([sys.argv[1]], format='tidy'); sys.stdout.write(a.to_json_text())"
 )
 BATCHED = (
-    "import sys; from benchsage.analyze.pipeline import analyze_tidy_file; "
+    "import sys; from benchsage.api import analyze_tidy_file; "
     "a = analyze_tidy_file(sys.argv[1]); "
     "sys.stdout.write('DECLINED' if a is None else a.to_json_text())"
 )

@@ -33,16 +33,9 @@ from typing import Any, Callable
 import numpy as np
 from scipy import stats as sps
 
-from benchsage.stats.sequential import (
-    DECIDED_EFFECT,
-    DECIDED_NO_EFFECT,
-    UNDECIDED,
-    SequentialDesign,
-    decide_step,
-    mann_whitney_z,
-    relative_interval,
-    shift_ci,
-)
+from benchsage.stats.ranksum import mann_whitney_z
+from benchsage.stats.sequential import DECIDED_EFFECT, DECIDED_NO_EFFECT, UNDECIDED, SequentialDesign, decide_step, relative_interval
+from benchsage.stats.shift import shift_ci
 
 ALPHA = 0.05
 MEDIAN = 100.0

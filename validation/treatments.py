@@ -37,10 +37,12 @@ from scipy import stats as sps
 
 from scipy import special
 
-from benchsage.analyze.treatments import DEFAULT_RATIO_CI, CompareRequest, TreatmentOptions, analyze_treatments
-from benchsage.stats.compare import MIN_VALUES, ci_rank, compare, compare_strata, summarize_contexts, u_cdf_exact
+from benchsage.analyze.treatments import CompareRequest, TreatmentOptions, analyze_treatments
+from benchsage.stats.compare import DEFAULT_RATIO_CI, MIN_VALUES, compare, compare_strata, summarize_contexts
 from benchsage.store.table import TrialTable
 from benchsage.stats.factorial import effects_2k, factorial_2k, sign_table
+from benchsage.stats.ranksum import u_cdf_exact
+from benchsage.stats.shift import ci_rank
 
 LEVEL = 0.95
 ALPHA = 0.05

@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
 
 from benchsage.analyze.options import Options
-from benchsage.analyze.verdict import Analysis, TestVerdict
 from benchsage.errors import DataError
-from benchsage.store.importers.detect import load_sources
-from benchsage.store.table import TrialTable
+
+if TYPE_CHECKING:  # the analysis and its readers load where they are used: the command line imports this first
+    from benchsage.analyze.treatments import TreatmentOptions
+    from benchsage.analyze.verdict import Analysis, TestVerdict
+    from benchsage.store.table import TrialTable
 
 Source = str | os.PathLike[str]
 
@@ -34,10 +37,78 @@ def _paths(source: Source | list[Source] | tuple[Source, ...]) -> list[str]:
     return [os.fspath(source)]
 
 
+def analyze_sources(sources: Sequence[str], *, format: str = "auto", options: Options = Options(),
+                    treatments: TreatmentOptions | None = None) -> tuple[Analysis, TrialTable]:
+    """The trials of experiment directories or data files and their analysis."""
+    from benchsage.store.importers.detect import load_sources
+
+    table = load_sources(list(sources), format=format)
+    from benchsage.analyze.pipeline import analyze_loaded  # after the reading: see benchsage._runtime
+
+    return analyze_loaded(table, options, treatments), table
+
+
+# A single tidy file at least this large is read block by block and analysed in batches of tests
+# (analyze/batched.py): same result, a fraction of the memory, and from some tens of MiB on less
+# time (a paper-scale file, 147 MiB: peak 0.35 GiB instead of 0.8); smaller files gain nothing.
+STREAM_BYTES = 64 << 20
+
+
+def analyze_sources_only(sources: Sequence[str], *, format: str = "auto", options: Options = Options(),
+                         treatments: TreatmentOptions | None = None) -> Analysis:
+    """analyze_sources' Analysis, for a caller that does not need the trial table: a large tidy
+    file (STREAM_BYTES) is then analysed without holding its rows in memory as a table (unless
+    comparisons are asked for: they need the table)."""
+    if len(sources) == 1 and not (treatments and treatments.compare) and _large_tidy(sources[0], format):
+        analysis = analyze_tidy_file(sources[0], options)
+        if analysis is not None:
+            return analysis
+    return analyze_sources(sources, format=format, options=options, treatments=treatments)[0]
+
+
+def analyze_tidy_file(path: str, options: Options = Options(), *, block_bytes: int | None = None, batch_rows: int | None = None) -> Analysis | None:
+    """A tidy file read block by block and analysed in batches (analyze/batched.py), or None
+    when the file is one to read in memory (tidy_stream.stream_tidy, batched.can_batch); the
+    Analysis is analyze_loaded's.
+
+    The batched analysis's modules are imported in a second thread while this one reads the
+    file: pyarrow parses with the GIL released, so on the paper-scale file those 0.2 s of
+    imports no longer come before the reading. This thread imports nothing until that thread
+    is done (two threads importing modules that import each other could deadlock).
+    """
+    from benchsage._runtime import import_in_background
+    from benchsage.store.importers.tidy_stream import BLOCK_BYTES, stream_tidy
+
+    importing = import_in_background("benchsage.analyze.batched")
+    try:
+        trials = stream_tidy(path, block_bytes=block_bytes or BLOCK_BYTES)
+    finally:
+        importing.join()
+    from benchsage.analyze.batched import BATCH_ROWS, analyze_compact, can_batch
+
+    if trials is None or not can_batch(trials):
+        return None
+    return analyze_compact(trials, options, batch_rows=batch_rows or BATCH_ROWS)
+
+
+def _large_tidy(source: str, format: str) -> bool:
+    from benchsage.store.importers.detect import detect_format
+
+    path = Path(source)
+    if format not in ("auto", "tidy") or not path.is_file() or path.stat().st_size < STREAM_BYTES:
+        return False
+    try:
+        return format == "tidy" or detect_format(path).name == "tidy"
+    except DataError:  # the in-memory reader words it
+        return False
+
+
 def load(source: Source | list[Source], *, format: str = "auto") -> Any:
     """The trials of an experiment directory or data file(s) as a pandas DataFrame (tidy: one
     row per analysed trial and metric; columns test, arm, metric, value, run, position,
     predecessor, worker, time, primary)."""
+    from benchsage.store.importers.detect import load_sources
+
     return load_sources(_paths(source), format=format).to_pandas()
 
 
@@ -62,6 +133,7 @@ def analyze(
     """
     from benchsage.analyze.pipeline import analyze_loaded
     from benchsage.analyze.treatments import CompareRequest, TreatmentOptions
+    from benchsage.store.importers.detect import load_sources
 
     table = load_sources(_paths(source), format=format)
     options = Options(alpha=alpha, correction=correction, ci_method=ci_method, ci_level=ci_level, ci_case_rule=ci_case_rule, diagnostics=diagnostics)
@@ -94,6 +166,8 @@ def _advise(spec: Any, pilot: str, effect: float | None) -> Any:
 
     if not os.path.exists(pilot):
         raise DataError(f"--pilot {pilot}: no such experiment directory or data file")
+    from benchsage.store.importers.detect import load_sources
+
     table = load_sources([pilot])
     times = run_times(pilot)
     return advise(spec, table, None if times is None else PilotTimes(times.run_seconds, times.reset_seconds, times.trial_seconds),
@@ -308,6 +382,8 @@ def _treatment_frame(rows: Any, drop: list[str]) -> Any:
 
 def _tests_frame(verdicts: Any) -> Any:
     """Rows of TestVerdicts as a DataFrame, CIs split into low and high columns."""
+    from benchsage.analyze.verdict import TestVerdict
+
     rows = []
     for v in verdicts:
         row = dict(vars(v))

@@ -103,12 +103,9 @@ def _analyze(sources: Sequence[str], fmt: str, options: Any, treatments: Any) ->
     from benchsage._runtime import tune_short_lived_process
 
     tune_short_lived_process()
-    from benchsage.store.importers.detect import load_sources
+    from benchsage.api import analyze_sources
 
-    table = load_sources(list(sources), format=fmt)
-    from benchsage.analyze.pipeline import analyze_loaded
-
-    return analyze_loaded(table, options, treatments), table
+    return analyze_sources(list(sources), format=fmt, options=options, treatments=treatments)
 
 
 def _exit_for(analysis: Any, fail_on_effect: bool) -> None:
@@ -162,9 +159,9 @@ def resume(directory: str, as_json: bool, quiet: bool, fail_on_effect: bool) -> 
 
 
 def _finish(directory: str, as_json: bool, fail_on_effect: bool) -> None:
-    from benchsage.analyze.pipeline import Options, analyze_sources
+    from benchsage.api import analyze_sources
 
-    analysis, _ = analyze_sources([directory], format="benchsage", options=Options())
+    analysis, _ = analyze_sources([directory], format="benchsage")
     if not as_json:
         click.echo(f"Experiment directory: {directory}")
     _print_analysis(analysis, as_json, {"directory": directory})
@@ -220,7 +217,7 @@ def analyze(sources: Sequence[str], fmt: str, alpha: float | None, correction: s
     from benchsage._runtime import tune_short_lived_process
 
     tune_short_lived_process()
-    from benchsage.analyze.pipeline import analyze_sources_only
+    from benchsage.api import analyze_sources_only
 
     analysis = analyze_sources_only(sources, format=fmt, options=_options(alpha, correction, ci_method, ci_level, ci_case_rule, no_diagnostics),
                                     treatments=_treatments(claims, compare_method, ratio_ci))

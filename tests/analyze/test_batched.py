@@ -12,10 +12,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from benchsage.analyze import batched, pipeline
-from benchsage.analyze.diagnostics import _one_vs_rest, pooled_part
+from benchsage import api
+from benchsage.analyze import batched
+from benchsage.analyze.diagnostics.one_vs_rest import one_vs_rest
+from benchsage.analyze.diagnostics.position import pooled_part
 from benchsage.analyze.options import Options
-from benchsage.analyze.pipeline import analyze_sources, analyze_sources_only
+from benchsage.api import analyze_sources, analyze_sources_only
 from benchsage.cli import cli, main
 from benchsage.design.williams import williams_orders
 from benchsage.store.importers import tidy_stream
@@ -157,7 +159,7 @@ def test_files_with_treatments_are_analysed_in_memory(tmp_path: Path, column: st
     rows = trials_rows(tests=[f"t{i}" for i in range(4)], runs=10)
     path = write(tmp_path / "treated.csv", [*HEADER, column], [[*r, "A" if i % 2 else "B"] for i, r in enumerate(rows)])
     assert tidy_stream.stream_tidy(path, block_bytes=256) is None
-    assert pipeline.analyze_tidy_file(str(path)) is None
+    assert api.analyze_tidy_file(str(path)) is None
 
 
 def test_files_it_does_not_handle_are_analysed_in_memory(tmp_path: Path) -> None:
@@ -190,7 +192,7 @@ def test_a_test_spanning_workers_is_analysed_in_memory(tmp_path: Path) -> None:
 @pytest.fixture
 def streamed(monkeypatch: pytest.MonkeyPatch) -> None:
     """`benchsage analyze` reads every file block by block, in small blocks."""
-    monkeypatch.setattr(pipeline, "STREAM_BYTES", 0)
+    monkeypatch.setattr(api, "STREAM_BYTES", 0)
     monkeypatch.setattr(tidy_stream, "BLOCK_BYTES", 300)
 
 
@@ -212,7 +214,7 @@ def test_bad_rows_fail_as_in_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
     expected = run()
     assert expected[0] == 2 and f"line {line}" in expected[2] and len(expected[2].strip().splitlines()) == 1
-    monkeypatch.setattr(pipeline, "STREAM_BYTES", 0)
+    monkeypatch.setattr(api, "STREAM_BYTES", 0)
     monkeypatch.setattr(tidy_stream, "BLOCK_BYTES", 300)
     assert run() == expected
 
@@ -238,5 +240,5 @@ def test_pooled_comparison_does_not_depend_on_row_order() -> None:
     second, _, _ = pooled_part(percentile[shuffled], ratio[shuffled], metric[shuffled].astype(np.int32), b[shuffled].astype(np.int8), 2, 4, 5)
     for field in ("comp", "cat", "n_at", "n_other", "median_at", "median_other", "h", "p"):
         assert np.array_equal(getattr(first, field), getattr(second, field), equal_nan=True), field
-    direct = _one_vs_rest(percentile, ratio, metric, b, 2, 4, 5)
+    direct = one_vs_rest(percentile, ratio, metric, b, 2, 4, 5)
     assert np.array_equal(direct.h, first.h, equal_nan=True)

@@ -15,7 +15,8 @@ from scipy import stats
 
 from benchsage.analyze import fleet
 from benchsage.analyze.order import analyze_table
-from benchsage.analyze.pipeline import Options, analyze_loaded, analyze_sources
+from benchsage.analyze.pipeline import Options, analyze_loaded
+from benchsage.api import analyze_sources
 from benchsage.analyze.strata import METHOD
 from benchsage.stats import van_elteren
 from benchsage.store.importers.benchsage import read_experiment

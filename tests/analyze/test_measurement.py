@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from benchsage.analyze.measurement import FLOOR_MARGIN, _medians, rss_floor, rss_floor_notes
 from benchsage.analyze.order import analyze_table
-from benchsage.analyze.pipeline import Options, analyze_loaded, analyze_sources
+from benchsage.analyze.pipeline import Options, analyze_loaded
+from benchsage.api import analyze_sources
 from benchsage.store.table import TrialTable, concat
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -10,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchsage.analyze.diagnostics import diagnose
-from benchsage.analyze.order import analyze_table, sort_values
+from benchsage.analyze.order import analyze_table
 from benchsage.analyze.pipeline import Options, analyze_loaded
+from benchsage.analyze.sorted_values import sort_values
 from benchsage.store.table import TrialTable
 
 

@@ -11,7 +11,8 @@ import pytest
 from scipy import stats as sps
 
 from benchsage.design.advice import MIN_PILOT_RUNS, REPS, PowerCurve, _critical_z, sequential_stops, smallest_runs
-from benchsage.stats.sequential import DECIDED_EFFECT, DECIDED_NO_EFFECT, UNDECIDED, SequentialDesign, mann_whitney_z
+from benchsage.stats.ranksum import mann_whitney_z
+from benchsage.stats.sequential import DECIDED_EFFECT, DECIDED_NO_EFFECT, UNDECIDED, SequentialDesign
 
 ALPHA = 0.05
 

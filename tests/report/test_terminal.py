@@ -208,7 +208,7 @@ def test_numbers_are_never_cut_and_names_fold_whole(width):
 def _fleet_analysis(tmp_path: Path, **snapshots):
     import sys
 
-    from benchsage.analyze.pipeline import analyze_sources
+    from benchsage.api import analyze_sources
 
     sys.path.insert(0, str(Path(__file__).parents[1] / "analyze"))
     from fleet_data import write_fleet
@@ -248,7 +248,7 @@ def test_an_identical_fleet_and_one_worker_say_so_or_nothing(tmp_path: Path, mem
 def _measured(tmp_path: Path, **kw):
     import sys
 
-    from benchsage.analyze.pipeline import analyze_sources
+    from benchsage.api import analyze_sources
 
     sys.path.insert(0, str(Path(__file__).parents[1] / "analyze"))
     from measured_data import write_measured

@@ -1,9 +1,9 @@
 """A vs B comparisons: the ratio's interval against brute force, the tests against scipy, the
-Touati protocol's branches, and the summaries over arms and contexts."""
+Touati protocol's branches, and the summaries over arms and contexts (the rank-sum test and
+the shift's interval themselves: test_ranksum.py, test_shift.py)."""
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -14,82 +14,14 @@ from scipy import stats
 
 from benchsage.stats.compare import (
     Comparison,
-    _kth_differences,
-    _u_counts,
-    ci_rank,
     compare,
     compare_strata,
     holds_in,
-    mann_whitney,
     ratio_ci,
     ratio_ci_bonett_price,
     summarize_contexts,
-    u_cdf_exact,
 )
-
-
-def _brute_counts(m: int, n: int) -> list[int]:
-    """U of every placement of m values among m + n distinct ranks."""
-    counts = [0] * (m * n + 1)
-    for pos in itertools.combinations(range(m + n), m):
-        # a value at pooled position p exceeds the p - (its index among a) values of b below it
-        counts[sum(p - i for i, p in enumerate(pos))] += 1
-    return counts
-
-
-@pytest.mark.parametrize("m,n", [(1, 1), (2, 3), (4, 5), (5, 5), (3, 8)])
-def test_u_distribution_by_enumeration(m, n):
-    assert list(_u_counts(m, n)) == _brute_counts(m, n)
-    assert list(_u_counts(n, m)) == _brute_counts(m, n)
-
-
-@pytest.mark.parametrize("m,n", [(6, 9), (20, 20), (49, 49), (12, 45)])
-def test_u_cdf_matches_scipy_exact(m, n):
-    rng = np.random.default_rng(m * 100 + n)
-    for _ in range(5):
-        a, b = rng.normal(0, 1, m), rng.normal(0.6, 1, n)
-        u, p, how = mann_whitney(a, b)
-        ref = stats.mannwhitneyu(a, b, method="exact")
-        assert how == "exact"
-        assert u == ref.statistic
-        assert p == pytest.approx(ref.pvalue, rel=1e-9)
-    assert u_cdf_exact(-1, m, n) == 0.0 and u_cdf_exact(m * n, m, n) == 1.0
-
-
-def test_mann_whitney_normal_approximation_matches_scipy_with_ties():
-    rng = np.random.default_rng(3)
-    a = np.round(rng.normal(10, 1, 30), 0)  # integers: many ties
-    b = np.round(rng.normal(10.7, 1, 40), 0)
-    u, p, how = mann_whitney(a, b)
-    ref = stats.mannwhitneyu(a, b, method="asymptotic")
-    assert how == "normal"
-    assert u == ref.statistic and p == pytest.approx(ref.pvalue, rel=1e-12)
-    big_a, big_b = rng.lognormal(0, 0.1, 80), rng.lognormal(0.02, 0.1, 60)  # large, no ties
-    u, p, how = mann_whitney(big_a, big_b)
-    assert how == "normal"
-    assert p == pytest.approx(stats.mannwhitneyu(big_a, big_b, method="asymptotic").pvalue, rel=1e-12)
-
-
-@pytest.mark.parametrize("m,n", [(4, 4), (5, 7), (10, 10), (20, 31), (49, 49)])
-def test_exact_ci_rank_is_the_largest_with_the_coverage(m, n):
-    k, method = ci_rank(m, n, 0.95)
-    assert method == "bauer-exact"
-    coverage = 1.0 - 2.0 * u_cdf_exact(k - 1, m, n)
-    assert coverage >= 0.95
-    assert 1.0 - 2.0 * u_cdf_exact(k, m, n) < 0.95  # one rank further in falls short
-
-
-def test_ci_rank_published_and_degenerate_values():
-    # Critical values of the two-sided 5% rank-sum test (Hollander, Wolfe & Chicken, Table A.6):
-    # m = n = 10 rejects at U <= 23, so the interval runs from the 24th difference.
-    assert ci_rank(10, 10)[0] == 24
-    assert ci_rank(4, 4)[0] == 1  # P(U = 0) = 1/70 <= 2.5%
-    assert ci_rank(3, 3)[0] == 0  # P(U = 0) = 1/20 > 2.5%: no 95% interval
-    k, method = ci_rank(60, 80)
-    sigma = math.sqrt(60 * 80 * 141 / 12)
-    assert method == "bauer-normal"
-    assert k == math.floor(60 * 80 / 2 - 0.5 - stats.norm.ppf(0.975) * sigma) + 1
-    assert ci_rank(20, 20, tie_term=6.0)[1] == "bauer-normal"  # ties: normal with tie correction
+from benchsage.stats.shift import ci_rank
 
 
 def _brute_ratio_ci(a, b, level=0.95):
@@ -153,16 +85,6 @@ def test_bonett_price_needs_five_values():
     assert compare([1.0] * 5, [2.0] * 6, ci_method="bonett-price").ci is None  # no spread at all
     with pytest.raises(ValueError, match="unknown ratio interval"):
         compare([1.0], [1.0], ci_method="bootstrap")
-
-
-def test_large_samples_select_without_all_differences():
-    rng = np.random.default_rng(5)
-    xs, ys = np.sort(rng.normal(size=400)), np.sort(rng.normal(size=300))
-    ranks = [1, 2, 1000, 60000, 119999, 120000]
-    assert _kth_differences(xs, ys, ranks, max_pairs=50) == _kth_differences(xs, ys, ranks)
-    # many equal differences: integer data
-    xi, yi = np.sort(rng.integers(0, 5, 300).astype(float)), np.sort(rng.integers(0, 5, 200).astype(float))
-    assert _kth_differences(xi, yi, [1, 777, 30000, 60000], max_pairs=50) == _kth_differences(xi, yi, [1, 777, 30000, 60000])
 
 
 def test_sleep_like_samples():
@@ -342,3 +264,4 @@ def test_flip_between_real_contexts():
     }
     s = summarize_contexts(compare_strata(ctx))
     assert (s.a_better, s.b_better, s.flips) == (1, 1, True)
+

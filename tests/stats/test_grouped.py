@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchsage.stats import grouped_median_ci, kruskal_2, spearman_grouped
-from benchsage.stats._grouped import grouped_ranks, refine_order, sort_within_groups
+from benchsage.stats._grouped import grouped_ranks, refine_order, row_ranks, sort_within_groups
 
 
 @settings(max_examples=80, deadline=None)
@@ -69,3 +69,18 @@ def test_grouped_ranks_are_scipy_average_ranks(n: int, n_groups: int, decimals: 
         assert np.array_equal(full[sel], stats.rankdata(values[sel], method="average"))
         _, t = np.unique(values[sel], return_counts=True)
         assert ranks.tie_term[g] == float(np.sum(t.astype(float) ** 3 - t))
+
+
+@settings(max_examples=100, deadline=None)
+@given(rows=st.integers(0, 5), n=st.integers(0, 40), decimals=st.integers(0, 2), seed=st.integers(0, 2**32 - 1))
+def test_row_ranks_are_scipy_average_ranks(rows: int, n: int, decimals: int, seed: int) -> None:
+    from scipy import stats
+
+    rng = np.random.default_rng(seed)
+    values = np.round(rng.normal(size=(rows, n)), decimals)  # from all distinct to mostly tied
+    ranked = row_ranks(values)
+    assert ranked.ranks().shape == (rows, n) and ranked.tie_term.shape == (rows,)
+    for i in range(rows):
+        assert np.array_equal(ranked.ranks()[i], stats.rankdata(values[i], method="average"))
+        _, t = np.unique(values[i], return_counts=True)
+        assert ranked.tie_term[i] == float(np.sum(t.astype(float) ** 3 - t))

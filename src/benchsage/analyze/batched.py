@@ -24,9 +24,15 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from benchsage.analyze import diagnostics as diag
+from benchsage.analyze.diagnostics import BalanceTally, Parts
+from benchsage.analyze.diagnostics.carryover import carryover_part, carryover_rows
+from benchsage.analyze.diagnostics.interleaving import interleaving_of_runs
+from benchsage.analyze.diagnostics.one_vs_rest import concat_parts
+from benchsage.analyze.diagnostics.position import bins_for, pooled_part, position_parts, position_rows
+from benchsage.analyze.diagnostics.trends import trend_part, trend_rows
 from benchsage.analyze.options import Options
-from benchsage.analyze.order import ValueOrder, analyze_table, sort_values
+from benchsage.analyze.order import analyze_table
+from benchsage.analyze.sorted_values import ValueOrder, sort_values
 from benchsage.analyze.verdict import Analysis, Combined, Diagnostics, TestVerdict, WorkerVerdicts
 from benchsage.store.importers.tidy_stream import CompactTrials
 from benchsage.store.table import TrialTable
@@ -144,10 +150,10 @@ def _strata_method() -> str:
 
 
 def _bins(trials: CompactTrials) -> Any:
-    """The position bins of the whole file's random-arm rows (diagnostics.position_bins)."""
+    """The position bins of the whole file's random-arm rows (diagnostics.position.position_bins)."""
     if trials.positions == 0:  # no random-arm rows (every row has a position: tidy_stream reads no other files)
         return None
-    return diag.bins_for(trials.positions, trials.random_per_comparison, 5)
+    return bins_for(trials.positions, trials.random_per_comparison, 5)
 
 
 def _batches(trials: CompactTrials, batch_rows: int) -> Iterator[TrialTable]:
@@ -242,7 +248,7 @@ class _Found:
         self.carryover: list[Any] = []
         self.trends: dict[int, tuple[np.ndarray, ...]] = {}  # by batch: either thread may compute them
         self.pooled: list[tuple[np.ndarray, ...]] = []
-        self.balance = diag.BalanceTally(len(trials.test_names), len(trials.worker_names))
+        self.balance = BalanceTally(len(trials.test_names), len(trials.worker_names))
         self.busy = [0.0, 0.0]  # seconds of work so far: the analysing thread, the diagnosing one
 
     def add(self, index: int, table: TrialTable, sv: ValueOrder, trends: bool) -> None:
@@ -251,13 +257,13 @@ class _Found:
         one worker no worker's level is removed (pipeline._diagnosed gives back the table and its
         sort)."""
         start = time.perf_counter()
-        parts = diag.Parts(table, alpha=self.alpha, correction=self.correction, sorted_values=sv)
+        parts = Parts(table, alpha=self.alpha, correction=self.correction, sorted_values=sv)
         t, comp, comp_test, comp_metric, least = parts.examined, parts.comp, parts.comp_test, parts.comp_metric, parts.min_values
-        ranked = diag._RankCache(t.value, comp, len(comp_test), parts.by_value)
-        found = diag._position_parts(t, comp, comp_test, comp_metric, least, ranked, bins=self.bins, pooled=self.pooled)
+        ranked = parts.ranked()
+        found = position_parts(t, comp, comp_test, comp_metric, least, ranked, bins=self.bins, pooled=self.pooled)
         if found is not None:
             self.positions.extend(found[0])
-        carry = diag._carryover_part(t, comp, comp_test, comp_metric, least, ranked)
+        carry = carryover_part(t, comp, comp_test, comp_metric, least, ranked)
         if carry is not None:
             self.carryover.append(carry)
         if trends:
@@ -267,11 +273,10 @@ class _Found:
 
     def add_trends(self, index: int, table: TrialTable, sv: ValueOrder) -> None:
         """Batch `index`'s trend comparisons, uncorrected."""
-        self._trends(index, diag.Parts(table, alpha=self.alpha, correction=self.correction, sorted_values=sv))
+        self._trends(index, Parts(table, alpha=self.alpha, correction=self.correction, sorted_values=sv))
 
-    def _trends(self, index: int, parts: diag.Parts) -> None:
-        trend = diag._trend_part(parts.examined, self.trials.run_start, parts.comp, parts.comp_test, parts.comp_metric, self.alpha, self.correction,
-                                 parts.min_values, parts.by_value)
+    def _trends(self, index: int, parts: Parts) -> None:
+        trend = trend_part(parts.examined, self.trials.run_start, parts.comp, parts.comp_test, parts.comp_metric, parts.min_values, parts.by_value)
         if trend is not None:
             self.trends[index] = trend
 
@@ -283,24 +288,24 @@ class _Found:
         analysed = np.flatnonzero(trials.run_analysed)
         interleaving = None
         if len(analysed):
-            interleaving = diag.interleaving_of_runs(trials.run_arm[analysed].astype(np.int64), trials.run_worker[analysed],
-                                                     trials.run_start[analysed], trials.worker_names, alpha)
+            interleaving = interleaving_of_runs(trials.run_arm[analysed].astype(np.int64), trials.run_worker[analysed],
+                                                trials.run_start[analysed], trials.worker_names, alpha)
         positions: Sequence[Any] = ()
         if self.positions:
-            parts = [diag.concat_parts(self.positions)]
+            parts = [concat_parts(self.positions)]
             if self.pooled:
                 percentile, ratio, metric, b = (np.concatenate([p[i] for p in self.pooled]) for i in range(4))
                 self.pooled.clear()
-                parts.append(diag.pooled_part(percentile, ratio, metric, b, max(len(metric_names), 1), len(bins.first), 5))
-            positions = diag._position_rows(parts, bins, test_names, metric_names, alpha, correction)
+                parts.append(pooled_part(percentile, ratio, metric, b, max(len(metric_names), 1), len(bins.first), 5))
+            positions = position_rows(parts, bins, test_names, metric_names, alpha, correction)
         carry: Sequence[Any] = ()
         if self.carryover:
-            carry = diag._carryover_rows(diag.concat_parts(self.carryover), test_names, metric_names, alpha, correction)
+            carry = carryover_rows(concat_parts(self.carryover), test_names, metric_names, alpha, correction)
         trends: Sequence[Any] = ()
         if self.trends:
             in_order = [self.trends[index] for index in sorted(self.trends)]
             joined = tuple(np.concatenate([t[i] for t in in_order]) for i in range(6))
-            trends = diag._trend_rows(joined, test_names, metric_names, alpha, correction)
+            trends = trend_rows(joined, test_names, metric_names, alpha, correction)
         # A tidy file records no plan, so no random_orders (as read_tidy's provenance).
         return Diagnostics(interleaving=interleaving, position_effects=positions, carryover=carry, trends=trends,
                            carryover_balance=self.balance.result())

@@ -31,9 +31,9 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from benchsage.analyze.diagnostics import _comparisons
 from benchsage.analyze.identity import Identity, compare_workers
 from benchsage.analyze.order import analyze_table
+from benchsage.analyze.sorted_values import comparisons
 from benchsage.analyze.verdict import Analysis, FleetRow, TestVerdict, WorkerVerdicts
 from benchsage.stats.correction import adjust
 from benchsage.stats.median_ci import grouped_median_ci
@@ -124,7 +124,7 @@ def fleet_rows(table: TrialTable, *, alpha: float, correction: str, min_values: 
     t = table if keep.all() else table.select(keep)
     if len(t) == 0:
         return ()
-    comp, comp_test, comp_metric = _comparisons(t)
+    comp, comp_test, comp_metric = comparisons(t)
     n_comp = len(comp_test)
     n_workers = max(len(t.worker_names), 1)
     worker = t.worker.astype(np.int64)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from benchsage.analyze import strata
+from benchsage.analyze.sorted_values import ValueOrder, sort_values
 from benchsage.analyze.verdict import Analysis, Combined, TestVerdict
 from benchsage.stats import (
     CI_CASE_RULES,
@@ -28,7 +29,7 @@ from benchsage.stats import (
     min_sample_size,
     percent_difference,
 )
-from benchsage.stats._grouped import check_grouped, grouped_ranks, refine_order, sort_within_groups
+from benchsage.stats._grouped import grouped_ranks, refine_order
 from benchsage.store.table import FIXED, RANDOM, TrialTable
 from benchsage.vocabulary import VERSION
 
@@ -94,7 +95,7 @@ def analyze_table(
     the others; eta²_H; Δ%; per-arm mean, CV, median and its `ci_level` CI by `ci_method`;
     the CI case by `ci_case_rule`. `order_matters` is true when a primary comparison is
     significant. Tests come out in the table's test order, metrics in its metric order.
-    The returned Analysis has no diagnostics (see analyze/diagnostics.py).
+    The returned Analysis has no diagnostics (see analyze/diagnostics/).
     sorted_values: sort_values(table), when the caller shares it with the diagnostics.
 
     Data from more than one worker is analysed with each worker as a block (analyze/strata.py):
@@ -160,45 +161,6 @@ def analyze_table(
         provenance=dict(table.provenance),
         combined=combined,
     )
-
-
-@dataclass(frozen=True, eq=False)
-class ValueOrder:
-    """A table's values sorted once, for the order analysis and the diagnostics to share.
-
-    value: the table's value column, kept to recognise the table (a selection of it has a
-        new array); group: each row's comparison, (test, metric) numbered test-major as in the
-        output; combos: test * n_metrics + metric of each comparison.
-    order: rows ordered by (comparison, value). Any finer grouping (comparison and arm) is one
-        radix pass away (stats._grouped.refine_order), and the rows of one arm, taken in this
-        order, are already ordered by (comparison, value).
-    """
-
-    value: np.ndarray
-    group: np.ndarray
-    combos: np.ndarray
-    n_metrics: int
-    order: np.ndarray
-
-    def fits(self, table: TrialTable) -> bool:
-        return self.value is table.value
-
-
-def sort_values(table: TrialTable) -> ValueOrder:
-    """Sort the table's values within each comparison: the one sort of the values that the
-    analysis needs (ValueError if a value is NaN or the arm column is not 0/1)."""
-    n_metrics = max(len(table.metric_names), 1)
-    # Comparison key in output order: test-major (the table's test order), then metric.
-    key = table.test.astype(np.int64) * n_metrics + table.metric.astype(np.int64)
-    present = np.bincount(key, minlength=len(table.test_names) * n_metrics) > 0
-    combos = np.flatnonzero(present)
-    n_groups = len(combos)
-    remap = np.cumsum(present) - 1
-    group = remap[key] if len(key) else np.zeros(0, dtype=np.int64)
-    if len(table.arm) and not np.isin(table.arm, (FIXED, RANDOM)).all():
-        raise ValueError("arm column must hold only FIXED (0) and RANDOM (1)")
-    value, group = check_grouped(table.value, group, n_groups)
-    return ValueOrder(table.value, group, combos, n_metrics, sort_within_groups(value, group, n_groups))
 
 
 def _compute(

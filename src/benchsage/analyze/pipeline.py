@@ -1,7 +1,8 @@
-"""From sources to an Analysis: load the trial table, test fixed vs random, explain, warn.
+"""From a trial table to an Analysis: test fixed vs random, explain, warn.
 
 This is the one place that combines the order analysis, the diagnostics and the checks of
-the environment snapshots; the CLI, the HTML report and the Python API all call it.
+the environment snapshots; the CLI, the HTML report and the Python API all call it (through
+benchsage.api, which loads the sources).
 """
 
 from __future__ import annotations
@@ -15,83 +16,17 @@ import numpy as np
 from benchsage.analyze.options import Options
 
 if TYPE_CHECKING:
-    from benchsage.analyze.order import ValueOrder
+    from benchsage.analyze.sorted_values import ValueOrder
     from benchsage.analyze.treatments import TreatmentOptions
     from benchsage.analyze.verdict import Analysis, Diagnostics
     from benchsage.store.table import TrialTable
 
 # The analysis's own modules (scipy among them, about 0.2 s of imports) are imported where they
-# are used: the command line first starts reading a large file (analyze_sources_only), and they
-# load in a second thread while pyarrow parses it.
+# are used: the command line first starts reading a large file (api.analyze_sources_only), and
+# they load in a second thread while pyarrow parses it.
 
 _A = TypeVar("_A")
 _B = TypeVar("_B")
-
-
-def analyze_sources(sources: Sequence[str], *, format: str = "auto", options: Options = Options(),
-                    treatments: TreatmentOptions | None = None) -> tuple[Analysis, TrialTable]:
-    from benchsage.store.importers.detect import load_sources
-
-    table = load_sources(list(sources), format=format)
-    return analyze_loaded(table, options, treatments), table
-
-
-# A single tidy file at least this large is read block by block and analysed in batches of tests
-# (analyze/batched.py): same result, a fraction of the memory, and from some tens of MiB on less
-# time (a paper-scale file, 147 MiB: peak 0.35 GiB instead of 0.8); smaller files gain nothing.
-STREAM_BYTES = 64 << 20
-
-
-def analyze_sources_only(sources: Sequence[str], *, format: str = "auto", options: Options = Options(),
-                         treatments: TreatmentOptions | None = None) -> Analysis:
-    """analyze_sources' Analysis, for a caller that does not need the trial table: a large tidy
-    file (STREAM_BYTES) is then analysed without holding its rows in memory as a table (unless
-    comparisons are asked for: they need the table)."""
-    if len(sources) == 1 and not (treatments and treatments.compare) and _large_tidy(sources[0], format):
-        analysis = analyze_tidy_file(sources[0], options)
-        if analysis is not None:
-            return analysis
-    return analyze_sources(sources, format=format, options=options, treatments=treatments)[0]
-
-
-def analyze_tidy_file(path: str, options: Options = Options(), *, block_bytes: int | None = None, batch_rows: int | None = None) -> Analysis | None:
-    """A tidy file read block by block and analysed in batches (analyze/batched.py), or None
-    when the file is one to read in memory (tidy_stream.stream_tidy, batched.can_batch); the
-    Analysis is analyze_loaded's.
-
-    The batched analysis's modules are imported in a second thread while this one reads the
-    file: pyarrow parses with the GIL released, so on the paper-scale file those 0.2 s of
-    imports no longer come before the reading. This thread imports nothing until that thread
-    is done (two threads importing modules that import each other could deadlock).
-    """
-    from benchsage._runtime import import_in_background
-    from benchsage.store.importers.tidy_stream import BLOCK_BYTES, stream_tidy
-
-    importing = import_in_background("benchsage.analyze.batched")
-    try:
-        trials = stream_tidy(path, block_bytes=block_bytes or BLOCK_BYTES)
-    finally:
-        importing.join()
-    from benchsage.analyze.batched import BATCH_ROWS, analyze_compact, can_batch
-
-    if trials is None or not can_batch(trials):
-        return None
-    return analyze_compact(trials, options, batch_rows=batch_rows or BATCH_ROWS)
-
-
-def _large_tidy(source: str, format: str) -> bool:
-    from pathlib import Path
-
-    from benchsage.errors import DataError
-    from benchsage.store.importers.detect import detect_format
-
-    path = Path(source)
-    if format not in ("auto", "tidy") or not path.is_file() or path.stat().st_size < STREAM_BYTES:
-        return False
-    try:
-        return format == "tidy" or detect_format(path).name == "tidy"
-    except DataError:  # the in-memory reader words it
-        return False
 
 
 def analyze_loaded(table: TrialTable, options: Options = Options(), treatments: TreatmentOptions | None = None) -> Analysis:
@@ -100,7 +35,8 @@ def analyze_loaded(table: TrialTable, options: Options = Options(), treatments: 
     treatments.order_rows keeps (the lightest observer level)."""
     from benchsage.analyze.diagnostics import Parts
     from benchsage.analyze.measurement import rss_floor_notes
-    from benchsage.analyze.order import analyze_table, sort_values
+    from benchsage.analyze.order import analyze_table
+    from benchsage.analyze.sorted_values import sort_values
     from benchsage.analyze.treatments import TreatmentOptions, analyze_treatments
 
     treatments = treatments if treatments is not None else TreatmentOptions()
@@ -218,7 +154,7 @@ def _diagnosed(table: TrialTable, sorted_values: ValueOrder | None) -> tuple[Tri
     slower position, predecessor or time.
     """
     from benchsage.analyze import strata
-    from benchsage.analyze.order import sort_values
+    from benchsage.analyze.sorted_values import sort_values
 
     if strata.workers_present(table) <= 1:
         return table, sorted_values

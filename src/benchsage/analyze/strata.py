@@ -11,17 +11,14 @@ With one worker per comparison everything reduces exactly to the single-worker a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from benchsage.analyze.sorted_values import ValueOrder
 from benchsage.stats._grouped import grouped_ranks, refine_order
 from benchsage.stats.median_ci import grouped_median_ci
 from benchsage.stats.stratified import pair_codes, van_elteren
 from benchsage.store.table import TrialTable
-
-if TYPE_CHECKING:
-    from benchsage.analyze.order import ValueOrder
 
 METHOD = (
     "stratified by worker: van Elteren's stratified Wilcoxon test (ranks within each worker, "
@@ -59,7 +56,7 @@ def workers_present(table: TrialTable) -> int:
     return int(np.count_nonzero(np.bincount(table.worker, minlength=len(table.worker_names))))
 
 
-def comparison_workers(worker: np.ndarray, sv: "ValueOrder") -> np.ndarray | None:
+def comparison_workers(worker: np.ndarray, sv: ValueOrder) -> np.ndarray | None:
     """The worker of each comparison (numbered as sv.group) when every comparison's rows share
     one worker, else None: each row against its comparison's first row in the shared sort (no
     sort of its own)."""
@@ -74,7 +71,7 @@ def comparison_workers(worker: np.ndarray, sv: "ValueOrder") -> np.ndarray | Non
     return lookup if bool(np.all(worker == lookup[sv.group])) else None
 
 
-def stratify(table: TrialTable, sv: "ValueOrder") -> Stratified:
+def stratify(table: TrialTable, sv: ValueOrder) -> Stratified:
     """The stratified test of every comparison of `table` (rows sorted as `sv`, finite values).
 
     The level of worker w in comparison c is m_wc, the median of its values (both arms); the

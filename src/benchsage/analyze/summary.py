@@ -1,6 +1,6 @@
 """The verdict of an Analysis in one sentence, for the terminal and the HTML report.
 
-Only the primary comparisons decide it (CONTRACT.md); the sentence names the test, the
+Only the primary comparisons decide it (as `order_matters`); the sentence names the test, the
 correction and the thresholds so that a reader can check what was concluded and how.
 """
 

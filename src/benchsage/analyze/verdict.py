@@ -1,7 +1,7 @@
 """Typed results of an analysis: one TestVerdict per (test, metric), diagnostics, the Analysis.
 
 These are the values that cross from analyze/ to report/ and to users of the Python API.
-`Analysis.to_json()` produces exactly the JSON of CONTRACT.md (plus extensions).
+`Analysis.to_json()` produces the analysis JSON that `benchsage analyze --json` prints.
 """
 
 from __future__ import annotations
@@ -13,9 +13,13 @@ from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Generic, Iterator, Mapping, Sequence, TypeVar, overload
 
 from benchsage.analyze.identity import Identity
+from benchsage.analyze.levels import AcrossLevels
 
 if TYPE_CHECKING:  # imported for annotations only: the treatment analyses load scipy
-    from benchsage.analyze.treatments import ComparisonRow, ContextEffect, FactorialRow, ObserverEffect
+    from benchsage.analyze.treatments.comparisons import ComparisonRow
+    from benchsage.analyze.treatments.contexts import ContextEffect
+    from benchsage.analyze.treatments.factorial import FactorialRow
+    from benchsage.analyze.treatments.observer import ObserverEffect
 
 _Row = TypeVar("_Row")
 
@@ -218,23 +222,18 @@ def _encode_column(column: list[Any]) -> list[str]:
 
 
 @dataclass(frozen=True)
-class FleetRow:
-    """Do the workers measure the same thing? One test and metric across workers (all values of
-    both arms of each worker): k-sample Kruskal-Wallis with `df` = workers - 1, corrected over
-    the tests; `spread_pct` = (largest - smallest worker median) / smallest x 100; `outliers`:
-    the workers whose values differ from all the others' pooled (see analyze/fleet.py)."""
-
+class _WorkersOfTest:
     test: str
     metric: str
     workers: int
-    kw_h: float | None
-    df: int
-    kw_p: float | None
-    p_adjusted: float | None
-    significant: bool | None
-    spread_pct: float | None
-    medians: Mapping[str, float | None]
-    n: Mapping[str, int]
+
+
+@dataclass(frozen=True)
+class FleetRow(AcrossLevels, _WorkersOfTest):
+    """Do the workers measure the same thing? One test and metric across its workers (all values
+    of both arms of each worker), as AcrossLevels; `outliers`: the workers whose values differ
+    from all the others' pooled (see analyze/fleet.py)."""
+
     outliers: tuple[str, ...] = ()
 
 
@@ -282,7 +281,7 @@ TREATMENT_KEYS = ("comparisons", "context_effects", "observer", "factorial")
 
 @dataclass(frozen=True)
 class Sequential:
-    """The looks of a sequential experiment (CONTRACT.md "Fewer runs").
+    """The looks of a sequential experiment (`stop = "sequential"`).
 
     summary: the JSON's "sequential" object (looks, stopped_at_runs, max_runs, method, ...);
     decisions: by (test, metric), its decision ("effect", "no-effect" or None) and the runs per
@@ -319,7 +318,7 @@ class Analysis:
     # Data from more than one worker: how the rows combine them, and each worker's own verdict.
     combined: Combined | None = None
     workers: tuple[WorkerVerdicts, ...] = ()
-    # Treatments (analyze/treatments.py): None when the data has none of that kind; the JSON
+    # Treatments (analyze/treatments/): None when the data has none of that kind; the JSON
     # then has no such key.
     comparisons: tuple[ComparisonRow, ...] | None = None
     context_effects: tuple[ContextEffect, ...] | None = None
@@ -333,7 +332,7 @@ class Analysis:
         return tuple(v for v in self.tests if v.primary and v.significant)
 
     def to_json(self) -> dict[str, Any]:
-        """The analysis JSON of CONTRACT.md: plain numbers, null for what cannot be computed."""
+        """The analysis JSON: plain numbers, null for what cannot be computed."""
         out: dict[str, Any] = {
             "tool": {"name": "benchsage", "version": self.tool_version},
             "alpha": self.alpha,

@@ -20,15 +20,9 @@ from scipy import special
 from benchsage.design.sequential import SequentialPlan, default_looks
 from benchsage.errors import DataError, UsageError
 from benchsage.spec import Spec, TestSpec
-from benchsage.stats.sequential import (
-    DECIDED_EFFECT,
-    UNDECIDED,
-    SequentialDesign,
-    decide_step,
-    mann_whitney_z,
-    relative_interval,
-    shift_ci,
-)
+from benchsage.stats.ranksum import mann_whitney_z
+from benchsage.stats.sequential import DECIDED_EFFECT, UNDECIDED, SequentialDesign, decide_step, relative_interval
+from benchsage.stats.shift import shift_ci
 from benchsage.vocabulary import ARMS, MIN_RUNS_PER_ARM
 
 POWER = 0.8  # the power the advice is for
@@ -359,7 +353,7 @@ class PowerCurve:
 
     def z(self, fixed_counts: np.ndarray, random_counts: np.ndarray) -> np.ndarray:
         """The tie-corrected Mann-Whitney z of each experiment (rows: how often each distinct
-        pilot value was drawn into each arm), as stats.sequential.mann_whitney_z computes it from
+        pilot value was drawn into each arm), as stats.ranksum.mann_whitney_z computes it from
         the values themselves; z^2 is the analysis's Kruskal-Wallis H. NaN where every value is equal."""
         n0 = fixed_counts.sum(axis=1).astype(np.float64)
         n1 = random_counts.sum(axis=1).astype(np.float64)

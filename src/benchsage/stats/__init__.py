@@ -17,7 +17,6 @@ from benchsage.stats.effect import (
     grouped_std,
     percent_difference,
 )
-from benchsage.stats.kruskal import KruskalResult, kruskal_2
 from benchsage.stats.median_ci import (
     CI_METHODS,
     MedianCI,
@@ -27,6 +26,7 @@ from benchsage.stats.median_ci import (
     le_boudec_ranks,
     min_sample_size,
 )
+from benchsage.stats.ranksum import KruskalResult, RankSumResult, kruskal_2, mann_whitney, mann_whitney_z, rank_sum_test
 from benchsage.stats.spearman import SpearmanResult, spearman_grouped
 from benchsage.stats.stratified import DunnPairs, KruskalKResult, StratifiedResult, dunn, kruskal_k, van_elteren
 
@@ -41,6 +41,7 @@ __all__ = [
     "KruskalKResult",
     "KruskalResult",
     "MedianCI",
+    "RankSumResult",
     "SpearmanResult",
     "StratifiedResult",
     "adjust",
@@ -57,8 +58,11 @@ __all__ = [
     "kruskal_2",
     "kruskal_k",
     "le_boudec_ranks",
+    "mann_whitney",
+    "mann_whitney_z",
     "min_sample_size",
     "percent_difference",
+    "rank_sum_test",
     "spearman_grouped",
     "van_elteren",
 ]

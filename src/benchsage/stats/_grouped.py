@@ -161,3 +161,43 @@ def grouped_ranks(
         t = tie_len.astype(np.float64)
         tie_term = np.bincount(tie_group, weights=t * t * t - t, minlength=n_groups)
     return GroupedRanks(order, sv, sg, ranks_sorted, counts, starts, tie_term)
+
+
+@dataclass(frozen=True, eq=False)
+class RowRanks:
+    """The values of each row of a 2-d array sorted, with their average ranks within the row.
+
+    order: (rows, n) column indices in sorted order; ranks_sorted: 1-based rank of each sorted
+        value within its row, ties given their average rank (scipy.stats.rankdata
+        method="average"); tie_term: per row, the sum over runs of equal values of t**3 - t.
+    """
+
+    order: np.ndarray
+    ranks_sorted: np.ndarray
+    tie_term: np.ndarray
+
+    def ranks(self) -> np.ndarray:
+        """The average ranks in the values' own places."""
+        out = np.empty(self.order.shape)
+        np.put_along_axis(out, self.order, self.ranks_sorted, axis=1)
+        return out
+
+
+def row_ranks(values: np.ndarray) -> RowRanks:
+    """Average ranks within each row of a (rows, n) array, by one sort along the rows: the layout
+    of many comparisons of equal sizes, where grouped_ranks serves groups of any sizes."""
+    x = np.asarray(values, dtype=np.float64)
+    rows, n = x.shape
+    order = np.argsort(x, axis=1)  # ties get their average rank, so the sort need not be stable
+    s = np.take_along_axis(x, order, axis=1)
+    new = np.ones((rows, n), dtype=bool)
+    new[:, 1:] = s[:, 1:] != s[:, :-1]
+    if new.all():  # no ties anywhere (continuous values): ranks are places
+        return RowRanks(order, np.broadcast_to(np.arange(1.0, n + 1.0), (rows, n)), np.zeros(rows))
+    flat_new = new.ravel()
+    starts = np.flatnonzero(flat_new)
+    run = np.cumsum(flat_new) - 1  # one id per run of tied values, across all rows
+    sizes = np.diff(np.append(starts, flat_new.size)).astype(np.float64)
+    avg_rank = (starts % n) + (sizes + 1.0) / 2.0  # 1-based average rank of each run
+    tie_term = np.bincount(starts // n, weights=sizes**3 - sizes, minlength=rows)
+    return RowRanks(order, avg_rank[run].reshape(rows, n), tie_term)

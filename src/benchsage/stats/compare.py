@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -17,7 +16,10 @@ import numpy as np
 # analyses; the Touati protocol imports it when it is asked for.
 from scipy import special
 
+from benchsage.stats._grouped import row_ranks
 from benchsage.stats.correction import adjust
+from benchsage.stats.ranksum import mann_whitney
+from benchsage.stats.shift import ci_rank, pairwise_order_statistics
 
 METHODS: tuple[str, ...] = ("mann-whitney", "touati")
 RATIO_CI_METHODS: tuple[str, ...] = ("bauer", "bonett-price")
@@ -27,16 +29,10 @@ RATIO_CI_METHODS: tuple[str, ...] = ("bauer", "bonett-price")
 # Bonett-Price covered >= 94.7% in every case measured, shapes alike or not (docs/validation.md,
 # "Treatments").
 DEFAULT_RATIO_CI = "bonett-price"
-MIN_VALUES = 5  # per sample: fewer give no p-value, as for the order analysis (DESIGN.md)
-# Exact null distribution of U below this size on both sides and without ties, as R's
-# wilcox.test; the normal approximation is accurate beyond it.
-EXACT_BELOW = 50
+MIN_VALUES = 5  # per sample: fewer give no p-value, as for the order analysis
 # Touati et al.: from 30 values on, the t-test of the means is valid by the central limit theorem
 # without a normality test.
 TOUATI_LARGE_N = 30
-# Pairwise differences are materialised up to this many; beyond it the two order statistics
-# of the interval are found by bisection on their value (memory stays O(m + n)).
-MAX_PAIRS_IN_MEMORY = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -76,7 +72,7 @@ class Comparison:
     direction: int = field(default=0, repr=False)
 
     def to_json(self) -> dict[str, Any]:
-        """The fields of a comparison in the analysis JSON (CONTRACT.md), plus the interval's
+        """The fields of a comparison in the analysis JSON, plus the interval's
         method, the sample sizes and the reason; numbers are plain floats, missing ones None."""
         return {
             "ratio": _num(self.ratio),
@@ -95,181 +91,31 @@ def _num(x: float | None) -> float | None:
     return None if x is None or not math.isfinite(x) else float(x)
 
 
-# --- the null distribution of the Mann-Whitney U ----------------------------------------------
-
-
-@lru_cache(maxsize=64)
-def _u_counts(m: int, n: int) -> tuple[int, ...]:
-    """Number of arrangements of m + n distinct values giving U = 0, 1, ..., m n: the
-    coefficients of the Gaussian binomial [m + n choose m]_q = prod_{i=1..m} (1 - q^(n+i)) /
-    (1 - q^i) (Harding 1984, "An efficient, minimal-storage procedure for calculating the
-    Mann-Whitney U, generalized U and similar distributions", Applied Statistics 33(1)).
-
-    In Python integers, so exact: they reach C(98, 49) ~ 2.5e28 at the largest size used.
-    """
-    m, n = min(m, n), max(m, n)
-    size = m * n + 1
-    f = np.zeros(size, dtype=object)
-    f[0] = 1
-    for i in range(1, m + 1):
-        # Divide by (1 - q^i): a running sum with stride i, truncated at degree m n (the
-        # product is a polynomial of degree i n <= m n after each step, so truncation is exact).
-        pad = (-size) % i
-        g = np.concatenate([f, np.zeros(pad, dtype=object)]).reshape(-1, i)
-        f = np.cumsum(g, axis=0).ravel()[:size]
-        # Multiply by (1 - q^(n+i)).
-        s = n + i
-        if s < size:
-            f[s:] = f[s:] - f[: size - s]
-    return tuple(int(c) for c in f)
-
-
-def u_cdf_exact(u: int, m: int, n: int) -> float:
-    """P(U <= u) under the null hypothesis (no ties), from the exact counts of _u_counts."""
-    if u < 0:
-        return 0.0
-    counts = _u_counts(m, n)
-    if u >= len(counts) - 1:
-        return 1.0
-    return sum(counts[: u + 1]) / math.comb(m + n, m)
-
-
-def _tie_term(pooled_sorted: np.ndarray) -> float:
-    """sum over runs of equal values of t**3 - t."""
-    if len(pooled_sorted) < 2:
-        return 0.0
-    edges = np.flatnonzero(np.diff(pooled_sorted) != 0)
-    runs = np.diff(np.concatenate([[-1], edges, [len(pooled_sorted) - 1]])).astype(np.float64)
-    return float(np.sum(runs**3 - runs))
-
-
-def _u_sigma(m: int, n: int, tie_term: float) -> float:
-    """Standard deviation of U under the null, tie-corrected (Lehmann, Nonparametrics, 1975,
-    eq. 1.74): sqrt(m n / 12 * ((N + 1) - T / (N (N - 1)))), N = m + n."""
-    big = m + n
-    return math.sqrt(m * n / 12.0 * ((big + 1) - tie_term / (big * (big - 1))))
-
-
-def use_exact(m: int, n: int, ties: bool) -> bool:
-    """Whether the exact null distribution of U applies: no ties and both samples under 50."""
-    return not ties and m < EXACT_BELOW and n < EXACT_BELOW
-
-
-def ci_rank(m: int, n: int, level: float = 0.95, tie_term: float = 0.0) -> tuple[int, str]:
-    """(k, method): the 1-based rank k of the lower bound among the m n pairwise differences
-    of the distribution-free interval for a shift; the upper bound has rank m n + 1 - k.
-
-    Bauer (1972), "Constructing confidence sets using rank statistics", JASA 67(339);
-    Hollander, Wolfe & Chicken, Nonparametric Statistical Methods, 3rd ed., Section 4.3:
-    with U(d) = #{(i, j): x_i - y_j > d}, the interval [D(k), D(mn+1-k)] of the sorted
-    differences D covers the shift d with probability 1 - 2 P(U <= k - 1) for continuous data.
-
-    "bauer-exact" (no ties, m and n < 50): k - 1 is the largest u with P(U <= u) <= (1 -
-    level) / 2 under the exact null distribution, so the coverage is at least `level`.
-    "bauer-normal" otherwise: U normal with the tie-corrected variance and a continuity
-    correction, k - 1 = floor(m n / 2 - 1/2 - z sigma), z = Phi^-1((1 + level) / 2).
-    k = 0 means no interval reaches the level (m = n = 3 at 95%, for example).
-    """
-    level = _check_level(level)
-    q = (1.0 - level) / 2.0
-    if use_exact(m, n, tie_term > 0):
-        counts = _u_counts(m, n)
-        total = math.comb(m + n, m)
-        limit = q * (1.0 + 1e-12)  # an exact equality stays on the accepting side
-        cum = 0
-        u = -1
-        for c in counts[: len(counts) // 2 + 1]:
-            if (cum + c) / total > limit:
-                break
-            cum += c
-            u += 1
-        return u + 1, "bauer-exact"
-    sigma = _u_sigma(m, n, tie_term)
-    z = float(special.ndtri(1.0 - q))
-    u = math.floor(m * n / 2.0 - 0.5 - z * sigma)
-    return max(u + 1, 0), "bauer-normal"
-
-
-# --- order statistics of the pairwise differences ---------------------------------------------
-
-
-def _kth_differences(xs: np.ndarray, ys: np.ndarray, ranks: Sequence[int], max_pairs: int = MAX_PAIRS_IN_MEMORY) -> list[float]:
-    """The order statistics of the given 1-based ranks among all xs[i] - ys[j] (xs, ys sorted)."""
-    m, n = len(xs), len(ys)
-    if m * n <= max_pairs:
-        d = (xs[:, None] - ys[None, :]).ravel()
-        idx = sorted({r - 1 for r in ranks})
-        part = np.partition(d, idx)
-        return [float(part[r - 1]) for r in ranks]
-    return [_kth_difference_bisect(xs, ys, r, max_pairs) for r in ranks]
-
-
-def _kth_difference_bisect(xs: np.ndarray, ys: np.ndarray, k: int, cap: int) -> float:
-    """The k-th smallest xs[i] - ys[j] without forming all differences: bisection on the
-    value t, counting #{(i, j): ys[j] >= xs[i] - t} with searchsorted, until at most `cap`
-    differences lie in (lo, hi]; those are formed and the one of the right rank selected."""
-    n = len(ys)
-
-    def count_le(t: float) -> int:
-        return int(np.sum(n - np.searchsorted(ys, xs - t, side="left")))
-
-    # Start well outside the range of the differences, so that count_le(lo) = 0 < k <= m n =
-    # count_le(hi) holds despite rounding in xs - t.
-    lo_d, hi_d = float(xs[0] - ys[-1]), float(xs[-1] - ys[0])
-    lo, hi = lo_d - (abs(lo_d) + 1.0), hi_d + (abs(hi_d) + 1.0)
-    c_lo, c_hi = 0, len(xs) * n
-    for _ in range(200):
-        if c_hi - c_lo <= cap:
-            break
-        mid = (lo + hi) / 2.0
-        if not lo < mid < hi:  # the window is one float wide: its differences are all equal
-            break
-        c_mid = count_le(mid)
-        if c_mid >= k:
-            hi, c_hi = mid, c_mid
-        else:
-            lo, c_lo = mid, c_mid
-    start = np.searchsorted(ys, xs - hi, side="left")
-    end = np.searchsorted(ys, xs - lo, side="left")
-    lens = end - start
-    total = int(lens.sum())
-    if total == 0:
-        return hi
-    if total > cap:  # many equal differences (tied data): the smallest in the window is the one
-        rows = lens > 0
-        return float(np.min(xs[rows] - ys[end[rows] - 1]))
-    row = np.repeat(np.arange(len(xs)), lens)
-    offset = np.arange(total) - np.repeat(np.cumsum(lens) - lens, lens)
-    d = xs[row] - ys[start[row] + offset]
-    below = int(np.sum(n - end))
-    r = min(max(k - below, 1), total) - 1
-    return float(np.partition(d, r)[r])
-
-
 def ratio_ci(a: np.ndarray, b: np.ndarray, level: float = 0.95) -> tuple[tuple[float, float] | None, str | None]:
     """Distribution-free interval for the ratio a / b of two positive samples, and its method.
 
     The interval of the shift of log(a) against log(b) from the order statistics of the m n
-    pairwise differences log(a_i) - log(b_j) (Bauer 1972; Hollander, Wolfe & Chicken,
-    Section 4.3; the interval that goes with the Hodges-Lehmann estimate and the Mann-Whitney
-    test), exponentiated: [exp(D(k)), exp(D(mn+1-k))] with k from ci_rank. It covers the
-    ratio theta with at least the stated probability when a is distributed as theta times b
-    (a scale change: one system a constant factor faster), whatever that distribution; theta
+    pairwise differences log(a_i) - log(b_j) (stats/shift.py: the interval that goes with the
+    Hodges-Lehmann estimate and the Mann-Whitney test), exponentiated: [exp(D(k)),
+    exp(D(mn+1-k))] with k from shift.ci_rank. It covers the ratio theta with at least the
+    stated probability when a is distributed as theta times b (a scale change: one system a
+    constant factor faster), whatever that distribution; theta
     is then the ratio of the medians, and of every other quantile. Logs make the interval
     invariant under a change of unit and exactly inverted when a and b swap.
     (None, None) when k = 0: too few values for the level.
     """
-    la = np.sort(np.log(np.asarray(a, dtype=np.float64)))
-    lb = np.sort(np.log(np.asarray(b, dtype=np.float64)))
+    la = np.log(np.asarray(a, dtype=np.float64))
+    lb = np.log(np.asarray(b, dtype=np.float64))
     m, n = len(la), len(lb)
     if m == 0 or n == 0:
         return None, None
     # Ties are those of the values themselves: log may merge two neighbouring floats, and the
     # choice of method must not change with the unit.
-    k, method = ci_rank(m, n, level, _tie_term(np.sort(np.concatenate([np.ravel(a), np.ravel(b)]).astype(np.float64))))
+    ties = float(row_ranks(np.concatenate([np.ravel(a), np.ravel(b)]).astype(np.float64)[None, :]).tie_term[0])
+    k, method = ci_rank(m, n, level, ties)
     if k < 1:
         return None, None
-    low, high = _kth_differences(la, lb, [k, m * n + 1 - k])
+    low, high = pairwise_order_statistics(la[None, :], lb[None, :], [k, m * n + 1 - k])[0]
     return (math.exp(low), math.exp(high)), method
 
 
@@ -325,36 +171,6 @@ class _Test:
     method: str
     reason: str
     steps: tuple[tuple[str, float], ...] = ()
-
-
-def mann_whitney(a: np.ndarray, b: np.ndarray) -> tuple[float, float, str]:
-    """(U_a, two-sided p, "exact" or "normal"): the Mann-Whitney U test of a against b.
-
-    Mann & Whitney (1947), Ann. Math. Statist. 18(1). U_a = #{(i, j): a_i > b_j} + 1/2
-    #{a_i = b_j}. "exact" (no ties and both samples under 50, as R's wilcox.test): p =
-    min(1, 2 P(U >= max(U_a, U_b))) from the exact null distribution. "normal" otherwise:
-    p = 2 (1 - Phi((max(U_a, U_b) - m n / 2 - 1/2) / sigma)), sigma tie-corrected. Each agrees
-    with scipy.stats.mannwhitneyu(a, b, method="exact" or "asymptotic").
-    """
-    m, n = len(a), len(b)
-    pooled = np.concatenate([a, b])
-    order = np.argsort(pooled, kind="mergesort")
-    sp = pooled[order]
-    ranks = np.empty(m + n)
-    # average ranks: runs of equal values share the mean of their positions
-    edges = np.concatenate([[0], np.flatnonzero(np.diff(sp) != 0) + 1, [m + n]])
-    run_ranks = (edges[:-1] + edges[1:] + 1) / 2.0
-    ranks[order] = np.repeat(run_ranks, np.diff(edges))
-    u_a = float(ranks[:m].sum() - m * (m + 1) / 2.0)
-    u_max = max(u_a, m * n - u_a)
-    tie_term = _tie_term(sp)
-    if use_exact(m, n, tie_term > 0):
-        # P(U >= u_max) = P(U <= m n - u_max) by symmetry; u_max is an integer without ties.
-        p = 2.0 * u_cdf_exact(int(round(m * n - u_max)), m, n)
-        return u_a, min(1.0, p), "exact"
-    sigma = _u_sigma(m, n, tie_term)
-    z = (u_max - m * n / 2.0 - 0.5) / sigma
-    return u_a, min(1.0, 2.0 * float(special.ndtr(-z))), "normal"
 
 
 def _mann_whitney_test(a: np.ndarray, b: np.ndarray, method: str, why: str, steps: tuple[tuple[str, float], ...] = ()) -> _Test:

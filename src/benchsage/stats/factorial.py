@@ -71,7 +71,7 @@ class FactorialResult:
         raise KeyError(f"no term {name!r}: the terms are {', '.join(t.term for t in self.terms)}")
 
     def to_json(self) -> dict[str, Any]:
-        """{"terms": [...]} as in the analysis JSON (CONTRACT.md), the error last."""
+        """{"terms": [...]} as in the analysis JSON, the error last."""
         error = {"term": "error", "variation_pct": None if self.error_pct is None else float(self.error_pct)}
         return {"terms": [t.to_json() for t in self.terms] + [error]}
 

@@ -3,7 +3,7 @@
 With n values (n <= 8: at most 40,320 assignments), the p-value of a rank test is computed by
 enumerating every assignment of the values to the settings instead of from the statistic's
 asymptotic distribution, which is poor at such n (e.g. the medians of a few measurement
-contexts against their environment sizes, Mytkowicz et al. 2009). Ties get midranks.
+contexts against their environment sizes, Mytkowicz et al. 2009). Ties get their average rank.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+
+from benchsage.stats._grouped import row_ranks
 
 MAX_EXACT = 8  # values per row up to which the n! assignments are enumerated
 
@@ -33,10 +35,10 @@ def exact_rank_p(values: np.ndarray, setting: np.ndarray, *, numeric: bool) -> n
     n = values.shape[1]
     if not 1 <= n <= MAX_EXACT or len(setting) != n:
         raise ValueError(f"need 1 to {MAX_EXACT} values per row and one setting for each, got {n} values and {len(setting)} settings")
-    ranks = np.array([midranks(row) for row in values])
+    ranks = row_ranks(values).ranks()
     ranks -= ranks.mean(axis=1, keepdims=True)
     if numeric:
-        xr = midranks(np.asarray(setting, dtype=np.float64))
+        xr = row_ranks(np.asarray(setting, dtype=np.float64)[None, :]).ranks()[0]
         design = (xr - xr.mean())[:, None]
     else:
         levels, code = np.unique(np.asarray(setting), return_inverse=True)
@@ -52,16 +54,6 @@ def exact_rank_p(values: np.ndarray, setting: np.ndarray, *, numeric: bool) -> n
         # a relative tolerance: the observed assignment must count itself despite rounding
         out[part] = np.mean(stat >= observed[part][None, :] * (1.0 - 1e-9) - 1e-12, axis=0)
     return out
-
-
-def midranks(x: np.ndarray) -> np.ndarray:
-    """The ranks of x from 1, tied values sharing the mean of their ranks."""
-    order = np.argsort(x, kind="stable")
-    _, inverse, counts = np.unique(x[order], return_inverse=True, return_counts=True)
-    ends = np.cumsum(counts)
-    ranks = np.empty(len(x))
-    ranks[order] = ((ends - counts + ends + 1) / 2.0)[inverse.ravel()]
-    return ranks
 
 
 def _permutations(n: int) -> np.ndarray:

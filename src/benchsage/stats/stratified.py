@@ -13,6 +13,7 @@ import numpy as np
 from scipy import special
 
 from benchsage.stats._grouped import GroupedRanks, check_grouped, grouped_ranks
+from benchsage.stats.ranksum import label_rank_sums, rank_sum_variance
 
 
 @dataclass(frozen=True, eq=False)
@@ -76,7 +77,8 @@ def van_elteren(
     Bulletin of the International Statistical Institute 37, 351-361; Lehmann, Nonparametrics
     (1975), Section 3.3. Within each stratum j of a comparison the values are ranked on their
     own (ties get their average rank). With n_j values, m_j of them in sample 1, S_j the sum over
-    sample 1 of (rank - (n_j + 1) / 2) and T_j the stratum's tie term sum (t**3 - t):
+    sample 1 of (rank - (n_j + 1) / 2) and T_j the stratum's tie term sum (t**3 - t), S_j and its
+    variance are those of the two-sample rank-sum test (stats/ranksum.py):
 
         Var(S_j) = m_j (n_j - m_j) (n_j**3 - n_j - T_j) / (12 n_j (n_j - 1))
         chi2 = (sum_j w_j S_j)**2 / sum_j w_j**2 Var(S_j),   w_j = 1 / (n_j + 1)
@@ -104,16 +106,11 @@ def van_elteren(
     gr = ranks if ranks is not None else grouped_ranks(v, pair, n_pairs)
     n = gr.counts.astype(np.float64)
     m = np.bincount(pair, weights=lab, minlength=n_pairs) if len(pair) else np.zeros(n_pairs)
-    if len(v):
-        centred = gr.ranks_sorted - (n[gr.sorted_group] + 1.0) / 2.0
-        s1 = np.bincount(gr.sorted_group, weights=centred * lab[gr.order], minlength=n_pairs)
-    else:
-        s1 = np.zeros(n_pairs)
+    s1 = label_rank_sums(gr, lab, n_pairs)
     untied = n * n * n - n - gr.tie_term
     informative = (m > 0) & (m < n) & (untied > 0)
     weight = 1.0 / (n + 1.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        var = np.where(informative, m * (n - m) * untied / (12.0 * n * (n - 1.0)), 0.0)
+    var = np.where(informative, rank_sum_variance(n - m, m, gr.tie_term), 0.0)
     numerator = np.bincount(pair_group, weights=np.where(informative, weight * s1, 0.0), minlength=n_groups)
     variance = np.bincount(pair_group, weights=weight * weight * var, minlength=n_groups)
     strata = np.bincount(pair_group, weights=informative, minlength=n_groups).astype(np.int64)

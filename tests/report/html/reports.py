@@ -132,7 +132,7 @@ def measured_report(tmp_path: Path, **kw) -> tuple[Path, Analysis]:
     """The report of a journal with the harness metrics (tests/analyze/measured_data.py)."""
     import sys
 
-    from benchsage.analyze.pipeline import analyze_sources
+    from benchsage.api import analyze_sources
 
     sys.path.insert(0, str(Path(__file__).parents[2] / "analyze"))
     from measured_data import write_measured

@@ -18,7 +18,7 @@ HOSTILE_WORKER = "<img src=x onerror=\"document.title='w'\">"
 def _fleet_report(tmp_path: Path, levels: dict[str, float], **snapshots: dict) -> tuple[str, Analysis]:
     import sys
 
-    from benchsage.analyze.pipeline import analyze_sources
+    from benchsage.api import analyze_sources
 
     sys.path.insert(0, str(Path(__file__).parents[2] / "analyze"))
     from fleet_data import write_fleet

@@ -113,7 +113,7 @@ def test_the_analysis_json_carries_it_beside_the_carryover_rows() -> None:
 def test_many_tests_few_runs_count_only_the_cells_that_occur() -> None:
     # Far more cells than trials (40,000 tests would make 1.6e9 pair cells): only the cells
     # that occur are counted, with the same fewest and most as a dense count.
-    from benchsage.analyze.diagnostics import _cell_range
+    from benchsage.analyze.diagnostics.balance import _cell_range
 
     rng = np.random.default_rng(1)
     worker, cell = rng.integers(0, 2, 5000), rng.integers(0, 300, 5000)

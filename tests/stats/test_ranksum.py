@@ -1,6 +1,10 @@
-"""kruskal_2 against scipy.stats.kruskal, one comparison at a time, on many random tables."""
+"""The two-sample rank-sum test against scipy: rank_sum_test itself, kruskal_2 against
+scipy.stats.kruskal one comparison at a time on many random tables, mann_whitney_z and
+mann_whitney against scipy.stats.mannwhitneyu, and the exact null distribution of U."""
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 import pytest
@@ -9,6 +13,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from benchsage.stats import kruskal_2
+from benchsage.stats.ranksum import _u_counts, mann_whitney, mann_whitney_z, rank_sum_test, u_cdf_exact
 
 
 def _reference(values, group, label, n_groups):
@@ -41,6 +46,37 @@ def _assert_matches(values, group, label, n_groups):
     assert np.array_equal(res.n0, np.bincount(group[label == 0], minlength=n_groups))
     assert np.array_equal(res.n1, np.bincount(group[label == 1], minlength=n_groups))
 
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(0, 6), min_size=1, max_size=30),
+    st.lists(st.integers(0, 6), min_size=1, max_size=30),
+    st.sampled_from([1.0, 0.37, 1e6]),
+)
+def test_rank_sum_test_from_rank_sums_matches_scipy(a, b, scale):
+    """The one implementation, fed rank sums computed by scipy: H is scipy's Kruskal-Wallis H,
+    p is its chi-squared p and mannwhitneyu's p without the continuity correction, and with
+    the correction mannwhitneyu's p with it; z is signed by sample 1 (b)."""
+    x, y = np.array(a) * scale, np.array(b) * scale
+    pooled = np.concatenate([x, y])
+    ranks = stats.rankdata(pooled)
+    s = float(np.sum(ranks[len(x):] - (len(pooled) + 1) / 2))
+    _, t = np.unique(pooled, return_counts=True)
+    tie = float(np.sum(t.astype(float) ** 3 - t))
+    res = rank_sum_test(np.array([s]), len(x), len(y), np.array([tie]))
+    corrected = rank_sum_test(np.array([s]), len(x), len(y), np.array([tie]), continuity=True)
+    if len(set(a) | set(b)) == 1:
+        assert np.isnan(res.statistic[0]) and np.isnan(res.pvalue[0]) and np.isnan(corrected.pvalue[0])
+        return
+    h = stats.kruskal(x, y)
+    assert res.statistic[0] == pytest.approx(h.statistic, rel=1e-9, abs=1e-12)
+    assert res.z[0] ** 2 == pytest.approx(res.statistic[0], rel=1e-12, abs=1e-15)
+    assert np.sign(res.z[0]) == np.sign(s)
+    plain = stats.mannwhitneyu(x, y, use_continuity=False, method="asymptotic").pvalue
+    assert res.pvalue[0] == pytest.approx(plain, rel=1e-9, abs=1e-300)
+    with_cc = stats.mannwhitneyu(x, y, use_continuity=True, method="asymptotic").pvalue
+    assert corrected.pvalue[0] == pytest.approx(with_cc, rel=1e-9, abs=1e-300)
 
 @st.composite
 def grouped_samples(draw):
@@ -137,3 +173,71 @@ def test_many_groups_in_one_call():
         ref = stats.kruskal(values[m & (label == 0)], values[m & (label == 1)])
         assert res.statistic[i] == pytest.approx(ref.statistic, rel=1e-9, abs=1e-11)
         assert res.pvalue[i] == pytest.approx(ref.pvalue, rel=1e-9)
+
+
+def _brute_counts(m: int, n: int) -> list[int]:
+    """U of every placement of m values among m + n distinct ranks."""
+    counts = [0] * (m * n + 1)
+    for pos in itertools.combinations(range(m + n), m):
+        # a value at pooled position p exceeds the p - (its index among a) values of b below it
+        counts[sum(p - i for i, p in enumerate(pos))] += 1
+    return counts
+
+
+@pytest.mark.parametrize("m,n", [(1, 1), (2, 3), (4, 5), (5, 5), (3, 8)])
+def test_u_distribution_by_enumeration(m, n):
+    assert list(_u_counts(m, n)) == _brute_counts(m, n)
+    assert list(_u_counts(n, m)) == _brute_counts(m, n)
+
+
+@pytest.mark.parametrize("m,n", [(6, 9), (20, 20), (49, 49), (12, 45)])
+def test_u_cdf_matches_scipy_exact(m, n):
+    rng = np.random.default_rng(m * 100 + n)
+    for _ in range(5):
+        a, b = rng.normal(0, 1, m), rng.normal(0.6, 1, n)
+        u, p, how = mann_whitney(a, b)
+        ref = stats.mannwhitneyu(a, b, method="exact")
+        assert how == "exact"
+        assert u == ref.statistic
+        assert p == pytest.approx(ref.pvalue, rel=1e-9)
+    assert u_cdf_exact(-1, m, n) == 0.0 and u_cdf_exact(m * n, m, n) == 1.0
+
+
+def test_mann_whitney_normal_approximation_matches_scipy_with_ties():
+    rng = np.random.default_rng(3)
+    a = np.round(rng.normal(10, 1, 30), 0)  # integers: many ties
+    b = np.round(rng.normal(10.7, 1, 40), 0)
+    u, p, how = mann_whitney(a, b)
+    ref = stats.mannwhitneyu(a, b, method="asymptotic")
+    assert how == "normal"
+    assert u == ref.statistic and p == pytest.approx(ref.pvalue, rel=1e-12)
+    big_a, big_b = rng.lognormal(0, 0.1, 80), rng.lognormal(0.02, 0.1, 60)  # large, no ties
+    u, p, how = mann_whitney(big_a, big_b)
+    assert how == "normal"
+    assert p == pytest.approx(stats.mannwhitneyu(big_a, big_b, method="asymptotic").pvalue, rel=1e-12)
+
+
+@given(
+    st.lists(st.integers(0, 6), min_size=1, max_size=25),
+    st.lists(st.integers(0, 6), min_size=1, max_size=25),
+)
+@settings(max_examples=200, deadline=None)
+def test_mann_whitney_z_matches_scipy_with_ties(f, r):
+    mw = mann_whitney_z(np.array(f, float), np.array(r, float))
+    if len(set(f) | set(r)) == 1:
+        assert np.isnan(mw.z)
+        return
+    ref = stats.mannwhitneyu(f, r, use_continuity=False, method="asymptotic")
+    assert mw.u == ref.statistic
+    assert 2 * stats.norm.sf(abs(float(mw.z))) == pytest.approx(ref.pvalue, rel=1e-9, abs=1e-300)
+    # z squared is the tie-corrected Kruskal-Wallis H of benchsage's fixed analysis.
+    assert float(mw.z) ** 2 == pytest.approx(stats.kruskal(f, r).statistic, rel=1e-9, abs=1e-12)
+
+
+def test_mann_whitney_z_batched_rows_are_independent():
+    rng = np.random.default_rng(3)
+    f, r = rng.normal(size=(4, 3, 7)), rng.normal(size=(4, 3, 9))
+    mw = mann_whitney_z(f, r)
+    assert mw.z.shape == (4, 3)
+    for i, j in itertools.product(range(4), range(3)):
+        assert mw.z[i, j] == pytest.approx(float(mann_whitney_z(f[i, j], r[i, j]).z))

@@ -1,5 +1,6 @@
-"""Sequential stopping: published boundaries, scipy's multivariate normal and Mann-Whitney, the
-fixed test as the one-look case, Holm as closed testing, decided tests stay decided, no-effect."""
+"""The design and its decisions: look points, input errors, looks at other runs than planned, the
+fixed test as the one-look case, Holm as closed testing, decided tests stay decided, no-effect,
+the vectorised core, the family-wise error under no effect, a fleet's looks."""
 
 from __future__ import annotations
 
@@ -9,162 +10,12 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from scipy import stats as sps
 
 from benchsage.stats import adjust
-from benchsage.stats.sequential import (
-    DECIDED_EFFECT,
-    DECIDED_NO_EFFECT,
-    UNDECIDED,
-    Look,
-    SequentialDesign,
-    alpha_spending,
-    decide_step,
-    mann_whitney_z,
-    shift_ci,
-    shift_rank,
-    spending_boundaries,
-)
-
-EQUAL5 = [0.2, 0.4, 0.6, 0.8, 1.0]
-
-
-# -- boundaries -------------------------------------------------------------------------------
-
-
-def test_obrien_fleming_boundaries_match_published_values():
-    # Lan-DeMets O'Brien-Fleming type, K = 5 equally spaced, two-sided alpha = 0.05 (ld98,
-    # R ldbounds / gsDesign test.type = 2).
-    b = spending_boundaries(EQUAL5, 0.05, "obrien-fleming")
-    np.testing.assert_allclose(b.critical, [4.877, 3.357, 2.680, 2.290, 2.031], atol=6e-4)
-
-
-def test_pocock_boundaries_match_published_values():
-    b = spending_boundaries(EQUAL5, 0.05, "pocock")
-    np.testing.assert_allclose(b.critical, [2.438, 2.427, 2.410, 2.397, 2.386], atol=6e-4)
-
-
-def test_one_look_is_the_fixed_sample_critical_value():
-    for spending in ("obrien-fleming", "pocock"):
-        for alpha in (0.05, 0.01, 0.05 / 1880):
-            b = spending_boundaries([1.0], alpha, spending)
-            assert b.critical[0] == pytest.approx(sps.norm.isf(alpha / 2), rel=1e-9)
-
-
-@pytest.mark.parametrize("spending", ["obrien-fleming", "pocock"])
-@pytest.mark.parametrize("t", [[0.3, 0.7, 1.0], [0.25, 0.5, 0.75, 1.0], [0.15, 0.4, 0.55, 0.8, 1.0]])
-def test_boundaries_spend_exactly_under_the_canonical_joint_distribution(spending, t):
-    """Independent check with scipy's multivariate normal CDF (Genz): P(exit by look k) equals the
-    alpha spent, with corr(Z_j, Z_k) = sqrt(t_j / t_k)."""
-    alpha = 0.05
-    b = spending_boundaries(t, alpha, spending)
-    tt = np.array(t)
-    cov = np.sqrt(np.minimum.outer(tt, tt) / np.maximum.outer(tt, tt))
-    for k in range(1, len(t) + 1):
-        c = np.array(b.critical[:k])
-        mvn = sps.multivariate_normal(mean=np.zeros(k), cov=cov[:k, :k], abseps=1e-9, releps=1e-9, maxpts=2_000_000, seed=1)
-        stay = mvn.cdf(c, lower_limit=-c)
-        assert 1.0 - stay == pytest.approx(b.spent[k - 1], abs=3e-6)
-    assert b.spent[-1] == pytest.approx(alpha, rel=1e-12)
-
-
-def test_spending_functions():
-    t = np.linspace(0, 1, 101)
-    for spending in ("obrien-fleming", "pocock"):
-        a = alpha_spending(t, 0.05, spending)
-        assert a[0] == 0.0 and a[-1] == pytest.approx(0.05, rel=1e-12)
-        assert np.all(np.diff(a) > 0)
-    # O'Brien-Fleming type per side at alpha / 2: 2 x (2 - 2 Phi(z_{1 - alpha/4} / sqrt(t))).
-    assert alpha_spending(0.2, 0.05)[()] == pytest.approx(4 * sps.norm.sf(sps.norm.isf(0.0125) / math.sqrt(0.2)), rel=1e-12)
-    assert alpha_spending(0.5, 0.05, "pocock")[()] == pytest.approx(0.05 * math.log(1 + (math.e - 1) * 0.5))
-
-
-@pytest.mark.parametrize("spending", ["obrien-fleming", "pocock"])
-def test_boundaries_decrease_as_the_level_grows(spending):
-    # Holm's shortcut of closed testing needs c_k(a) to decrease in a at every look.
-    levels = [0.05 / h for h in range(20, 0, -1)]
-    crit = np.array([spending_boundaries(EQUAL5, a, spending).critical for a in levels])
-    assert np.all(np.diff(crit, axis=0) < 0)
-
-
-def test_many_unequal_looks_and_tiny_levels():
-    t = [i / 20 for i in range(1, 21)]
-    b = spending_boundaries(t, 0.05 / 2000)
-    assert all(math.isfinite(c) for c in b.critical)
-    assert b.critical[0] > b.critical[-1] > sps.norm.isf(0.05 / 2000 / 2)
-
-
-def test_alpha_spent_sums_to_alpha_at_the_last_look():
-    for spending in ("obrien-fleming", "pocock"):
-        for m in (1, 5, 20):
-            d = SequentialDesign(50, 5, spending=spending)
-            spent = d.alpha_spent(m)
-            increments = np.diff([0.0, *spent])
-            assert np.all(increments > 0)
-            assert increments.sum() == pytest.approx(0.05, rel=1e-12)
-            assert spent[-1] == 0.05
-
-
-# -- the statistics --------------------------------------------------------------------------
-
-
-@given(
-    st.lists(st.integers(0, 6), min_size=1, max_size=25),
-    st.lists(st.integers(0, 6), min_size=1, max_size=25),
-)
-@settings(max_examples=200, deadline=None)
-def test_mann_whitney_z_matches_scipy_with_ties(f, r):
-    mw = mann_whitney_z(np.array(f, float), np.array(r, float))
-    if len(set(f) | set(r)) == 1:
-        assert np.isnan(mw.z)
-        return
-    ref = sps.mannwhitneyu(f, r, use_continuity=False, method="asymptotic")
-    assert mw.u == ref.statistic
-    assert 2 * sps.norm.sf(abs(float(mw.z))) == pytest.approx(ref.pvalue, rel=1e-9, abs=1e-300)
-    # z squared is the tie-corrected Kruskal-Wallis H of benchsage's fixed analysis.
-    assert float(mw.z) ** 2 == pytest.approx(sps.kruskal(f, r).statistic, rel=1e-9, abs=1e-12)
-
-
-def test_mann_whitney_z_batched_rows_are_independent():
-    rng = np.random.default_rng(3)
-    f, r = rng.normal(size=(4, 3, 7)), rng.normal(size=(4, 3, 9))
-    mw = mann_whitney_z(f, r)
-    assert mw.z.shape == (4, 3)
-    for i, j in itertools.product(range(4), range(3)):
-        assert mw.z[i, j] == pytest.approx(float(mann_whitney_z(f[i, j], r[i, j]).z))
-
-
-def test_shift_ci_is_the_order_statistics_of_pairwise_differences():
-    rng = np.random.default_rng(4)
-    f, r = rng.lognormal(size=(5, 13)), rng.lognormal(size=(5, 11))
-    ci = shift_ci(f, r, 1.96, chunk_elements=300)  # chunks of 2 rows
-    c = shift_rank(13, 11, 1.96)
-    assert c == math.floor(13 * 11 / 2 - 1.96 * math.sqrt(13 * 11 * 25 / 12) + 0.5)
-    for i in range(5):
-        d = np.sort(np.subtract.outer(f[i], r[i]).ravel())
-        assert ci.estimate[i] == pytest.approx(np.median(d))
-        assert (ci.low[i], ci.high[i]) == (d[c - 1], d[len(d) - c])
-
-
-def test_shift_ci_inverts_the_mann_whitney_test():
-    """A shift inside the CI is not rejected by the (continuity-corrected) Mann-Whitney test of
-    fixed - shift against random; just outside it, it is."""
-    rng = np.random.default_rng(5)
-    f, r = rng.normal(10, 1, 20), rng.normal(10.5, 1, 17)
-    ci = shift_ci(f, r, 1.96)
-    for delta, rejected in ((ci.low + 1e-9, False), (ci.high - 1e-9, False), (ci.low - 1e-9, True), (ci.high + 1e-9, True)):
-        p = sps.mannwhitneyu(f - delta, r, use_continuity=True, method="asymptotic").pvalue
-        assert (p <= 0.05) == rejected
-
-
-def test_shift_ci_of_tiny_arms_is_the_whole_line():
-    ci = shift_ci(np.array([1.0, 2.0]), np.array([1.5, 2.5]), 4.0)
-    assert ci.low == -np.inf and ci.high == np.inf and ci.rank == 0
-
-
-# -- the design and its decisions --------------------------------------------------------------
+from benchsage.stats.ranksum import mann_whitney_z
+from benchsage.stats.sequential import DECIDED_EFFECT, DECIDED_NO_EFFECT, UNDECIDED, Look, SequentialDesign, alpha_spending, decide_step, spending_boundaries
+from benchsage.stats.shift import shift_ci
 
 
 def test_look_points_are_evenly_spaced_and_end_at_max_runs():
@@ -394,28 +245,6 @@ def test_too_few_values_and_constant_tests():
     json.dumps(look.to_record(), allow_nan=False)
 
 
-def test_json_of_the_looks_and_the_journal_record():
-    rng = np.random.default_rng(12)
-    n = 30
-    data = {("index", "wall_time"): (rng.normal(100, 1, n), rng.normal(101, 1, n)), ("get", "wall_time"): (rng.normal(50, 1, n), rng.normal(50, 1, n))}
-    d = SequentialDesign(n, 3, correction="holm")
-    looks = _looks(d, data)
-    summary = d.summary(looks)
-    assert set(summary) >= {"looks", "stopped_at_runs", "max_runs", "method"}
-    assert summary["max_runs"] == 30 and summary["stopped_at_runs"] == looks[-1].runs
-    assert [set(x) for x in summary["looks"]] == [{"runs", "decided", "alpha_spent"}] * len(looks)
-    assert "Holm" in summary["method"] and "O'Brien-Fleming" in summary["method"]
-    json.dumps(summary, allow_nan=False)
-    for look in looks:
-        text = json.dumps(look.to_record(), allow_nan=False)
-        assert Look.from_record(json.loads(text)) == look
-    # Resuming from journal records gives the same next look.
-    if not looks[0].stop:
-        restored = [Look.from_record(json.loads(json.dumps(looks[0].to_record())))]
-        again = d.decide(1, {t: (f[:20], r[:20]) for t, (f, r) in data.items()}, restored)
-        assert again == looks[1]
-
-
 def test_decide_matches_the_vectorised_core_on_simulated_experiments():
     """SequentialDesign.decide (one experiment) and decide_step on a batch, as the validation
     simulation uses it, reach the same decisions on the same data."""
@@ -472,3 +301,25 @@ def test_a_fleets_method_names_the_runs_its_looks_analyse() -> None:
     text = plan.method(5)
     assert "4 looks at 6, 15, 21, 30 runs per arm" in text and "looks at 2, 5, 7, 10 runs per arm on every worker" in text
     assert "4 looks at 3, 5, 8, 10 runs per arm" in SequentialPlan(10, 4, 1, 0.05, "bonferroni", 2.0).method(5)
+
+
+def test_json_of_the_looks_and_the_journal_record():
+    rng = np.random.default_rng(12)
+    n = 30
+    data = {("index", "wall_time"): (rng.normal(100, 1, n), rng.normal(101, 1, n)), ("get", "wall_time"): (rng.normal(50, 1, n), rng.normal(50, 1, n))}
+    d = SequentialDesign(n, 3, correction="holm")
+    looks = _looks(d, data)
+    summary = d.summary(looks)
+    assert set(summary) >= {"looks", "stopped_at_runs", "max_runs", "method"}
+    assert summary["max_runs"] == 30 and summary["stopped_at_runs"] == looks[-1].runs
+    assert [set(x) for x in summary["looks"]] == [{"runs", "decided", "alpha_spent"}] * len(looks)
+    assert "Holm" in summary["method"] and "O'Brien-Fleming" in summary["method"]
+    json.dumps(summary, allow_nan=False)
+    for look in looks:
+        text = json.dumps(look.to_record(), allow_nan=False)
+        assert Look.from_record(json.loads(text)) == look
+    # Resuming from journal records gives the same next look.
+    if not looks[0].stop:
+        restored = [Look.from_record(json.loads(json.dumps(looks[0].to_record())))]
+        again = d.decide(1, {t: (f[:20], r[:20]) for t, (f, r) in data.items()}, restored)
+        assert again == looks[1]

@@ -1,0 +1,183 @@
+"""Declared comparisons on tables with known effects: the winner that flips with the environment,
+on a worker of a fleet or in a combination of factor levels; reference values from scipy; the
+correction over claims; swapping a and b; bad claims; the command line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from benchsage.analyze.treatments import CompareRequest, TreatmentOptions, analyze_treatments
+from benchsage.errors import UsageError
+from benchsage.stats.compare import ratio_ci_bonett_price
+from benchsage.store.table import TrialTable
+
+sys.path.insert(0, str(Path(__file__).parent))
+from treatment_data import build, claims, columns_of, const, env_time, fleet_table  # noqa: E402
+
+
+def test_a_comparison_whose_winner_depends_on_the_environment_flips_and_sleeps_get_their_ratio() -> None:
+    table = build({"envsize": env_time, "s15": const(0.015), "s20": const(0.020), "s30": const(0.030)})
+    rows = analyze_treatments(table, options=claims(("envsize", "s15"), ("s20", "s30"))).comparisons
+    flip, sleeps = rows
+    assert flip.contexts.n == 8 and flip.contexts.flips
+    assert flip.contexts.a_better >= 3 and flip.contexts.b_better >= 3
+    assert "flips in" in flip.sentence() or flip.better is None
+    assert sleeps.ratio == pytest.approx(0.667, abs=0.01)
+    assert sleeps.ci[0] <= 2 / 3 <= sleeps.ci[1] and sleeps.ci[1] - sleeps.ci[0] < 0.02
+    assert sleeps.better == "a" and sleeps.overall.ci_method == "bonett-price"
+    assert sleeps.holds_in == {"fixed": True, "random": True}
+    assert not sleeps.contexts.flips and sleeps.contexts.a_better == 8
+    faster = f"{(1 - sleeps.ratio) * 100:.1f}"
+    assert sleeps.sentence().startswith(f"s20 is {faster}% faster than s30 on wall_time (ratio s20/s30 {sleeps.ratio:.3f}, 95% CI ")
+    assert sleeps.sentence().endswith("holds in both arms; holds in all 8 contexts")
+
+
+def test_comparison_matches_scipy_mann_whitney_and_the_bonett_price_interval() -> None:
+    table = build({"o3": const(0.0931), "o2": const(0.100)}, contexts=0, runs=15, cv=0.03, seed=7)
+    (row,) = analyze_treatments(table, options=claims(("o3", "o2"))).comparisons
+    frame = table.to_pandas()
+    a, b = (frame[frame.test == t].value.to_numpy() for t in ("o3", "o2"))
+    assert row.p == pytest.approx(stats.mannwhitneyu(a, b, method="exact").pvalue, rel=1e-9)  # 30 values each, no ties
+    assert row.ratio == pytest.approx(np.median(a) / np.median(b), rel=1e-12)
+    assert row.ci == ratio_ci_bonett_price(a, b)[0]
+    assert row.contexts is None and row.per_context == ()
+    for arm in ("fixed", "random"):
+        fa, fb = (frame[(frame.test == t) & (frame.arm == arm)].value.to_numpy() for t in ("o3", "o2"))
+        assert row.to_json()["arms"][arm]["p"] == pytest.approx(stats.mannwhitneyu(fa, fb, method="exact").pvalue, rel=1e-9)
+    doc = row.to_json()
+    assert {"a", "b", "metric", "ratio", "ci", "p", "better", "method", "holds_in", "contexts"} <= set(doc)
+    assert doc["method"] == "mann-whitney" and doc["ci_method"] == "bonett-price" and doc["contexts"] is None
+    bauer = analyze_treatments(table, options=TreatmentOptions((CompareRequest("o3", "o2"),), ratio_ci="bauer")).comparisons[0]
+    assert bauer.overall.ci_method == "bauer-exact"
+    touati = analyze_treatments(table, options=TreatmentOptions((CompareRequest("o3", "o2"),), compare_method="touati")).comparisons[0]
+    assert touati.overall.method.startswith("touati:") and touati.to_json()["method"] == touati.overall.method
+
+
+def test_comparisons_are_corrected_over_the_claims() -> None:
+    table = build({"a": const(1.0), "b": const(1.004), "c": const(1.0)}, contexts=0, runs=10, cv=0.01, seed=11)
+    rows = analyze_treatments(table, options=claims(("a", "b"), ("a", "c"), ("b", "c"))).comparisons
+    p = np.array([r.p for r in rows])
+    assert [r.p_adjusted for r in rows] == pytest.approx(np.minimum(1, 3 * p).tolist())
+    assert all(r.alpha_each == pytest.approx(0.05 / 3) for r in rows)
+    holm = analyze_treatments(table, correction="holm", options=claims(("a", "b"), ("a", "c"), ("b", "c"))).comparisons
+    assert all(h.p_adjusted <= r.p_adjusted for h, r in zip(holm, rows))
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**31), ratio=st.floats(0.5, 2.0), n=st.integers(5, 40))
+def test_swapping_a_and_b_inverts_the_ratio_and_swaps_the_winner(seed: int, ratio: float, n: int) -> None:
+    table = build({"a": const(ratio), "b": const(1.0)}, contexts=4, runs=n, cv=0.05, seed=seed)
+    ab, ba = analyze_treatments(table, options=claims(("a", "b"), ("b", "a"))).comparisons
+    assert ba.ratio == pytest.approx(1 / ab.ratio, rel=1e-12)
+    assert ba.ci == (pytest.approx(1 / ab.ci[1], rel=1e-9), pytest.approx(1 / ab.ci[0], rel=1e-9))
+    assert ba.p == pytest.approx(ab.p, rel=1e-9)
+    assert {ab.better, ba.better} in ({None}, {"a", "b"})
+    assert (ab.contexts.a_better, ab.contexts.b_better) == (ba.contexts.b_better, ba.contexts.a_better)
+
+
+def test_unknown_test_or_metric_in_a_claim_is_a_usage_error_naming_it() -> None:
+    table = build({"x": const(1.0), "y": const(2.0)}, contexts=0, runs=6)
+    with pytest.raises(UsageError, match=r"--compare x,nope: no test 'nope' in the data \(tests: 'x', 'y'\)"):
+        analyze_treatments(table, options=claims(("x", "nope")))
+    with pytest.raises(UsageError, match=r"test 'x' has no values of metric 'rss' \(it has: wall_time\)"):
+        analyze_treatments(table, options=claims(("x", "y", "rss")))
+    with pytest.raises(UsageError, match="the same test"):
+        analyze_treatments(table, options=claims(("x", "x")))
+    with pytest.raises(UsageError, match="unknown comparison method"):
+        TreatmentOptions(compare_method="t-test")
+
+
+def test_a_claim_of_the_spec_whose_test_has_no_values_gets_a_reason() -> None:
+    table = build({"x": const(1.0), "y": const(2.0)}, contexts=0, runs=6)
+    declared = TrialTable.from_columns(**columns_of(table), provenance={"compare": [{"a": "x", "b": "gone", "metric": None}]})
+    (row,) = analyze_treatments(declared).comparisons
+    assert row.p is None and row.better is None and "no test 'gone'" in row.overall.reason
+    assert row.to_json()["ratio"] is None and "no test" in row.sentence()
+
+
+def test_too_few_values_per_context_are_said_so_not_read_as_undecided() -> None:
+    table = build({"a": const(1.0), "b": const(1.2)}, contexts=8, runs=16)  # 4 values of each test per context
+    (row,) = analyze_treatments(table, options=claims(("a", "b"))).comparisons
+    assert row.better == "a" and row.contexts.undecided == 8 and not row.contexts.flips
+    assert row.sentence().endswith("holds in both arms; not testable within the 8 contexts (fewer than 5 values of a test in each)")
+
+
+def test_compare_on_the_command_line(tmp_path: Path) -> None:
+    frame = build({"o3": const(0.0931), "o2": const(0.1)}, contexts=0, runs=10).to_pandas()
+    frame.rename(columns={"arm": "order"}).to_csv(tmp_path / "t.csv", index=False)
+
+    def bench(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "benchsage", "analyze", "t.csv", *args], cwd=tmp_path, capture_output=True,
+                              text=True, stdin=subprocess.DEVNULL, timeout=120)
+
+    ok = bench("--compare", "o3,o2", "--json")
+    assert ok.returncode == 0, ok.stderr
+    (row,) = json.loads(ok.stdout)["comparisons"]
+    assert row["better"] == "a" and row["ratio"] == pytest.approx(0.931, abs=0.01)
+    text = bench("--compare", "o3,o2").stdout
+    headline = f"o3 is {(1 - row['ratio']) * 100:.1f}% faster than o2 on wall_time (ratio o3/o2 {row['ratio']:.3f}, 95% CI "
+    assert text.splitlines()[0].startswith("Comparisons") and text.splitlines()[1].strip().startswith(headline)
+    assert text.splitlines()[1].endswith("; holds in both arms") and "\x1b" not in text
+    for args, message in ((["--compare", "o3,o4"], "--compare o3,o4: no test 'o4' in the data (tests: 'o3', 'o2')"),
+                          (["--compare", "o3,o2,max_rss"], "test 'o3' has no values of metric 'max_rss' (it has: wall_time)"),
+                          (["--compare", "o3"], "expected A,B or A,B,METRIC")):
+        bad = bench(*args)
+        assert bad.returncode == 2 and message in bad.stderr and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+        assert "Traceback" not in bad.stderr
+
+
+def test_a_claim_that_flips_on_one_worker_of_a_fleet_says_so() -> None:
+    # o3 beats o2 by 7% on two machines; the third runs another build of o3, 10% slower than o2.
+    table = fleet_table({"w1": {"o3": 0.093, "o2": 0.100}, "w2": {"o3": 0.093, "o2": 0.100}, "w3": {"o3": 0.110, "o2": 0.100}})
+    (row,) = analyze_treatments(table, options=claims(("o3", "o2"))).comparisons
+    assert row.better == "a"  # pooled over the fleet, o3 still wins
+    assert (row.workers.n, row.workers.a_better, row.workers.b_better, row.workers.flips) == (3, 2, 1, True)
+    assert "flips on 1 of 3 workers" in row.sentence()
+    by = {s.name: s for s in row.per_worker}
+    assert [by[w].better for w in ("w1", "w2", "w3")] == ["a", "a", "b"]
+    frame = table.to_pandas()
+    on3 = frame[frame.worker == "w3"]
+    a, b = (on3[on3.test == t].value.to_numpy() for t in ("o3", "o2"))
+    assert by["w3"].comparison.ratio == pytest.approx(np.median(a) / np.median(b), rel=1e-12)
+    assert by["w3"].comparison.ci == ratio_ci_bonett_price(a, b, 1 - row.alpha_each)[0]  # each worker at the claim's share of alpha
+    assert by["w3"].p_adjusted == pytest.approx(min(1.0, by["w3"].comparison.p * 3), rel=1e-12)  # Bonferroni over 3 workers
+    doc = row.to_json()
+    assert doc["workers"] == {"n": 3, "a_better": 2, "b_better": 1, "undecided": 0, "flips": True}
+    assert [w["worker"] for w in doc["per_worker"]] == ["w1", "w2", "w3"] and doc["per_worker"][2]["better"] == "b"
+
+
+def test_a_claim_that_holds_on_every_worker_and_one_worker_has_no_worker_keys() -> None:
+    same = {"o3": 0.093, "o2": 0.100}
+    (row,) = analyze_treatments(fleet_table({"w1": same, "w2": same}), options=claims(("o3", "o2"))).comparisons
+    assert row.workers.a_better == 2 and "holds on all 2 workers" in row.sentence()
+    (alone,) = analyze_treatments(fleet_table({"w1": same}), options=claims(("o3", "o2"))).comparisons
+    assert alone.workers is None and "workers" not in alone.to_json() and "per_worker" not in alone.to_json()
+
+
+def test_a_claim_is_answered_in_each_combination_of_factor_levels() -> None:
+    # o3 beats o2 by 7% with factor A low and loses by 10% with it high; B does not matter.
+    o3 = lambda c, o, f: 0.093 if f["A"] == "lo" else 0.110  # noqa: E731
+    table = build({"o3": o3, "o2": const(0.100)}, contexts=0, factors=2, runs=32, seed=9)
+    (row,) = analyze_treatments(table, options=claims(("o3", "o2"))).comparisons
+    s = row.factor_cells
+    assert (s.n, s.a_better, s.b_better, s.flips) == (4, 2, 2, True)
+    by = {c.name: c for c in row.per_factor_cell}
+    assert set(by) == {"A=hi, B=hi", "A=hi, B=lo", "A=lo, B=hi", "A=lo, B=lo"}
+    assert by["A=lo, B=hi"].better == "a" and by["A=hi, B=lo"].better == "b"
+    frame = table.to_pandas()
+    cell = frame[(frame["factor:A"] == "lo") & (frame["factor:B"] == "hi")]
+    a, b = (cell[cell.test == t].value.to_numpy() for t in ("o3", "o2"))
+    assert by["A=lo, B=hi"].comparison.ratio == pytest.approx(np.median(a) / np.median(b), rel=1e-12)
+    assert "factor cells" in row.sentence() and row.to_json()["factor_cells"]["flips"] is True
+    # Without factors the row has no factor keys.
+    (plain,) = analyze_treatments(build({"o3": const(0.093), "o2": const(0.100)}, contexts=0), options=claims(("o3", "o2"))).comparisons
+    assert plain.factor_cells is None and "factor_cells" not in plain.to_json()
