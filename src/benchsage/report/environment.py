@@ -21,8 +21,8 @@ _WIDE = 140  # columns from which the advice fits in the table
 
 
 class Reading(Protocol):
-    """What this module renders of a reading of the host: a noise source's or an aspect of how
-    trials are measured (the agent's and the executor's Reading)."""
+    """What this module renders of a reading of the host, a noise source's or an aspect of how
+    trials are measured (agent/noise.py's Reading, which execute/measuring.py gives too)."""
 
     @property
     def name(self) -> str: ...
