@@ -8,10 +8,10 @@ pytest-xdist workers. Three rules keep that safe and quick:
 - Tests marked `timing` judge real processes by their time. They run, with all they start,
   under the round-robin real-time scheduling policy, so no other work on the machine, the rest
   of the run included, delays their trials' exec and wake-ups (at equal priority it does: a
-  busy machine then turns a sleep-based order effect into noise). At most two run at once, the
-  second a priority below the first: the first never waits for the second, the second only
-  while the first keeps both CPUs of a 2-CPU machine busy. Their bursts are short, and the
-  kernel keeps a share for the others. It needs root; otherwise nothing changes.
+  busy machine then turns a sleep-based order effect into noise). They run one after another,
+  on one worker (two at once took each other's CPUs: one of them then decided an effect late),
+  while the other workers take the rest. Their bursts are short, and the kernel keeps a share
+  for the others. It needs root; otherwise nothing changes.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from typing import Any, Dict, Iterator, List, Optional
 import pytest
 
 WORKER = os.environ.get("PYTEST_XDIST_WORKER")
-TIMING_SLOTS = 2  # timing tests at once, one real-time priority each (the highest is 2)
+TIMING_SLOTS = 1  # timing tests at once, one real-time priority each (the highest is TIMING_SLOTS)
+TIMING_GROUP = "timing"  # the one worker's group of timing tests
 NORMAL = os.sched_param(0)
 GROUPS = "xdist-groups.json"  # test id -> its group, in the run's temporary folder
 
@@ -45,6 +46,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item
         return  # a run in one process keeps the files' order
     groups = {item.nodeid: "%s::%s" % (item.nodeid.split("::")[0], name)
               for item in items for name in [_module_fixture(item)] if name is not None}
+    # Timing tests run one after another on one worker: never two at once (each keeps the
+    # other's trials waiting for a CPU), and never a worker idle waiting for a timing slot.
+    groups.update({item.nodeid: TIMING_GROUP for item in items if item.get_closest_marker("timing")})
     slow = {groups.get(item.nodeid, item.nodeid) for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: groups.get(item.nodeid, item.nodeid) not in slow)  # stable: a group stays in order
     # For the scheduler in the controlling process, which collects nothing itself: every
