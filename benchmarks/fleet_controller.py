@@ -3,7 +3,7 @@
 Starts a fake fleet (examples/fleet/fakefleet.py: one real OpenSSH server per host on
 127.0.0.1) and runs the same experiment, whose trials are `sleep`s, twice: on 1 worker (the
 baseline) and on --hosts workers, each through the code `benchsage run` calls
-(benchsage.execute.session.start: connect every worker, plan into the journal, execute) in a
+(benchsage.api.carry_out: plan, connect every worker, write the journal, execute) in a
 fresh controller process. That process reads its own CPU time (getrusage: user + sys of all its
 threads) and, apart, that of its children, the ssh clients (reaped when the workers close);
 the hosts' side (each host's sshd sessions, agent and trials) is the growth of its sshd's
@@ -41,11 +41,11 @@ BUDGET_PERCENT = 20.0
 DEFAULT_SLEEPS = "0.05,0.1,0.15,0.2,0.25,0.3"  # 1.05 s of trials per run: a run is mostly trials, not its snapshot
 TICK = os.sysconf("SC_CLK_TCK")
 
-# The controller process: times session.start (what `benchsage run` does before it analyses)
+# The controller process: times api.carry_out (what `benchsage run` does before it analyses)
 # with getrusage, and samples its threads' CPU from /proc so the total can be split by thread.
 CONTROLLER = r"""
 import json, os, resource, sys, threading, time
-from benchsage.execute.session import start
+from benchsage.api import carry_out
 
 spec, out, interval = sys.argv[1], sys.argv[2], float(sys.argv[3])
 seen = {}  # tid -> [thread name, CPU seconds] (schedstat: nanoseconds on a CPU, user + sys)
@@ -76,7 +76,7 @@ sample()
 before = {tid: cpu for tid, (_, cpu) in seen.items()}
 thread.start()
 t0, u0 = time.monotonic(), usage()
-start(spec, out, quiet=True)
+carry_out(spec, out, quiet=True)
 u1, wall = usage(), time.monotonic() - t0
 sample()
 done.set()
@@ -96,7 +96,7 @@ print(json.dumps({"wall": wall, "cpu": user + sys_, "user": user, "sys": sys_, "
 class Measurement:
     workers: int
     trials: int
-    wall: float        # seconds, session.start from call to return
+    wall: float        # seconds, carry_out from call to return
     controller: float  # CPU seconds of the controller process, the sampler thread excluded
     user: float
     sys: float

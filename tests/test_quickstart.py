@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.timing  # decisions taken from measured times
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -43,6 +43,7 @@ def experiment_dir(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_readme_python_example_runs(experiment_dir: Path) -> None:
     blocks = python_blocks((ROOT / "README.md").read_text())
     assert blocks, "the README has a Python example"

@@ -160,6 +160,18 @@ def plan(spec_path: Source, *, runs: int | None = None, seed: int | None = None,
     return doc
 
 
+def carry_out(spec_path: Source, directory: Source, *, runs: int | None = None, seed: int | None = None, quiet: bool = False) -> None:
+    """Plan the experiment in `spec_path` (`runs` per arm and `seed`, else the spec's) and carry it
+    out into the new experiment directory `directory`, as `benchsage run` does before it
+    analyses; progress on stderr unless `quiet`."""
+    from benchsage.design.experiment import plan_experiment
+    from benchsage.execute.session import start
+    from benchsage.spec import load_spec
+
+    spec = load_spec(os.fspath(spec_path))
+    start(spec, plan_experiment(spec, runs=runs, seed=seed), os.fspath(directory), quiet=quiet)
+
+
 def _advise(spec: Any, pilot: str, effect: float | None) -> Any:
     from benchsage.design.advice import PilotTimes, advise
     from benchsage.store.durations import run_times

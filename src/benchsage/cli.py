@@ -140,10 +140,10 @@ def cli() -> None:
 @click.option("--fail-on-effect", is_flag=True, help="Exit 1 when an order effect is found.")
 def run(spec: str, directory: str | None, runs: int | None, seed: int | None, as_json: bool, quiet: bool, fail_on_effect: bool) -> None:
     """Plan and execute the experiment in SPEC, then analyze it."""
-    from benchsage.execute.session import start
+    from benchsage.api import carry_out
 
     directory = directory or _default_directory(spec)
-    start(spec, directory, runs=runs, seed=seed, quiet=quiet)
+    carry_out(spec, directory, runs=runs, seed=seed, quiet=quiet)
     _finish(directory, as_json, fail_on_effect)
 
 
@@ -274,14 +274,13 @@ def env(as_json: bool) -> None:
     """Report this machine's sources of noise (governor, turbo, SMT, ASLR, load ...) with advice,
     and how trials are measured on it (cgroups, leftovers, energy, CPUs to pin to)."""
     from benchsage.agent.noise import collect_noise
+    from benchsage.execute.measuring import describe_measurement, local_measurement
     from benchsage.report.environment import env_json, render_env
-    from benchsage.report.measurement import local_measurement, measurement_readings
 
     readings = collect_noise()
-    agent, error = local_measurement()
-    measurement = measurement_readings(agent, error)
+    measurement = describe_measurement(*local_measurement())
     if as_json:
-        click.echo(json.dumps(env_json(readings, measurement, agent), indent=2))
+        click.echo(json.dumps(env_json(readings, measurement), indent=2))
         return
     from benchsage.report.terminal import make_console
 

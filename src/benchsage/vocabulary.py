@@ -1,6 +1,6 @@
-"""The words every layer of benchsage shares, each said once: arms, statuses, dimension names,
-the harness's metrics and their units, option defaults, the CPU-list syntax and how a duration
-is written.
+"""The words every layer of benchsage shares, each said once: arms, statuses (of trials, runs
+and a host's readings), dimension names, the harness's metrics and their units, option
+defaults, the CPU-list syntax and how a duration is written.
 
 Imports nothing (not even typing: annotations are never evaluated), runs on Python 3.8, and
 travels in the agent's bundle, so the controller and the agent on every host use the same words.
@@ -47,6 +47,12 @@ CONTEXT_FAILED = "context-failed"
 # How the agent started a trial.
 EXEC = "exec"  # the command's words exec'd directly (no shell syntax)
 SHELL = "shell"  # /bin/sh -c
+
+# A reading of a host (`benchsage env`; each run's snapshot keeps its value and state): OK, or
+WARN = "warn"  # a setting that can add noise to measurements: the reading advises what to change
+UNKNOWN = "unknown"  # it could not be read: the reading says why
+OFF = "off"  # how trials are measured: something the host does not allow; its metric is absent, nothing is wrong
+READING_STATES = (OK, WARN, UNKNOWN)  # a noise source's states, in the order `benchsage env --json` counts them
 
 # -- the harness's own metrics: name -> (unit, which direction is better) ----------------------
 HARNESS_METRICS = ("wall_time", "user_time", "sys_time", "max_rss")  # every trial

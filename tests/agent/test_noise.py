@@ -12,12 +12,8 @@ from hypothesis import strategies as st
 from benchsage.agent import noise
 from benchsage.agent.noise import (
     ASLR,
-    OK,
     SMT,
     SOURCES,
-    STATES,
-    UNKNOWN,
-    WARN,
     CPUFrequency,
     CPUGovernor,
     CPUModel,
@@ -33,7 +29,7 @@ from benchsage.agent.noise import (
     collect_noise,
 )
 from benchsage.agent.sysfs import kernel_cpu_list
-from benchsage.vocabulary import format_cpu_list
+from benchsage.vocabulary import OK, READING_STATES, UNKNOWN, WARN, format_cpu_list
 
 CPU = "sys/devices/system/cpu"
 
@@ -57,7 +53,9 @@ def cpus(n: int, **per_cpu: str | list[str]) -> dict[str, str]:
 
 
 def check_shape(r: Reading) -> None:
-    assert r.state in STATES
+    assert r.state in READING_STATES
+    # The words `benchsage env` shows travel in the reading: its source's title.
+    assert r.title == {s.name: s.title for s in SOURCES}[r.name] and r.title
     assert r.value is None or isinstance(r.value, str)
     # Advice exactly when something should change.
     assert (r.advice is not None) == (r.state == WARN)

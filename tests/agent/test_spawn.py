@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchsage.agent.spawn import ADDR_NO_RANDOMIZE, padded_cwd, plan_spawn, run_process
+from benchsage.agent.spawn import ADDR_NO_RANDOMIZE, needs_shell, padded_cwd, plan_spawn, run_process
 from benchsage.execute.local import LocalWorker
 from benchsage.execute.worker import ProcessRequest
 
@@ -136,6 +136,8 @@ def test_max_rss_is_the_trials_own_not_the_controllers(tmp_path: Path) -> None:
 )
 def test_commands_without_shell_syntax_are_execed_directly(command: str, how: str) -> None:
     assert plan_spawn(command, os.environ)[0] == how
+    # Shell syntax is the one reason besides a program not found (the shell says so).
+    assert needs_shell(command) == (how == "shell" and command != "no-such-program-here")
 
 
 def test_direct_exec_runs_the_program_itself(tmp_path: Path) -> None:

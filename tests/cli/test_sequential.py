@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.timing  # decisions taken from measured times
+
 EFFECT = """
 [experiment]
 name = "sequential-effect"
@@ -101,6 +103,7 @@ def run_json(tmp_path: Path, text: str) -> tuple[dict, subprocess.CompletedProce
     return json.loads(done.stdout), done
 
 
+@pytest.mark.slow
 def test_a_strong_order_effect_stops_early_decided_effect(tmp_path: Path) -> None:
     doc, done = run_json(tmp_path, EFFECT)
     seq = doc["sequential"]
@@ -160,6 +163,7 @@ def on_a_terminal(*args: str, cwd: Path) -> tuple[int, str]:
     return proc.returncode, re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", drawn.decode(errors="replace"))
 
 
+@pytest.mark.slow
 def test_the_progress_bar_ends_at_the_runs_needed_and_says_the_rest_were_not(tmp_path: Path) -> None:
     """The bar on the terminal counts down to the runs the experiment needed, not the planned
     ones, and says how many planned runs were not needed; so does a resume of it."""
@@ -181,6 +185,7 @@ def test_the_progress_bar_ends_at_the_runs_needed_and_says_the_rest_were_not(tmp
     assert f"run {needed}/{needed}, {not_needed} not needed" in last and f"{3 * needed}/{3 * needed} trials" in last
 
 
+@pytest.mark.slow
 def test_no_order_effect_is_decided_no_effect(tmp_path: Path) -> None:
     doc, _ = run_json(tmp_path, NO_EFFECT)
     seq = doc["sequential"]

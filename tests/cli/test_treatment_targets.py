@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.timing  # decisions taken from measured times
+
 
 def run(tmp_path: Path, text: str) -> dict:
     spec = tmp_path / "experiment.toml"
@@ -28,6 +30,7 @@ def run(tmp_path: Path, text: str) -> dict:
 ENVSIZE = "sh -c 'sleep 0.$(printf %03d $((${#BENCHSAGE_ENV_PAD} / 100)))'"
 
 
+@pytest.mark.slow
 def test_contexts_flag_an_environment_dependent_test_and_a_flipping_comparison(tmp_path: Path) -> None:
     doc = run(tmp_path, f"""
 [experiment]
@@ -87,6 +90,7 @@ b = "s50"
     assert flip["contexts"]["a_better"] >= 1 and flip["contexts"]["b_better"] >= 1
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("strace") is None or shutil.which("cc") is None, reason="needs strace and a C compiler")
 def test_strace_perturbs_a_syscall_heavy_program_more_than_a_cpu_loop(tmp_path: Path) -> None:
     (tmp_path / "sys.c").write_text("#include <unistd.h>\n#include <sys/syscall.h>\n"

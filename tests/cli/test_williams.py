@@ -12,7 +12,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from benchsage.design.plan import WILLIAMS, make_plan, worker_seed
+from benchsage.design.plan import make_plan, worker_seed
+from benchsage.vocabulary import WILLIAMS
 from benchsage.design.experiment import plan_experiment
 from benchsage.execute.create import create_experiment
 from benchsage.spec import load_spec

@@ -88,3 +88,23 @@ def test_a_transport_that_cannot_start_is_one_line_exit_2(tmp_path: Path) -> Non
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "worker via-env" in lines[0] and "no-such-transport-program" in lines[0]
     assert not (tmp_path / "out" / "journal.sqlite").exists()  # nothing ran, nothing half-written
+
+
+def test_a_host_that_does_not_reboot_is_said_so_when_the_last_reconnect_runs_out_of_time(tmp_path: Path) -> None:
+    """The reboot command exits 0 and the host stays up with its boot id; the reconnect attempt
+    still going when the reset's time runs out (here: its transport stalls from the third
+    connection on) is cut short by the deadline, which proves nothing about the host."""
+    spec = tmp_path / "experiment.toml"
+    stall = 'n=$(cat connects 2>/dev/null || echo 0); n=$((n+1)); echo $n > connects; [ "$n" -lt 3 ] || sleep 30; exec "$@"'
+    spec.write_text(
+        '[experiment]\nname = "no-reboot"\nruns = 1\nseed = 1\n'
+        f'[[worker]]\nname = "stuck"\nkind = "command"\ntransport = ["sh", "-c", {json.dumps(stall)}, "transport"]\n'
+        f'python = "{PYTHON}"\n'
+        '[reset]\nkind = "reboot"\ncommand = "true"\ntimeout = 4\n'
+        '[[test]]\nname = "quick"\ncommand = "true"\n'
+    )
+    done = bench("run", str(spec), "-o", "out", "--quiet", cwd=tmp_path)
+    assert done.returncode == 3, done.stderr
+    assert int((tmp_path / "connects").read_text()) >= 3  # the stalled attempt happened
+    assert "the host did not reboot before run 1: it still answered with boot id" in done.stderr
+    assert "the reboot command `true` exited 0" in done.stderr

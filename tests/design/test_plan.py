@@ -7,7 +7,8 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchsage.design.plan import FIXED, RANDOM, SHUFFLE, WILLIAMS, make_plan, worker_seed
+from benchsage.design.plan import make_plan, worker_seed
+from benchsage.vocabulary import FIXED, RANDOM, SHUFFLE, WILLIAMS
 
 NAMES = tuple(f"t{i}" for i in range(6))
 

@@ -9,7 +9,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from benchsage.design.plan import FIXED, RANDOM, WILLIAMS, make_plan
+from benchsage.design.plan import make_plan
+from benchsage.vocabulary import FIXED, RANDOM, WILLIAMS
 from benchsage.design.williams import Squares, randomized_square, square_rows, williams_orders, williams_square
 
 SEEDS = (0, 1, 7, 2**40 + 3, 2**63 - 1)

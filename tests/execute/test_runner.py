@@ -242,6 +242,7 @@ def check_complete_and_unduplicated(directory: Path, runs: int, tests: int) -> N
     journal.close()
 
 
+@pytest.mark.slow
 def test_kill_9_during_a_trial_then_resume(tmp_path: Path) -> None:
     spec = make_spec(tmp_path, SLOW, runs=3)
     out = tmp_path / "out"
@@ -270,6 +271,7 @@ def test_kill_9_during_a_trial_then_resume(tmp_path: Path) -> None:
     }
 
 
+@pytest.mark.slow
 def test_kill_9_during_a_reset_then_resume(tmp_path: Path) -> None:
     marker = tmp_path / "reset-ran"
     spec = make_spec(tmp_path, SLOW, runs=2, reset=f"echo x >> {marker}; sleep 0.4")

@@ -14,6 +14,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from benchsage.execute.local import LocalWorker
 from benchsage.execute.progress import QuietProgress
 from benchsage.design.experiment import plan_experiment
@@ -25,6 +27,8 @@ from benchsage.store.journal import Journal
 
 sys.path.insert(0, str(Path(__file__).parent))
 from test_runner import count, rows, start_cli, wait_for  # noqa: E402  (the run loop's own test helpers)
+
+pytestmark = pytest.mark.timing  # decisions taken from measured times
 
 # `d` is fast only after `a` then `b` (each appends its name to a trace the reset empties): the
 # fixed order always, a random order one time in six. Looks at 10, 20, 30 runs per arm; at 20
@@ -101,6 +105,7 @@ def resume(directory: Path) -> None:
         journal.close()
 
 
+@pytest.mark.slow
 def test_kill_9_then_resume_keeps_the_looks_and_ends_as_an_uninterrupted_run(tmp_path: Path) -> None:
     spec = write_spec(tmp_path / "a")
     out = tmp_path / "a" / "out"
@@ -136,6 +141,7 @@ def test_kill_9_then_resume_keeps_the_looks_and_ends_as_an_uninterrupted_run(tmp
         "runs": 10, "decided": 0, "alpha_spent": before[0][3]["alpha_spent"]}
 
 
+@pytest.mark.slow
 def test_a_look_a_crash_left_untaken_is_taken_on_resume_before_any_run(tmp_path: Path, capsys) -> None:
     spec = write_spec(tmp_path)
     out = tmp_path / "out"
@@ -162,6 +168,7 @@ def test_a_look_a_crash_left_untaken_is_taken_on_resume_before_any_run(tmp_path:
 PYTHON = shutil.which("python3") or sys.executable
 
 
+@pytest.mark.slow
 def test_two_workers_look_at_the_completed_runs_of_both(tmp_path: Path) -> None:
     # Worker "slow" resets for 0.3 s more, so "fast" reaches every look point first and waits.
     workers = f"""

@@ -14,6 +14,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.timing  # decisions taken from measured times
+
 TESTS = """
 [[test]]
 name = "a"
@@ -48,6 +52,7 @@ def looks(out: Path) -> list[tuple[int, dict]]:
     return [(n, json.loads(r)) for n, r in query(out, "SELECT runs, record FROM looks ORDER BY id")]
 
 
+@pytest.mark.slow
 def test_a_failed_context_neither_holds_the_looks_back_nor_stops_the_workers(tmp_path: Path) -> None:
     (tmp_path / "build.sh").write_text(BUILD)
     spec = tmp_path / "experiment.toml"
@@ -130,6 +135,7 @@ def test_no_look_ends_the_experiment_before_every_treatment_ran_in_each_arm(tmp_
     assert {t["test"]: t["decided_at_runs"] for t in doc["tests"] if t["primary"] and t["decided"]} == {"a": 6, "b": 6}
 
 
+@pytest.mark.slow
 def test_an_experiment_decided_without_a_failed_context_says_its_runs_are_not_needed(tmp_path: Path) -> None:
     # Every link-order build fails on w1; w2 and w3 carry on, and their 20 pairs each decide
     # every test at the first look (40 of 120 runs per arm): the experiment stops there.

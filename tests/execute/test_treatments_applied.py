@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from benchsage.agent.spawn import ADDR_NO_RANDOMIZE
+from benchsage.execute.treatments import wrap
 from benchsage.vocabulary import dimension_labels
 
 PROBE = r"""import os, sys
@@ -166,3 +167,10 @@ def test_an_observer_wrapper_that_is_not_installed_stops_before_anything_runs(tm
     assert "[observer]" in line and "'tracer'" in line and "no-such-tracer-benchsage" in line and "not installed" in line
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "out" / "journal.sqlite").exists()
+
+
+def test_a_wrapper_runs_a_command_with_shell_syntax_through_the_shell_the_agent_would_use() -> None:
+    assert wrap("strace -f --", "sleep 0.01") == "strace -f -- sleep 0.01"
+    assert wrap("strace -f --", "echo $HOME | cat") == "strace -f -- /bin/sh -c 'echo $HOME | cat'"
+    assert wrap("strace -f --", "FOO=1 env") == "strace -f -- /bin/sh -c 'FOO=1 env'"
+    assert wrap("  ", "echo $HOME") == "echo $HOME"

@@ -15,9 +15,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from journalcheck import count, rows
 
 from benchsage.stats.sequential import SequentialDesign
+
+pytestmark = pytest.mark.timing  # decisions taken from measured times
 
 TESTS = """
 [[test]]
@@ -63,6 +66,7 @@ def statuses(out: Path) -> dict[tuple[str, str], int]:
 TRACE = ": > trace-$BENCHSAGE_FAKE_HOST"
 
 
+@pytest.mark.slow
 def test_a_look_analyses_each_workers_share_with_boundaries_at_those_runs(fake_fleet, tmp_path: Path) -> None:
     # 3 workers of 10 runs per arm, 4 looks: the plan's looks fall at 8, 15, 23, 30 runs per arm
     # over the fleet, each worker's share rounded down to 2, 5, 7, 10. A look thus analyses 6,
@@ -94,6 +98,7 @@ def test_a_look_analyses_each_workers_share_with_boundaries_at_those_runs(fake_f
     assert doc["sequential"]["stopped_at_runs"] == stopped
 
 
+@pytest.mark.slow
 def test_a_crashed_worker_does_not_hold_the_others_back_and_the_decision_is_reported(fake_fleet, tmp_path: Path) -> None:
     # node3 goes down for good in its first reset; node1 and node2 carry on, and their 20 pairs
     # each decide every test at the first look (40 of 120 runs per arm: the boundaries of 1/3).
@@ -122,6 +127,7 @@ def test_a_crashed_worker_does_not_hold_the_others_back_and_the_decision_is_repo
     assert json.loads(again.stdout)["sequential"]["stopped_at_runs"] == 20
 
 
+@pytest.mark.slow
 def test_the_others_finish_and_the_last_look_waits_for_the_crashed_worker(fake_fleet, tmp_path: Path) -> None:
     # No order effect and a margin nobody can show: nothing is decided before the last look.
     # node2 goes down for good in its 13th reset (run 7 of an arm), after the first look at 5.
@@ -149,9 +155,10 @@ def test_the_others_finish_and_the_last_look_waits_for_the_crashed_worker(fake_f
     assert json.loads(again.stdout)["sequential"]["stopped_at_runs"] == 10
 
 
+@pytest.mark.slow
 def test_a_worker_that_reconnects_is_waited_for_at_a_look(fake_fleet, tmp_path: Path) -> None:
-    # node2's host goes down in the middle of its first run and is back 6 s later, within its
-    # reconnect timeout; meanwhile node1 reaches the first look point (3 runs per arm) and waits
+    # node2's host goes down in the middle of its first run and is back once node1 has reached
+    # the first look point (3 runs per arm), within node2's reconnect timeout; node1 waits there
     # for node2's runs instead of stopping. Nothing can be decided (a margin of 0.001 %).
     fleet = fake_fleet(2)
     spec = write_spec(tmp_path, fleet, fleet.hosts, runs=6, looks=2, min_effect=0.001, reset=TRACE)
@@ -166,8 +173,12 @@ def test_a_worker_that_reconnects_is_waited_for_at_a_look(fake_fleet, tmp_path: 
         time.sleep(0.02)
     time.sleep(0.1)  # inside node2's second trial (b, 0.3 s and more)
     fleet.crash("node2")
-    time.sleep(6)
-    assert count(out, "SELECT COUNT(*) FROM runs WHERE worker = 'node1' AND status = 'done'") == 6  # at the look point
+    node1_done = "SELECT COUNT(*) FROM runs WHERE worker = 'node1' AND status = 'done'"
+    while count(out, node1_done) < 6:
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.02)
+    time.sleep(1)  # time for another run of node1 (about 0.7 s), had it not waited
+    assert count(out, node1_done) == 6  # at the look point
     fleet.boot("node2")
     _, stderr = proc.communicate(timeout=240)
     assert proc.returncode == 0, stderr

@@ -12,6 +12,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import fleetprocs
 import pytest
 from journalcheck import complete_and_unduplicated, rows, trials_so_far
 
@@ -19,6 +20,13 @@ from benchsage.errors import WorkerError, WorkerSetupError
 from benchsage.execute.agentworker import AgentWorker
 from benchsage.execute.transports import SshTransport
 from benchsage.execute.worker import ProcessRequest
+
+
+def trials_on(fleet, command: bytes) -> set[int]:
+    """Live processes on the fleet's hosts whose command line holds `command` (other tests'
+    processes, on other fleets or none, do not count)."""
+    table = fleetprocs.process_table()
+    return {pid for pid in fleet.processes() if pid in table and command in table[pid].cmdline}
 
 
 def ssh_worker(fleet, host: str, **kw) -> AgentWorker:
@@ -108,6 +116,7 @@ def cli(*args: str, cwd: Path, timeout: float = 180) -> subprocess.CompletedProc
 
 
 
+@pytest.mark.slow
 def test_fleet_experiment_with_verified_reboots(fake_fleet, tmp_path: Path) -> None:
     fleet = fake_fleet(2)
     spec = write_spec(tmp_path, fleet, ["node1", "node2"], reset=f"BENCHSAGE_FAKE_DOWN=0.3 {fleet.reboot}")
@@ -130,6 +139,7 @@ def test_fleet_experiment_with_verified_reboots(fake_fleet, tmp_path: Path) -> N
     assert json.loads(done.stdout)["tests"]
 
 
+@pytest.mark.timing  # the last reconnect within the reset's 3 s must not time out
 def test_reboot_that_does_not_reboot_fails_the_reset(fake_fleet, tmp_path: Path) -> None:
     fleet = fake_fleet(1)
     spec = write_spec(tmp_path, fleet, ["node1"], reset="true", reset_timeout=3)
@@ -140,6 +150,8 @@ def test_reboot_that_does_not_reboot_fails_the_reset(fake_fleet, tmp_path: Path)
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
+@pytest.mark.timing  # node1's reboot must be back within the reset's 4 s
 def test_lost_host_stops_alone_and_resume_finishes(fake_fleet, tmp_path: Path) -> None:
     fleet = fake_fleet(2)
     # node2's reboots never come back; node1 reboots normally.
@@ -161,6 +173,7 @@ def test_lost_host_stops_alone_and_resume_finishes(fake_fleet, tmp_path: Path) -
     assert rows(out, "SELECT COUNT(*) FROM attempts WHERE worker = 'node1'") == [(4,)]
 
 
+@pytest.mark.slow
 def test_connection_cut_mid_trial_redoes_the_run(fake_fleet, tmp_path: Path) -> None:
     fleet = fake_fleet(1)
     spec = write_spec(tmp_path, fleet, ["node1"], runs=2, test_command="sleep 0.4")
@@ -182,6 +195,7 @@ def test_connection_cut_mid_trial_redoes_the_run(fake_fleet, tmp_path: Path) -> 
     assert rows(out, "SELECT COUNT(*) FROM attempts WHERE status = 'failed' AND detail LIKE 'connection lost%'") == [(1,)]
 
 
+@pytest.mark.slow
 def test_connection_cut_mid_reset_redoes_the_run_from_its_reset(fake_fleet, tmp_path: Path) -> None:
     fleet = fake_fleet(1)
     spec = write_spec(tmp_path, fleet, ["node1"], runs=2, reset="sleep 0.8", reset_kind="command", test_command="sleep 0.001")
@@ -212,6 +226,7 @@ def test_connection_cut_mid_reset_redoes_the_run_from_its_reset(fake_fleet, tmp_
     assert rows(out, "SELECT COUNT(*) FROM attempts WHERE status = 'done' AND reset_status = 'ok'") == [(4,)]
 
 
+@pytest.mark.slow
 def test_a_remote_test_printing_gigabytes_keeps_only_its_tail(fake_fleet, tmp_path: Path) -> None:
     fleet = fake_fleet(1)
     gigabytes = 3 * 10**9
@@ -251,7 +266,7 @@ def test_kill_9_of_the_controller_leaves_nothing_running_and_resume_finishes(fak
     proc.wait()
     # The agents see their stdin close and kill their trials; only the hosts' sshd remain.
     deadline = time.monotonic() + 10
-    while subprocess.run(["pgrep", "-f", "sleep 0.3"], capture_output=True).returncode == 0:
+    while trials_on(fleet, b" sleep 0.3 "):
         assert time.monotonic() < deadline, "a trial outlived its controller"
         time.sleep(0.1)
     again = cli("resume", "out", cwd=tmp_path)

@@ -1,31 +1,61 @@
-"""`benchsage env` output and the comparison of per-run environment snapshots."""
+"""`benchsage env` output: the noise sources and how trials are measured, rendered from the
+readings given (tables or JSON); and the comparison of per-run environment snapshots."""
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import io
 import json
 from typing import Any
 
+import pytest
 from rich.console import Console
 
-from benchsage.agent.noise import OK, SOURCES, UNKNOWN, WARN, Reading, collect_noise
+from benchsage.agent.noise import SOURCES, Reading, collect_noise
 from benchsage.agent.snapshot import collect
 from benchsage.analyze.snapshots import compare_snapshots
-from benchsage.report.environment import env_json, render_env
+from benchsage.execute.measuring import MeasurementDescription
+from benchsage.report.environment import env_json, measurement_summary, render_env
+from benchsage.vocabulary import HARNESS_METRICS, OFF, OK, OPTIONAL_HARNESS_METRICS, UNKNOWN, WARN
 
 READINGS = [
-    Reading("governor", "powersave", WARN, "Use the 'performance' governor: now.", {"per_cpu": {0: "powersave"}}),
-    Reading("aslr", "full", OK, None, {"mode": 2}),
-    Reading("turbo", None, UNKNOWN, None, {"reason": "no turbo control found"}),
-    Reading("kernel", "[bold]not markup[/bold]", OK, None, {}),
+    Reading("governor", "CPU scaling governor", "powersave", WARN, "Use the 'performance' governor: now.", {"per_cpu": {0: "powersave"}}),
+    Reading("aslr", "Address space layout randomization", "full", OK, None, {"mode": 2}),
+    Reading("turbo", "Turbo boost", None, UNKNOWN, None, {"reason": "no turbo control found"}),
+    Reading("kernel", "Kernel", "[bold]not markup[/bold]", OK, None, {}),
 ]
 
+NO_CGROUPS = "no cgroups: v2: not root; to enable: start the agent with `systemd-run --user --scope -p Delegate=yes ...`"
+NO_RAPL = "no /sys/class/powercap: the kernel has no powercap"
+ADOPTED = "killed and counted (the agent adopts them as child subreaper)"
+# How trials are measured on a host without cgroups or RAPL, as execute/measuring.py describes it.
+MEASURED = MeasurementDescription(
+    agent={"cgroup": None, "cgroup_reason": NO_CGROUPS, "leftovers": "subreaper", "energy": False, "cpus_online": (0, 1, 2, 3)},
+    aspects=(
+        Reading("cgroups", "Trial cgroups (peak_memory, cpu_time)", "none", OFF, f"peak_memory and cpu_time are not recorded: {NO_CGROUPS}",
+                {"method": None, "reason": NO_CGROUPS}),
+        Reading("leftovers", "Leftover processes", ADOPTED, OK, None, {"method": "subreaper"}),
+        Reading("energy", "Package energy (RAPL)", "not measured", OFF, f"energy is not recorded: {NO_RAPL}", {"reason": NO_RAPL}),
+        Reading("cpus", "CPUs for trials", "online 0-3; allowed 0-3; isolated none; nohz_full none", WARN,
+                'no CPU is isolated: pin single-threaded trials elsewhere, e.g. cpus = "3" under [experiment]', {"suggested": "3"}),
+    ),
+    metrics=HARNESS_METRICS, missing=OPTIONAL_HARNESS_METRICS, leftovers=ADOPTED,
+)
+NOT_STARTED = MeasurementDescription(None, (Reading("agent", "Local agent", None, UNKNOWN, None,
+                                                    {"reason": "the local agent did not start: worker local: no python"}),))
 
-def render(readings: list[Reading], terminal: bool, width: int = 80) -> str:
+
+def render(readings: list[Reading], terminal: bool, width: int = 80, measurement: MeasurementDescription | None = None) -> str:
     buf = io.StringIO()
-    render_env(readings, Console(file=buf, force_terminal=terminal, width=width, color_system="standard" if terminal else None))
+    console = Console(file=buf, force_terminal=terminal, width=width, color_system="standard" if terminal else None)
+    render_env(readings, console, measurement)
     return buf.getvalue()
+
+
+def flat(text: str) -> str:
+    """The words of a rendering with its line breaks undone (a narrow console wraps notes)."""
+    return " ".join(text.split())
 
 
 def test_render_env_plain_when_not_a_terminal() -> None:
@@ -69,6 +99,64 @@ def test_env_json() -> None:
     real = env_json(collect_noise())
     assert [s["name"] for s in real["sources"]] == [s.name for s in SOURCES]
     json.dumps(real)
+
+
+# --- how trials are measured ------------------------------------------------------------------
+
+
+def test_the_sentence_on_what_each_trial_records() -> None:
+    assert measurement_summary(MEASURED) == (
+        "Each trial here records wall_time, user_time, sys_time, max_rss (not peak_memory, cpu_time, energy: see above); "
+        "processes it leaves running: killed and counted (the agent adopts them as child subreaper)."
+    )
+    everything = dataclasses.replace(MEASURED, metrics=HARNESS_METRICS + OPTIONAL_HARNESS_METRICS, missing=(),
+                                     leftovers="killed and counted (the trial's cgroup)")
+    assert measurement_summary(everything) == (
+        "Each trial here records wall_time, user_time, sys_time, max_rss, peak_memory, cpu_time, energy; "
+        "processes it leaves running: killed and counted (the trial's cgroup)."
+    )
+
+
+def test_what_is_not_measured_says_why_and_what_would_enable_it() -> None:
+    text = flat(render(collect_noise(), terminal=False, measurement=MEASURED))
+    assert "Trial cgroups (peak_memory, cpu_time): peak_memory and cpu_time are not recorded: no cgroups: v2: not root" in text
+    assert "systemd-run --user --scope -p Delegate=yes" in text
+    assert f"Package energy (RAPL): energy is not recorded: {NO_RAPL}" in text
+
+
+def test_an_agent_that_did_not_start() -> None:
+    text = flat(render(collect_noise(), terminal=False, measurement=NOT_STARTED))
+    assert "Local agent (unknown): the local agent did not start: worker local: no python" in text
+    assert "How trials are measured here is not known: the local agent did not start" in text
+
+
+def test_env_json_holds_the_agents_words_and_each_aspect() -> None:
+    doc = env_json(collect_noise(), MEASURED)
+    assert json.loads(json.dumps(doc)) == doc
+    assert doc["measurement"]["agent"] == {**MEASURED.agent, "cpus_online": [0, 1, 2, 3]}
+    aspects = {a["name"]: a for a in doc["measurement"]["aspects"]}
+    assert aspects["cgroups"] == {
+        "name": "cgroups", "title": "Trial cgroups (peak_memory, cpu_time)", "value": "none", "state": "off",
+        "advice": f"peak_memory and cpu_time are not recorded: {NO_CGROUPS}", "data": {"method": None, "reason": NO_CGROUPS},
+    }
+    assert aspects["cpus"]["data"]["suggested"] == "3"
+    assert env_json(collect_noise(), NOT_STARTED)["measurement"] == {"agent": None, "aspects": [
+        {"name": "agent", "title": "Local agent", "value": None, "state": "unknown", "advice": None,
+         "data": {"reason": "the local agent did not start: worker local: no python"}}]}
+    assert "measurement" not in env_json(collect_noise())  # the noise alone, as before
+
+
+@pytest.mark.parametrize("width", [80, 160])
+def test_the_table_on_narrow_and_wide_terminals(width: int) -> None:
+    text = render(collect_noise(), terminal=False, width=width, measurement=MEASURED)
+    section = text[text.index("How trials are measured here"):]
+    head = section.splitlines()[1].split()
+    assert head == (["aspect", "value", "state"] if width < 140 else ["aspect", "value", "state", "advice"])
+    assert max(len(line) for line in section.splitlines()) <= width
+    assert 'cpus = "3"' in section and "\x1b[" not in text
+
+
+# --- snapshots compared -----------------------------------------------------------------------
 
 
 def snapshot(governor: str | None = "performance", files: dict[str, str | None] | None = None, load: str = "ok", **kw: Any) -> dict[str, Any]:

@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "analyze"))
 from rows_data import trend_rows  # noqa: E402
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(trend_rows())
 def test_json_text_is_what_json_dumps_writes(rows: Rows[Trend]) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from benchsage.errors import DataError
 from benchsage.store.importers import read_ordersage
-from benchsage.store.table import FIRST, FIXED, RANDOM
+from benchsage.store.table import FIRST, FIXED_CODE, RANDOM_CODE
 
 ARTIFACT = Path(__file__).resolve().parents[3] / "shared" / "data" / "ordersage-artifact"  # ../shared next to the repository
 MEMCACHED = ARTIFACT / "memcached-table3" / "all_exp_results.csv"
@@ -50,7 +50,7 @@ def test_memcached_artifact() -> None:
     # First row of the file: cmd_set, first in run 0, value 50733.3508970237, time 3.820298111.
     assert t.value[0] == 50733.3508970237 and t.time[0] == 3.820298111 and t.predecessor[0] == FIRST
     # The fixed order is cmd_set, cmd_get, get_hits: every fixed get_hits ran after cmd_get.
-    fixed_hits = (t.arm == FIXED) & (t.test == 2)
+    fixed_hits = (t.arm == FIXED_CODE) & (t.test == 2)
     assert (t.predecessor[fixed_hits] == 1).all() and (t.position[fixed_hits] == 2).all()
     # Run starts come from all_run_results.csv (the controller's clock), one per run.
     starts = t.provenance["run_starts"]
@@ -82,11 +82,11 @@ def test_several_numbers_are_several_metrics(tmp_path: Path) -> None:
     t = read_ordersage(f)
     assert t.metric_names == ("result[0]", "result[1]")
     assert len(t) == 8
-    got = {(t.test_names[a], t.metric_names[m]): v for a, m, v, arm in zip(t.test, t.metric, t.value, t.arm) if arm == FIXED}
+    got = {(t.test_names[a], t.metric_names[m]): v for a, m, v, arm in zip(t.test, t.metric, t.value, t.arm) if arm == FIXED_CODE}
     assert got[("./a.sh", "result[0]")] == 1.5 and got[("./a.sh", "result[1]")] == 2.5
     assert got[("./b.sh", "result[1]")] == 4.5
     # Both metrics of one trial share its run, position and predecessor.
-    b_fixed = (t.test == 1) & (t.arm == FIXED)
+    b_fixed = (t.test == 1) & (t.arm == FIXED_CODE)
     assert (t.predecessor[b_fixed] == 0).all() and (t.position[b_fixed] == 1).all()
 
 
@@ -176,4 +176,4 @@ def test_a_copy_without_its_run_file_falls_back(tmp_path: Path) -> None:
     shutil.copy(MEMCACHED, tmp_path / "all_exp_results.csv")
     t = read_ordersage(tmp_path / "all_exp_results.csv")
     assert "run_starts" not in t.provenance and "environment" not in t.provenance
-    assert (t.arm == RANDOM).sum() == 150
+    assert (t.arm == RANDOM_CODE).sum() == 150

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from benchsage.errors import DataError
 from benchsage.store.importers import read_tidy
 from benchsage.store.importers import _csv
-from benchsage.store.table import FIRST, FIXED, NO_PREDECESSOR_INFO, RANDOM, UNKNOWN
+from benchsage.store.table import FIRST, FIXED_CODE, NO_PREDECESSOR_INFO, RANDOM_CODE, UNKNOWN
 
 
 def write(path: Path, header: list[str], rows: list[list[object]]) -> Path:
@@ -42,7 +42,7 @@ def test_reads_every_column(tmp_path: Path) -> None:
     assert t.test_names == ("a", "b")
     assert t.metric_names == ("ms",)
     assert t.worker_names == ("w1",)
-    assert list(t.arm) == [FIXED, FIXED, RANDOM, RANDOM]
+    assert list(t.arm) == [FIXED_CODE, FIXED_CODE, RANDOM_CODE, RANDOM_CODE]
     assert list(t.value) == [1.5, 2.5, 3.5, 4.5]
     assert list(t.position) == [0, 1, 0, 1]
     assert list(t.time) == [100.0, 101.0, 200.0, 201.0]

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "benchmarks"
 
@@ -37,6 +38,7 @@ def test_generator_is_deterministic_and_tidy(tmp_path: Path) -> None:
     assert all(r["value"] == "" for r in rows if r["status"] != "ok")
 
 
+@pytest.mark.slow
 def test_benchsage_and_the_notebook_baseline_agree(tmp_path: Path) -> None:
     data = tmp_path / "tiny.csv"
     out = subprocess.run([sys.executable, str(BENCH / "paper_scale.py"), "--tests", "20", "--trials", "4000", "--seed", "5",

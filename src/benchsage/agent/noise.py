@@ -1,8 +1,9 @@
 """The machine's sources of noise, one small class per source (after pyperf's `system show`).
 
 Each source reads /proc and /sys under a root directory (default "/", a fake tree in tests)
-and returns a Reading: a value, a state ("ok", "warn" or "unknown") and, when the setting can
-perturb measurements, concrete advice. A source never raises: unreadable means "unknown".
+and returns a Reading: its title, a value, a state (the vocabulary's OK, WARN or UNKNOWN) and,
+when the setting can perturb measurements, concrete advice. A source never raises: unreadable
+means UNKNOWN.
 """
 
 from __future__ import annotations
@@ -15,25 +16,22 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
 from benchsage.agent.sysfs import kernel_cpu_list
-from benchsage.vocabulary import format_cpu_list
-
-OK = "ok"
-WARN = "warn"
-UNKNOWN = "unknown"
-STATES: tuple[str, ...] = (OK, WARN, UNKNOWN)
+from benchsage.vocabulary import OK, UNKNOWN, WARN, format_cpu_list
 
 _CPU = "sys/devices/system/cpu"
 
 
 @dataclass(frozen=True)
 class Reading:
-    """What one noise source looks like on this machine right now."""
+    """What one noise source looks like on this machine right now, in the words `benchsage env`
+    shows (a snapshot keeps only its value and state)."""
 
     name: str
+    title: str  # the source's, as a person reads it: "CPU scaling governor"
     value: str | None
-    state: str  # OK, WARN or UNKNOWN
+    state: str  # the vocabulary's OK, WARN or UNKNOWN
     advice: str | None = None
-    data: Mapping[str, Any] = field(default_factory=dict)  # the raw numbers behind `value`
+    data: Mapping[str, Any] = field(default_factory=dict)  # the raw numbers behind `value`; "reason" when UNKNOWN
 
 
 class NoiseSource:
@@ -98,13 +96,13 @@ class NoiseSource:
         raise NotImplementedError
 
     def ok(self, value: str, **data: Any) -> Reading:
-        return Reading(self.name, value, OK, None, data)
+        return Reading(self.name, self.title, value, OK, None, data)
 
     def warn(self, value: str, advice: str, **data: Any) -> Reading:
-        return Reading(self.name, value, WARN, advice, data)
+        return Reading(self.name, self.title, value, WARN, advice, data)
 
     def unknown(self, reason: str, **data: Any) -> Reading:
-        return Reading(self.name, None, UNKNOWN, None, {"reason": reason, **data})
+        return Reading(self.name, self.title, None, UNKNOWN, None, {"reason": reason, **data})
 
 
 def _by_value(per_cpu: Mapping[int, str]) -> str:

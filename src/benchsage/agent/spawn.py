@@ -39,15 +39,23 @@ _SHELL_WORDS = frozenset(
 )
 
 
+def needs_shell(command: str) -> bool:
+    """Whether `command` is shell syntax: a character of _SHELL_CHARS, nothing at all, a
+    variable assignment first, or a shell keyword or builtin first. Anything else is a program
+    and its words, which can be exec'd (or wrapped) as they are."""
+    if any(c in _SHELL_CHARS for c in command):
+        return True
+    words = command.split()
+    return not words or "=" in words[0] or words[0] in _SHELL_WORDS
+
+
 def plan_spawn(command: str, env: Mapping[str, str]) -> Tuple[str, str, List[str]]:
     """How to start `command`: ("exec", path, argv) when it has no shell syntax and its program
     is found (hyperfine's -N: no shell in the measurement), else ("shell", /bin/sh, argv)."""
     shell = (SHELL, SHELL_PATH, [SHELL_PATH, "-c", command])
-    if any(c in _SHELL_CHARS for c in command):
+    if needs_shell(command):
         return shell
     words = command.split()
-    if not words or "=" in words[0] or words[0] in _SHELL_WORDS:
-        return shell
     path = _which(words[0], env.get("PATH", os.defpath))
     if path is None:
         return shell  # the shell says "not found" the way users expect

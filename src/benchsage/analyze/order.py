@@ -30,8 +30,8 @@ from benchsage.stats import (
     percent_difference,
 )
 from benchsage.stats._grouped import grouped_ranks, refine_order
-from benchsage.store.table import FIXED, RANDOM, TrialTable
-from benchsage.vocabulary import VERSION
+from benchsage.store.table import FIXED_CODE, RANDOM_CODE, TrialTable
+from benchsage.vocabulary import FIXED, RANDOM, VERSION
 
 
 def check_options(*, alpha: float, correction: str, ci_method: str, ci_level: float, ci_case_rule: str, min_values: int) -> None:
@@ -249,8 +249,8 @@ def _compute(
         p_adjusted=p_adjusted,
         reject=reject & testable,
         eta2=np.where(testable, eta_squared_h(statistic, n.sum(axis=1), k=2), np.nan),
-        delta=percent_difference(mean[:, FIXED], mean[:, RANDOM]),
-        case=ci_case(median[:, FIXED], low[:, FIXED], high[:, FIXED], median[:, RANDOM], low[:, RANDOM], high[:, RANDOM], ci_case_rule),
+        delta=percent_difference(mean[:, FIXED_CODE], mean[:, RANDOM_CODE]),
+        case=ci_case(median[:, FIXED_CODE], low[:, FIXED_CODE], high[:, FIXED_CODE], median[:, RANDOM_CODE], low[:, RANDOM_CODE], high[:, RANDOM_CODE], ci_case_rule),
     )
 
 
@@ -275,7 +275,7 @@ def _verdict(
     test = table.test_names[int(c.test[i])]
     metric = table.metric_names[int(c.metric[i])]
     info = table.metric_info(metric)
-    nf, nr = int(c.n[i, FIXED]), int(c.n[i, RANDOM])
+    nf, nr = int(c.n[i, FIXED_CODE]), int(c.n[i, RANDOM_CODE])
     notes: list[str] = []
     if nf == 0 or nr == 0:
         empty = "fixed" if nf == 0 else "random"
@@ -288,11 +288,11 @@ def _verdict(
     elif stratified is not None and not c.testable[i]:
         if stratified.strata[i] == 0:
             notes.append("no worker has values in both arms, or each worker's values are all equal: the stratified test compares the arms within workers")
-    for arm, name in ((FIXED, "fixed"), (RANDOM, "random")):
+    for arm, name in ((FIXED_CODE, FIXED), (RANDOM_CODE, RANDOM)):
         k = int(c.n[i, arm])
         if 0 < k < ci_min:
             notes.append(f"{k} {name} value{'s' if k != 1 else ''} are too few for a {ci_level * 100:g}% {ci_method} CI of the median (at least {ci_min} needed)")
-    if nf > 0 and nr > 0 and c.mean[i, FIXED] == 0:
+    if nf > 0 and nr > 0 and c.mean[i, FIXED_CODE] == 0:
         notes.append("the fixed-arm mean is 0: Δ% is undefined")
 
     def interval(arm: int) -> tuple[float, float] | None:
@@ -312,14 +312,14 @@ def _verdict(
         significant=bool(c.reject[i]) if testable else None,
         eta2=_num(c.eta2[i]),
         delta_pct=_num(c.delta[i]),
-        cv_fixed=_num(c.cv[i, FIXED]),
-        cv_random=_num(c.cv[i, RANDOM]),
-        mean_fixed=_num(c.mean[i, FIXED]),
-        mean_random=_num(c.mean[i, RANDOM]),
-        median_fixed=_num(c.median[i, FIXED]),
-        ci_fixed=interval(FIXED),
-        median_random=_num(c.median[i, RANDOM]),
-        ci_random=interval(RANDOM),
+        cv_fixed=_num(c.cv[i, FIXED_CODE]),
+        cv_random=_num(c.cv[i, RANDOM_CODE]),
+        mean_fixed=_num(c.mean[i, FIXED_CODE]),
+        mean_random=_num(c.mean[i, RANDOM_CODE]),
+        median_fixed=_num(c.median[i, FIXED_CODE]),
+        ci_fixed=interval(FIXED_CODE),
+        median_random=_num(c.median[i, RANDOM_CODE]),
+        ci_random=interval(RANDOM_CODE),
         ci_case=int(c.case[i]) or None,
         unit=info.unit,
         better=info.better,

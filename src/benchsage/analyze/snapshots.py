@@ -13,13 +13,15 @@ from collections import Counter
 from typing import Any, Mapping
 
 from benchsage.analyze.identity import STABLE_FIELDS, worker_of
+from benchsage.vocabulary import WARN
 
 # Snapshot settings that should be the same in every run of an experiment, with the words a
 # warning uses for them (shared with the identity diagnostic). Load and time differ from run to
 # run by nature and are not listed.
 _SETTINGS = STABLE_FIELDS
 # Noise readings that change over time (their names in the snapshot's "noise", with the words a
-# warning uses): a warning when they warned ("warn") in some runs.
+# warning uses: their sources' titles in lower case, since a snapshot keeps only each reading's
+# value and state): a warning when they warned (WARN) in some runs.
 _TRANSIENT = {
     "load": "load average",
     "memory": "memory available and pressure",
@@ -71,7 +73,7 @@ def _transient_warnings(snaps: Mapping[str, Mapping[str, Any]]) -> list[str]:
     out = []
     for name in _TRANSIENT:
         readings = [s["noise"][name] for s in snaps.values() if isinstance(s.get("noise"), Mapping) and isinstance(s["noise"].get(name), Mapping)]
-        warned = [r for r in readings if r.get("state") == "warn"]
+        warned = [r for r in readings if r.get("state") == WARN]
         if warned:
             title = _TRANSIENT[name]
             out.append(f"{title} warned before {len(warned)} of {_runs(len(readings))} (e.g. {warned[0].get('value')})")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from benchsage.stats._grouped import check_grouped, sort_within_groups
-from benchsage.store.table import FIXED, RANDOM, TrialTable
+from benchsage.store.table import FIXED_CODE, RANDOM_CODE, TrialTable
 
 
 def _numbering(table: TrialTable) -> tuple[np.ndarray, np.ndarray, int]:
@@ -61,7 +61,7 @@ def sort_values(table: TrialTable) -> ValueOrder:
     analysis needs (ValueError if a value is NaN or the arm column is not 0/1)."""
     group, combos, n_metrics = _numbering(table)
     n_groups = len(combos)
-    if len(table.arm) and not np.isin(table.arm, (FIXED, RANDOM)).all():
-        raise ValueError("arm column must hold only FIXED (0) and RANDOM (1)")
+    if len(table.arm) and not np.isin(table.arm, (FIXED_CODE, RANDOM_CODE)).all():
+        raise ValueError("arm column must hold only FIXED_CODE (0) and RANDOM_CODE (1)")
     value, group = check_grouped(table.value, group, n_groups)
     return ValueOrder(table.value, group, combos, n_metrics, sort_within_groups(value, group, n_groups))

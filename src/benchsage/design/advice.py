@@ -20,7 +20,7 @@ from scipy import special
 from benchsage.design.sequential import SequentialPlan, default_looks
 from benchsage.errors import DataError, UsageError
 from benchsage.spec import Spec, TestSpec
-from benchsage.stats.ranksum import mann_whitney_z
+from benchsage.stats.ranksum import mann_whitney_z, rank_sum_test
 from benchsage.stats.sequential import DECIDED_EFFECT, UNDECIDED, SequentialDesign, decide_step, relative_interval
 from benchsage.stats.shift import shift_ci
 from benchsage.vocabulary import ARMS, MIN_RUNS_PER_ARM
@@ -357,16 +357,13 @@ class PowerCurve:
         the values themselves; z^2 is the analysis's Kruskal-Wallis H. NaN where every value is equal."""
         n0 = fixed_counts.sum(axis=1).astype(np.float64)
         n1 = random_counts.sum(axis=1).astype(np.float64)
-        n = n0 + n1
         counts = np.concatenate([fixed_counts, random_counts], axis=1)[:, self.order].astype(np.float64)
         tied = np.add.reduceat(counts, self.starts, axis=1)  # values in each run of ties
         tied_fixed = np.add.reduceat(counts * self.fixed_slot, self.starts, axis=1)
         rank = np.cumsum(tied, axis=1) - (tied - 1.0) / 2.0  # the average rank of each run
         u = (tied_fixed * rank).sum(axis=1) - n0 * (n0 + 1.0) / 2.0
         tie = (tied**3 - tied).sum(axis=1)
-        var = n0 * n1 / 12.0 * ((n + 1.0) - tie / (n * (n - 1.0)))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(var > 1e-12 * n0 * n1, (u - n0 * n1 / 2.0) / np.sqrt(np.maximum(var, 0.0)), np.nan)
+        return rank_sum_test(u - n0 * n1 / 2.0, n0, n1, tie).z
 
     def power(self, n: int) -> float:
         """Share of the simulated experiments in which the analysis finds the order effect:

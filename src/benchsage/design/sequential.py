@@ -2,7 +2,7 @@
 
 With `stop = "sequential"` the plan's runs are a most: the runner looks at the data after
 p_1 < p_2 < ... < p_K runs per arm on every worker and stops at the first look where every test
-is decided (stats/sequential.py decides). This module fixes those points from the spec and the
+is decided (stats/sequential/ decides). This module fixes those points from the spec and the
 journal's meta, so that `benchsage plan`, the runner and the analysis agree on them.
 """
 

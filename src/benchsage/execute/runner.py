@@ -464,7 +464,9 @@ class Runner:
             except WorkerSetupError:
                 raise
             except WorkerError as exc:
-                dropped = True
+                # The host did not answer; unless the reset's own deadline cut the attempt
+                # short (a slow answer then proves nothing), it went down.
+                dropped = dropped or time.monotonic() < deadline
                 last_error = _strip(exc, worker.name)
                 worker.disconnect()
                 continue

@@ -53,7 +53,7 @@ class Looks:
         cells = journal.meta().get("treatments") or []
         self._cells = max(1, len(cells))
         # With observer levels the order analysis examines the baseline level's runs only
-        # (analyze/treatments.py, order_rows), and so do the looks: their information is a
+        # (analyze/treatments/table.py, order_rows), and so do the looks: their information is a
         # fraction of the baseline's pairs in the plan, which the last look analyses.
         self._examined = None if baseline is None else {i for i, cell in enumerate(cells) if cell.get("observer") == baseline}
         pairs = len(_complete_pairs([{**r, "status": "done"} for r in journal.runs() if self._counted(r)]))

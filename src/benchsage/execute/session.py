@@ -1,5 +1,7 @@
 """Start or resume an experiment: connect its workers, create or open its journal, run the loop.
 
+The plan comes drawn (design.experiment) or recorded (the journal); nothing here draws one.
+
 The workers are connected before the journal is written, so a misconfigured fleet (an unknown
 host key, no usable python) leaves nothing behind to clean up: fix it and run again.
 """
@@ -8,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from benchsage.design.experiment import plan_experiment
+from benchsage.design.experiment import ExperimentPlan
 from benchsage.errors import SpecError
 from benchsage.execute.create import create_experiment
 from benchsage.execute.fleet import check_cpus, close_all, connect_all, make_workers
@@ -19,10 +21,8 @@ from benchsage.spec import Spec, load_spec
 from benchsage.store.journal import Journal, check_directory_for
 
 
-def start(spec_path: str, directory: str, *, runs: int | None = None, seed: int | None = None, quiet: bool = False) -> None:
-    """Plan the experiment into a new journal, then execute it on every worker."""
-    spec = load_spec(spec_path)
-    plan = plan_experiment(spec, runs=runs, seed=seed)
+def start(spec: Spec, plan: ExperimentPlan, directory: str, *, quiet: bool = False) -> None:
+    """Write `plan` into a new journal in `directory`, then carry it out on every worker."""
     check_directory_for(directory, plan.digest)
     workers = make_workers(spec, directory)
     try:

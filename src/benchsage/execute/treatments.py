@@ -27,7 +27,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from benchsage.agent.spawn import _SHELL_CHARS, _SHELL_WORDS
+from benchsage.agent.spawn import SHELL_PATH, needs_shell
 from benchsage.design.treatments import Treatment
 from benchsage.errors import WorkerSetupError
 from benchsage.execute.worker import ProcessRequest
@@ -120,9 +120,8 @@ def wrap(wrapper: str, command: str) -> str:
     as it is (a plain command line) or through /bin/sh -c (one with shell syntax)."""
     if not wrapper.strip():
         return command
-    words = command.split()
-    if any(c in _SHELL_CHARS for c in command) or not words or "=" in words[0] or words[0] in _SHELL_WORDS:
-        return f"{wrapper.strip()} /bin/sh -c {shlex.quote(command)}"
+    if needs_shell(command):
+        return f"{wrapper.strip()} {SHELL_PATH} -c {shlex.quote(command)}"
     return f"{wrapper.strip()} {command}"
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Protocol, Sequence
 
-DEFAULT_OUTPUT_LIMIT = 1 << 20  # bytes of stdout/stderr kept in memory (the tail)
+from benchsage.vocabulary import DEFAULT_OUTPUT_LIMIT
 
 
 @dataclass(frozen=True)

@@ -1,29 +1,56 @@
-"""The machine's noise sources and how trials are measured on it, for `benchsage env` (tables,
-or JSON), and the comparison of the environment snapshots of an experiment's runs that analyze
-turns into warnings: settings that changed between runs, and test files whose content differs
-between runs or workers.
+"""`benchsage env` as tables or JSON: the machine's noise sources and how trials are measured on
+it, rendered from the readings the command line got from the executor side (agent/noise.py,
+execute/measuring.py), in which every title, value, state and advice is already written.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Protocol, Sequence
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from benchsage import __version__
-from benchsage.agent.noise import OK, SOURCES, STATES, UNKNOWN, WARN, Reading
-from benchsage.report.measurement import OFF
-from benchsage.report.measurement import TITLES as MEASUREMENT_TITLES
+from benchsage.vocabulary import OFF, OK, READING_STATES, UNKNOWN, VERSION, WARN
 
-_TITLES = {source.name: source.title for source in SOURCES}
 _STATE_STYLE = {OK: "green", WARN: "bold yellow", UNKNOWN: "dim", OFF: "dim"}
 NULL = "–"
 _WIDE = 140  # columns from which the advice fits in the table
 
+
+class Reading(Protocol):
+    """What this module renders of a reading of the host, a noise source's or an aspect of how
+    trials are measured (agent/noise.py's Reading, which execute/measuring.py gives too)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def value(self) -> str | None: ...
+    @property
+    def state(self) -> str: ...  # the vocabulary's OK, WARN, UNKNOWN or OFF
+    @property
+    def advice(self) -> str | None: ...
+    @property
+    def data(self) -> Mapping[str, Any]: ...  # the numbers behind the value; "reason" when UNKNOWN
+
+
+class MeasurementDescription(Protocol):
+    """What this module renders of how trials are measured on a host (execute/measuring.py)."""
+
+    @property
+    def agent(self) -> Mapping[str, Any] | None: ...  # the agent's own words; None when not known
+    @property
+    def aspects(self) -> Sequence[Reading]: ...
+    @property
+    def metrics(self) -> Sequence[str]: ...  # what each trial records there
+    @property
+    def missing(self) -> Sequence[str]: ...  # the optional metrics it does not
+    @property
+    def leftovers(self) -> str | None: ...  # what becomes of the processes a trial leaves running
 
 
 def _plain(value: Any) -> Any:
@@ -35,10 +62,10 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _reading_json(r: Reading, titles: Mapping[str, str]) -> dict[str, Any]:
+def _reading_json(r: Reading) -> dict[str, Any]:
     return {
         "name": r.name,
-        "title": titles.get(r.name, r.name),
+        "title": r.title,
         "value": r.value,
         "state": r.state,
         "advice": r.advice,
@@ -46,24 +73,20 @@ def _reading_json(r: Reading, titles: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-def env_json(
-    readings: Sequence[Reading],
-    measurement: Sequence[Reading] | None = None,
-    agent: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
+def env_json(readings: Sequence[Reading], measurement: MeasurementDescription | None = None) -> dict[str, Any]:
     """`benchsage env --json`: every reading, and how many sources are in each state; with
-    `measurement` (report/measurement.py), how trials are measured here: the local agent's own
-    words (`agent`, its hello's measurement) and a reading of each aspect with advice."""
+    `measurement`, how trials are measured here: the local agent's own words (`agent`, its
+    hello's measurement) and a reading of each aspect with advice."""
     counts = Counter(r.state for r in readings)
     doc: dict[str, Any] = {
-        "tool": {"name": "benchsage", "version": __version__},
-        "sources": [_reading_json(r, _TITLES) for r in readings],
-        "summary": {state: counts.get(state, 0) for state in STATES},
+        "tool": {"name": "benchsage", "version": VERSION},
+        "sources": [_reading_json(r) for r in readings],
+        "summary": {state: counts.get(state, 0) for state in READING_STATES},
     }
     if measurement is not None:
         doc["measurement"] = {
-            "agent": _plain(agent) if agent is not None else None,
-            "aspects": [_reading_json(r, MEASUREMENT_TITLES) for r in measurement],
+            "agent": _plain(measurement.agent) if measurement.agent is not None else None,
+            "aspects": [_reading_json(r) for r in measurement.aspects],
         }
     return doc
 
@@ -75,7 +98,7 @@ def _note(r: Reading) -> str:
     return str(r.data.get("reason", "")) if r.state == UNKNOWN else ""
 
 
-def _readings(readings: Sequence[Reading], titles: Mapping[str, str], console: Console, head: str) -> None:
+def _readings(readings: Sequence[Reading], console: Console, head: str) -> None:
     """One row per reading; on a wide console the advice is a fourth column, on a narrow one
     (a pipe is 80 columns) it follows the table, one paragraph per reading, warnings first."""
     wide = console.width >= _WIDE
@@ -87,7 +110,7 @@ def _readings(readings: Sequence[Reading], titles: Mapping[str, str], console: C
         table.add_column("advice", ratio=1)
     for r in readings:
         row = [
-            Text(titles.get(r.name, r.name)),
+            Text(r.title),
             Text(r.value if r.value is not None else NULL),
             Text(r.state, style=_STATE_STYLE.get(r.state, "")),
         ]
@@ -99,16 +122,16 @@ def _readings(readings: Sequence[Reading], titles: Mapping[str, str], console: C
         console.print()
         for r in sorted(readings, key=lambda r: r.state != WARN):  # warnings first, stable
             if _note(r):
-                label = titles.get(r.name, r.name) + (" (unknown)" if r.state == UNKNOWN else "")
+                label = r.title + (" (unknown)" if r.state == UNKNOWN else "")
                 line = Text(f"{label}: ", style="bold" if r.state == WARN else "dim")
                 line.append(_note(r), style="dim" if r.state == UNKNOWN else "")
                 console.print(line)
 
 
-def render_env(readings: Sequence[Reading], console: Console, measurement: Sequence[Reading] | None = None) -> None:
+def render_env(readings: Sequence[Reading], console: Console, measurement: MeasurementDescription | None = None) -> None:
     """`benchsage env`: one row per noise source, with advice where a setting adds noise; then,
     with `measurement`, how trials are measured here (cgroups, leftovers, energy, CPUs)."""
-    _readings(readings, _TITLES, console, "source")
+    _readings(readings, console, "source")
     counts = Counter(r.state for r in readings)
     if counts[WARN]:
         summary = f"{counts[WARN]} of {len(readings)} sources can add noise to measurements: see the advice above."
@@ -122,25 +145,16 @@ def render_env(readings: Sequence[Reading], console: Console, measurement: Seque
         return
     console.print()
     console.print(Text("How trials are measured here (as the local agent sees it)", style="bold"))
-    _readings(measurement, MEASUREMENT_TITLES, console, "aspect")
+    _readings(measurement.aspects, console, "aspect")
     console.print()
     console.print(Text(measurement_summary(measurement)))
 
 
-def measurement_summary(measurement: Sequence[Reading]) -> str:
-    """One sentence: which metrics a trial gets here beyond wait4's, and what happens to leftovers."""
-    by = {r.name: r for r in measurement}
-    if "cgroups" not in by:
-        return "How trials are measured here is not known: " + _note(measurement[0]) if measurement else ""
-    extra = (["peak_memory", "cpu_time"] if by["cgroups"].state == OK else []) + (["energy"] if by["energy"].state == OK else [])
-    metrics = "wall_time, user_time, sys_time, max_rss" + "".join(f", {m}" for m in extra)
-    missing = [m for m in ("peak_memory", "cpu_time", "energy") if m not in extra]
-    text = f"Each trial here records {metrics}"
-    if missing:
-        text += f" (not {', '.join(missing)}: see above)"
-    leftovers = by["leftovers"]
-    text += f"; processes it leaves running: {leftovers.value}."
-    return text
-
-
-
+def measurement_summary(measurement: MeasurementDescription) -> str:
+    """One sentence: which metrics a trial records here, and what happens to its leftovers."""
+    if measurement.agent is None:
+        return "How trials are measured here is not known: " + _note(measurement.aspects[0]) if measurement.aspects else ""
+    text = f"Each trial here records {', '.join(measurement.metrics)}"
+    if measurement.missing:
+        text += f" (not {', '.join(measurement.missing)}: see above)"
+    return text + f"; processes it leaves running: {measurement.leftovers}."

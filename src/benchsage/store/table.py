@@ -13,13 +13,11 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from benchsage.vocabulary import ARMS, HARNESS_METRIC_UNITS, HARNESS_METRICS, OPTIONAL_HARNESS_METRICS
-from benchsage.vocabulary import FIXED as FIXED_ARM
-from benchsage.vocabulary import RANDOM as RANDOM_ARM
+from benchsage.vocabulary import ARMS, FIXED, HARNESS_METRIC_UNITS, HARNESS_METRICS, OPTIONAL_HARNESS_METRICS, RANDOM
 
 # An arm's code in the arm column is its index in ARMS.
-FIXED = ARMS.index(FIXED_ARM)
-RANDOM = ARMS.index(RANDOM_ARM)
+FIXED_CODE = ARMS.index(FIXED)
+RANDOM_CODE = ARMS.index(RANDOM)
 
 # Sentinels of the position / predecessor / run columns.
 UNKNOWN = -1  # run, position: not known for this row
@@ -48,7 +46,7 @@ class TrialTable:
     """Columns of equal length; categorical columns are codes into the name tuples.
 
     test, metric, worker: int32 codes into test_names, metric_names, worker_names.
-    arm: int8, FIXED (0) or RANDOM (1).
+    arm: int8, FIXED_CODE (0) or RANDOM_CODE (1).
     value: float64, the measured value (only trials whose status is ok are rows here).
     run: int64 run id, unique within the table; UNKNOWN (-1) when the source has no runs.
     position: int32 0-based place of the trial in its run; UNKNOWN (-1) when not known.

@@ -10,7 +10,8 @@ import pytest
 
 from benchsage.analyze.diagnostics import carryover_balance, diagnose
 from benchsage.analyze.pipeline import analyze_loaded
-from benchsage.design.plan import RANDOM, WILLIAMS, make_plan, worker_seed
+from benchsage.design.plan import make_plan, worker_seed
+from benchsage.vocabulary import RANDOM, WILLIAMS
 from benchsage.store.table import TrialTable
 from benchsage.report.json import analysis_json_text
 

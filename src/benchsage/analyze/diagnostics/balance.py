@@ -13,7 +13,7 @@ import numpy as np
 from benchsage.analyze.sorted_values import comparisons
 from benchsage.analyze.verdict import CarryoverBalance
 from benchsage.design.williams import Squares, square_rows
-from benchsage.store.table import NO_PREDECESSOR_INFO, RANDOM, TrialTable
+from benchsage.store.table import NO_PREDECESSOR_INFO, RANDOM_CODE, TrialTable
 
 
 def carryover_balance(table: TrialTable, comp: np.ndarray | None = None, comp_test: np.ndarray | None = None) -> CarryoverBalance | None:
@@ -51,7 +51,7 @@ class BalanceTally:
         if comp is None or comp_test is None:
             comp, comp_test, _ = comparisons(table)
         n = self.n
-        known = (table.arm == RANDOM) & (table.run >= 0) & (table.position >= 0) & (table.predecessor != NO_PREDECESSOR_INFO)
+        known = (table.arm == RANDOM_CODE) & (table.run >= 0) & (table.position >= 0) & (table.predecessor != NO_PREDECESSOR_INFO)
         if not known.any():
             return
         # One row per trial: a trial has a row per metric; keep those of its test's first comparison.

@@ -16,7 +16,7 @@ import numpy as np
 from benchsage.analyze.diagnostics.columns import corrected, effect_pct, nums
 from benchsage.analyze.diagnostics.one_vs_rest import Part, RankCache, one_vs_rest
 from benchsage.analyze.verdict import Carryover, Rows
-from benchsage.store.table import FIRST, NO_PREDECESSOR_INFO, RANDOM, TrialTable
+from benchsage.store.table import FIRST, NO_PREDECESSOR_INFO, RANDOM_CODE, TrialTable
 
 RESET = "(reset)"
 
@@ -25,7 +25,7 @@ def carryover_part(
     table: TrialTable, comp: np.ndarray, comp_test: np.ndarray, comp_metric: np.ndarray, min_values: int, ranked: RankCache
 ) -> Part | None:
     """The comparisons of the carry-over diagnostic, uncorrected."""
-    rows = np.flatnonzero((table.arm == RANDOM) & (table.predecessor != NO_PREDECESSOR_INFO))
+    rows = np.flatnonzero((table.arm == RANDOM_CODE) & (table.predecessor != NO_PREDECESSOR_INFO))
     if len(rows) == 0:
         return None
     n_tests = len(table.test_names)

@@ -16,7 +16,7 @@ import numpy as np
 from scipy import special
 
 from benchsage.analyze.verdict import Interleaving
-from benchsage.store.table import ARMS, FIXED, RANDOM, TrialTable
+from benchsage.store.table import ARMS, FIXED_CODE, RANDOM_CODE, TrialTable
 
 MAX_WORKER_DETAILS = 3  # interleaving details spelled out per worker
 
@@ -49,8 +49,8 @@ def runs_test_lower(arms: np.ndarray) -> tuple[int, float, float]:
     arms in time order, E[R] = 2 n1 n2 / n + 1 and Var[R] = 2 n1 n2 (2 n1 n2 - n) / (n^2 (n - 1));
     p = Phi((R - E[R]) / sd), small when the arms are clustered (too few stretches).
     """
-    n1 = int((arms == FIXED).sum())
-    n2 = int((arms == RANDOM).sum())
+    n1 = int((arms == FIXED_CODE).sum())
+    n2 = int((arms == RANDOM_CODE).sum())
     n = n1 + n2
     stretches = 1 + int(np.count_nonzero(arms[1:] != arms[:-1])) if n else 0
     expected = 2.0 * n1 * n2 / n + 1.0 if n else float("nan")
@@ -78,7 +78,7 @@ def interleaving_of_table(table: TrialTable, starts: np.ndarray, alpha: float) -
 
 def interleaving_of_runs(arm: np.ndarray, worker: np.ndarray, start: np.ndarray, worker_names: Sequence[str], alpha: float) -> Interleaving:
     """The interleaving verdict from each run's arm, worker and start (runs in id order)."""
-    n_fixed, n_random = int((arm == FIXED).sum()), int((arm == RANDOM).sum())
+    n_fixed, n_random = int((arm == FIXED_CODE).sum()), int((arm == RANDOM_CODE).sum())
     timed = np.isfinite(start)
     if not timed.any():
         return Interleaving(None, "no run start times in the data: cannot tell whether the arms were interleaved", n_fixed, n_random)
@@ -105,11 +105,11 @@ def interleaving_of_runs(arm: np.ndarray, worker: np.ndarray, start: np.ndarray,
 
 def _judge(seq: np.ndarray, alpha: float) -> tuple[bool, str]:
     """Interleaved or not, and why, for one worker's arms in time order."""
-    n_fixed, n_random = int((seq == FIXED).sum()), int((seq == RANDOM).sum())
+    n_fixed, n_random = int((seq == FIXED_CODE).sum()), int((seq == RANDOM_CODE).sum())
     if n_fixed == 0 or n_random == 0:
-        only = ARMS[FIXED] if n_random == 0 else ARMS[RANDOM]
+        only = ARMS[FIXED_CODE] if n_random == 0 else ARMS[RANDOM_CODE]
         return False, f"only {only} runs ({len(seq)}): the other arm ran elsewhere or not at all"
-    where_f, where_r = np.flatnonzero(seq == FIXED), np.flatnonzero(seq == RANDOM)
+    where_f, where_r = np.flatnonzero(seq == FIXED_CODE), np.flatnonzero(seq == RANDOM_CODE)
     if where_f.max() < where_r.min():
         return False, f"all {n_fixed} fixed runs precede all {n_random} random runs"
     if where_r.max() < where_f.min():

@@ -33,7 +33,7 @@ from benchsage.analyze.diagnostics.columns import corrected, effect_pct, nums
 from benchsage.analyze.diagnostics.one_vs_rest import Part, RankCache, one_vs_rest
 from benchsage.analyze.verdict import PositionEffect, Rows
 from benchsage.stats.median_ci import grouped_median_ci
-from benchsage.store.table import RANDOM, TrialTable
+from benchsage.store.table import RANDOM_CODE, TrialTable
 
 MAX_SINGLE_POSITIONS = 32  # beyond this many positions, positions are binned
 MAX_LATER_BINS = 9  # bins of positions 1..P-1 in large experiments (plus position 0 alone)
@@ -68,7 +68,7 @@ def _position_bins(n_positions: int, typical_n: float, min_values: int) -> Bins:
 
 def position_bins(table: TrialTable, comp: np.ndarray, n_comp: int, min_values: int) -> Bins | None:
     """The position bins of a table's random-arm rows (None when none has a position)."""
-    rows = np.flatnonzero((table.arm == RANDOM) & (table.position >= 0))
+    rows = np.flatnonzero((table.arm == RANDOM_CODE) & (table.position >= 0))
     if len(rows) == 0:
         return None
     per_comp = np.bincount(comp[rows], minlength=n_comp)
@@ -99,7 +99,7 @@ def position_parts(
     metric, bin of each row) to compare them once all batches are in (pooled_part); then only
     the per-test part is returned.
     """
-    rows = np.flatnonzero((table.arm == RANDOM) & (table.position >= 0))
+    rows = np.flatnonzero((table.arm == RANDOM_CODE) & (table.position >= 0))
     if len(rows) == 0:
         return None
     n_comp = len(comp_test)

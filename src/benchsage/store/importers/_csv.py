@@ -506,7 +506,7 @@ def _present(text: pa.Array) -> np.ndarray:
 
 
 def arms(path: Path, labels: tuple[str, ...], codes: np.ndarray, name: str) -> np.ndarray:
-    """The arm column as int8 codes (FIXED 0, RANDOM 1); any other value is an error."""
+    """The arm column as int8 codes (FIXED_CODE 0, RANDOM_CODE 1); any other value is an error."""
     lookup = np.full(len(labels), -1, dtype=np.int8)
     for i, label in enumerate(labels):
         if label in ARMS:

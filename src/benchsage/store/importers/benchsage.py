@@ -17,9 +17,8 @@ from typing import Any
 import numpy as np
 
 from benchsage.store.journal import Journal
-from benchsage.store.table import FIRST, FIXED, HARNESS_METRICS, RANDOM, MetricInfo, TrialTable, encode_treatments
-from benchsage.vocabulary import CONTEXT_DIMENSIONS, FINISHED, OK, SHUFFLE, cell_columns
-from benchsage.vocabulary import FIXED as FIXED_ARM
+from benchsage.store.table import FIRST, FIXED_CODE, HARNESS_METRICS, RANDOM_CODE, MetricInfo, TrialTable, encode_treatments
+from benchsage.vocabulary import CONTEXT_DIMENSIONS, FINISHED, FIXED, OK, SHUFFLE, cell_columns
 
 
 def read_experiment(path: str | os.PathLike[str]) -> TrialTable:
@@ -127,7 +126,7 @@ def _trials(journal: Journal, test_names: tuple[str, ...]) -> _Trials:
          wall, user, sys_, rss, _attempt_no, _attempt_status) = r
         t.trial_ids[i] = tid
         t.run[i] = run_id
-        t.arm[i] = FIXED if arm_name == FIXED_ARM else RANDOM
+        t.arm[i] = FIXED_CODE if arm_name == FIXED else RANDOM_CODE
         t.worker[i] = t.worker_names.setdefault(worker_name, len(t.worker_names))
         t.test[i] = test_id
         t.position[i] = pos

@@ -29,7 +29,7 @@ from benchsage.errors import DataError
 from benchsage.store.importers import _csv
 from benchsage.store.importers.base import exclusion_summary
 from benchsage.store.importers.tidy import REQUEST, is_ok
-from benchsage.store.table import ARMS, FIRST, NO_PREDECESSOR_INFO, RANDOM
+from benchsage.store.table import ARMS, FIRST, NO_PREDECESSOR_INFO, RANDOM_CODE
 
 BLOCK_BYTES = 4 << 20  # per piece of the file; the tests pass small pieces to cross many piece borders
 
@@ -367,7 +367,7 @@ class _Stream:
             _run_facts(self.runs, run_ok, arm_ok, None if time is None else analysed(time))
         test_ok, position_ok = analysed(test), analysed(position)
         metric_ok = analysed(codes["metric"]) if self.has_metric else np.zeros(len(run_ok), dtype=np.int32)
-        self.counts.add(test_ok, metric_ok, analysed(worker), arm_ok == RANDOM, position_ok, len(self.labels["test"].names),
+        self.counts.add(test_ok, metric_ok, analysed(worker), arm_ok == RANDOM_CODE, position_ok, len(self.labels["test"].names),
                         len(self.labels["metric"].names) if self.has_metric else 1)
         self.cols["test"].append(test_ok)
         self.cols["value"].append(value)

@@ -1,20 +1,17 @@
-"""`benchsage env`'s account of how trials are measured: the local agent's hello read aspect by
-aspect (cgroups, leftovers, energy, CPUs), the CPUs it suggests, the table and the JSON."""
+"""How trials are measured on this machine, for `benchsage env`: the local agent's hello read
+aspect by aspect (cgroups, leftovers, energy, CPUs), the CPUs it suggests, and what follows for
+every trial (the metrics it records, its leftovers)."""
 
 from __future__ import annotations
 
-import io
-import json
 from typing import Any
 
 import pytest
-from rich.console import Console
 
 from benchsage.errors import WorkerError
 from benchsage.execute.local import LocalWorker
-from benchsage.agent.noise import OK, UNKNOWN, WARN, collect_noise
-from benchsage.report.environment import env_json, measurement_summary, render_env
-from benchsage.report.measurement import OFF, local_measurement, measurement_readings, suggest_cpus
+from benchsage.execute.measuring import ASPECTS, describe_measurement, local_measurement, suggest_cpus
+from benchsage.vocabulary import HARNESS_METRICS, OFF, OK, OPTIONAL_HARNESS_METRICS, UNKNOWN, WARN
 
 NO_CGROUPS = ("no cgroups: v2: not root; v1: no v1 memory hierarchy at /sys/fs/cgroup/memory; "
               "to enable: start the agent with `systemd-run --user --scope -p Delegate=yes ...`, or run it as root")
@@ -32,18 +29,7 @@ def hello(**changes: Any) -> dict[str, Any]:
 
 
 def by_name(m: dict[str, Any]) -> dict[str, Any]:
-    return {r.name: r for r in measurement_readings(m)}
-
-
-def render(measurement: Any, width: int = 80) -> str:
-    buf = io.StringIO()
-    render_env(collect_noise(), Console(file=buf, width=width, color_system=None), measurement)
-    return buf.getvalue()
-
-
-def flat(text: str) -> str:
-    """The words of a rendering with its line breaks undone (a narrow console wraps notes)."""
-    return " ".join(text.split())
+    return {r.name: r for r in describe_measurement(m).aspects}
 
 
 def test_a_host_with_everything() -> None:
@@ -53,10 +39,11 @@ def test_a_host_with_everything() -> None:
     assert (r["leftovers"].value, r["leftovers"].state) == ("killed and counted (the trial's cgroup)", OK)
     assert (r["energy"].value, r["energy"].state) == ("measured", OK)
     assert r["cpus"].value == "online 0-3; allowed 0-3; isolated none; nohz_full none"
-    assert measurement_summary(measurement_readings(hello())) == (
-        "Each trial here records wall_time, user_time, sys_time, max_rss, peak_memory, cpu_time, energy; "
-        "processes it leaves running: killed and counted (the trial's cgroup)."
-    )
+    described = describe_measurement(hello())
+    assert described.agent == hello()
+    assert described.metrics == ("wall_time", "user_time", "sys_time", "max_rss", "peak_memory", "cpu_time", "energy")
+    assert described.missing == ()
+    assert described.leftovers == "killed and counted (the trial's cgroup)"
 
 
 def test_a_host_without_cgroups_or_rapl_says_why_and_what_would_enable_them() -> None:
@@ -66,14 +53,16 @@ def test_a_host_without_cgroups_or_rapl_says_why_and_what_would_enable_them() ->
     assert r["cgroups"].advice == f"peak_memory and cpu_time are not recorded: {NO_CGROUPS}"
     assert (r["leftovers"].state, r["leftovers"].data["method"]) == (OK, "subreaper")
     assert (r["energy"].state, r["energy"].advice) == (OFF, f"energy is not recorded: {NO_RAPL}")
-    assert measurement_summary(measurement_readings(m)) == (
-        "Each trial here records wall_time, user_time, sys_time, max_rss (not peak_memory, cpu_time, energy: see above); "
-        "processes it leaves running: killed and counted (the agent adopts them as child subreaper)."
-    )
-    text = flat(render(measurement_readings(m)))
-    assert "Trial cgroups (peak_memory, cpu_time): peak_memory and cpu_time are not recorded: no cgroups: v2: not root" in text
-    assert "systemd-run --user --scope -p Delegate=yes" in text
-    assert f"Package energy (RAPL): energy is not recorded: {NO_RAPL}" in text
+    described = describe_measurement(m)
+    assert (described.metrics, described.missing) == (HARNESS_METRICS, OPTIONAL_HARNESS_METRICS)
+    assert described.leftovers == "killed and counted (the agent adopts them as child subreaper)"
+    assert describe_measurement(hello(energy=False)).missing == ("energy",)
+
+
+def test_every_aspect_reading_carries_its_title() -> None:
+    titles = [r.title for r in describe_measurement(hello()).aspects]
+    assert titles == [aspect.title for aspect in ASPECTS] == [
+        "Trial cgroups (peak_memory, cpu_time)", "Leftover processes", "Package energy (RAPL)", "CPUs for trials"]
 
 
 def test_leftovers_found_by_process_group_only_warn() -> None:
@@ -111,11 +100,12 @@ def test_which_cpus_to_pin_to(online: list[int], allowed: list[int], isolated: l
 
 
 def test_an_agent_that_did_not_start() -> None:
-    (r,) = measurement_readings(None, "the local agent did not start: worker local: no python")
-    assert (r.name, r.state, r.data["reason"]) == ("agent", UNKNOWN, "the local agent did not start: worker local: no python")
-    text = flat(render([r]))
-    assert "Local agent (unknown): the local agent did not start: worker local: no python" in text
-    assert "How trials are measured here is not known: the local agent did not start" in text
+    described = describe_measurement(None, "the local agent did not start: worker local: no python")
+    (r,) = described.aspects
+    assert (r.name, r.title, r.state) == ("agent", "Local agent", UNKNOWN)
+    assert r.data["reason"] == "the local agent did not start: worker local: no python"
+    assert (described.agent, described.metrics, described.missing, described.leftovers) == (None, (), (), None)
+    assert describe_measurement(None).aspects[0].data["reason"] == "the local agent's measurement is not known"
 
 
 def test_local_measurement_is_the_agents_hello(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -131,27 +121,3 @@ def test_local_measurement_is_the_agents_hello(monkeypatch: pytest.MonkeyPatch) 
 
     monkeypatch.setattr(LocalWorker, "connect", refuse)
     assert local_measurement() == (None, "the local agent did not start: worker local: cannot start python")
-
-
-def test_env_json_holds_the_agents_words_and_each_aspect() -> None:
-    m = hello(cgroup=None, cgroup_reason=NO_CGROUPS)
-    doc = env_json(collect_noise(), measurement_readings(m), m)
-    assert json.loads(json.dumps(doc)) == doc
-    assert doc["measurement"]["agent"] == m
-    aspects = {a["name"]: a for a in doc["measurement"]["aspects"]}
-    assert aspects["cgroups"] == {
-        "name": "cgroups", "title": "Trial cgroups (peak_memory, cpu_time)", "value": "none", "state": "off",
-        "advice": f"peak_memory and cpu_time are not recorded: {NO_CGROUPS}", "data": {"method": None, "reason": NO_CGROUPS},
-    }
-    assert aspects["cpus"]["data"]["suggested"] == "3"
-    assert "measurement" not in env_json(collect_noise())  # the noise alone, as before
-
-
-@pytest.mark.parametrize("width", [80, 160])
-def test_the_table_on_narrow_and_wide_terminals(width: int) -> None:
-    text = render(measurement_readings(hello()), width)
-    section = text[text.index("How trials are measured here"):]
-    head = section.splitlines()[1].split()
-    assert head == (["aspect", "value", "state"] if width < 140 else ["aspect", "value", "state", "advice"])
-    assert max(len(line) for line in section.splitlines()) <= width
-    assert 'cpus = "3"' in section and "\x1b[" not in text

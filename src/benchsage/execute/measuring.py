@@ -1,5 +1,7 @@
 """How trials are measured on this machine, for `benchsage env`: what the local agent says in its
-hello (cgroups, leftovers, energy, CPUs), one small class per aspect, each a Reading with advice.
+hello (cgroups, leftovers, energy, CPUs), one small class per aspect, each a Reading with its
+title and advice, and what follows for every trial here (the metrics it records, what becomes of
+the processes it leaves running).
 
 The readings come from a real agent started as an experiment starts it, so `env` reports
 exactly what a trial would get, including the agent's own affinity and its cgroup.
@@ -7,13 +9,13 @@ exactly what a trial would get, including the agent's own affinity and its cgrou
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping, Sequence
 
-from benchsage.agent.noise import OK, UNKNOWN, WARN, Reading
+from benchsage.agent.noise import Reading
 from benchsage.errors import BenchsageError
-from benchsage.vocabulary import format_cpu_list
-
-OFF = "off"  # a measurement this host does not allow: the metric is absent, nothing is wrong
+from benchsage.execute.local import LocalWorker
+from benchsage.vocabulary import HARNESS_METRICS, OFF, OK, OPTIONAL_HARNESS_METRICS, UNKNOWN, WARN, format_cpu_list
 
 _LEFTOVERS = {
     "cgroup": "killed and counted (the trial's cgroup)",
@@ -22,12 +24,22 @@ _LEFTOVERS = {
 }
 
 
+@dataclass(frozen=True)
+class MeasurementDescription:
+    """How trials are measured on a host, as its agent says it: the agent's own words, a
+    reading of each aspect, and what follows for every trial there."""
+
+    agent: Mapping[str, Any] | None  # the `measurement` of the agent's hello; None when it is not known
+    aspects: tuple[Reading, ...]  # one per aspect; without the agent's words, one UNKNOWN reading saying why
+    metrics: tuple[str, ...] = ()  # the harness metrics each trial records there
+    missing: tuple[str, ...] = ()  # the optional harness metrics it does not (the aspects say why)
+    leftovers: str | None = None  # what becomes of the processes a trial leaves running
+
+
 def local_measurement() -> tuple[dict[str, Any] | None, str | None]:
     """(the `measurement` of a local agent's hello, None) or (None, why it is not known).
 
     Starts the agent the way `benchsage run` does and says goodbye at once."""
-    from benchsage.execute.local import LocalWorker
-
     worker = LocalWorker()
     try:
         hello = worker.connect()
@@ -41,11 +53,30 @@ def local_measurement() -> tuple[dict[str, Any] | None, str | None]:
     return dict(measurement), None
 
 
+def describe_measurement(measurement: Mapping[str, Any] | None, error: str | None = None) -> MeasurementDescription:
+    """Every aspect of an agent's `measurement` read, and what follows for a trial; without a
+    `measurement`, one unknown reading of the agent giving `error` as the reason."""
+    if measurement is None:
+        reason = error or "the local agent's measurement is not known"
+        return MeasurementDescription(None, (Reading("agent", "Local agent", None, UNKNOWN, None, {"reason": reason}),))
+    aspects = tuple(aspect(measurement).read() for aspect in ASPECTS)
+    given = {metric for aspect, r in zip(ASPECTS, aspects) if r.state == OK for metric in aspect.metrics}
+    return MeasurementDescription(
+        agent=measurement,
+        aspects=aspects,
+        metrics=HARNESS_METRICS + tuple(m for m in OPTIONAL_HARNESS_METRICS if m in given),
+        missing=tuple(m for m in OPTIONAL_HARNESS_METRICS if m not in given),
+        leftovers=next(r.value for r in aspects if r.name == Leftovers.name),
+    )
+
+
 class MeasurementAspect:
-    """One aspect of how trials are measured. Subclasses set `name` and `title` and implement `read`."""
+    """One aspect of how trials are measured. Subclasses set `name` and `title` and implement
+    `read`; `metrics`: the optional harness metrics a trial records when the aspect reads OK."""
 
     name: ClassVar[str] = ""
     title: ClassVar[str] = ""
+    metrics: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, measurement: Mapping[str, Any]) -> None:
         self.m = measurement
@@ -54,12 +85,13 @@ class MeasurementAspect:
         raise NotImplementedError
 
     def reading(self, value: str, state: str, advice: str | None = None, **data: Any) -> Reading:
-        return Reading(self.name, value, state, advice, data)
+        return Reading(self.name, self.title, value, state, advice, data)
 
 
 class TrialCgroups(MeasurementAspect):
     name = "cgroups"
     title = "Trial cgroups (peak_memory, cpu_time)"
+    metrics = ("peak_memory", "cpu_time")
 
     def read(self) -> Reading:
         method, reason = self.m.get("cgroup"), str(self.m.get("cgroup_reason") or "")
@@ -90,6 +122,7 @@ class Leftovers(MeasurementAspect):
 class Energy(MeasurementAspect):
     name = "energy"
     title = "Package energy (RAPL)"
+    metrics = ("energy",)
 
     def read(self) -> Reading:
         reason = str(self.m.get("energy_reason") or "")
@@ -154,13 +187,3 @@ def suggest_cpus(online: Sequence[int], allowed: Sequence[int], isolated: Sequen
         f"trials alone, isolate it (isolcpus={choice} nohz_full={choice} rcu_nocbs={choice} on the kernel command line) "
         "and pin to it"
     )
-
-
-def measurement_readings(measurement: Mapping[str, Any] | None, error: str | None = None) -> list[Reading]:
-    """Every aspect's reading of an agent's `measurement`; one unknown reading when there is none."""
-    if measurement is None:
-        return [Reading("agent", None, UNKNOWN, None, {"reason": error or "the local agent's measurement is not known"})]
-    return [aspect(measurement).read() for aspect in ASPECTS]
-
-
-TITLES = {aspect.name: aspect.title for aspect in ASPECTS} | {"agent": "Local agent"}
