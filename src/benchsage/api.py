@@ -348,7 +348,10 @@ class Result:
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        return self.analysis.warnings
+        """The warnings of the analysis in words, each once: the JSON's warnings."""
+        from benchsage.report.words import said
+
+        return tuple(said(self.analysis.warnings, once=True))
 
     @property
     def trials(self) -> Any:

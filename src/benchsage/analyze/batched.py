@@ -27,6 +27,7 @@ import numpy as np
 from benchsage.analyze.diagnostics import BalanceTally, Parts
 from benchsage.analyze.diagnostics.carryover import carryover_part, carryover_rows
 from benchsage.analyze.diagnostics.interleaving import interleaving_of_runs
+from benchsage.analyze.diagnostics.notes import NotInterleaved
 from benchsage.analyze.diagnostics.one_vs_rest import concat_parts
 from benchsage.analyze.diagnostics.position import bins_for, pooled_part, position_parts, position_rows
 from benchsage.analyze.diagnostics.trends import trend_part, trend_rows
@@ -114,7 +115,7 @@ def analyze_compact(trials: CompactTrials, options: Options = Options(), *, batc
             base = diagnostics if diagnostics is not None else Diagnostics(interleaving=None)
             diagnostics = dataclasses.replace(base, fleet=(), identity=identity)
     if diagnostics is not None and diagnostics.interleaving is not None and diagnostics.interleaving.interleaved is False:
-        warnings.append(f"the arms were not interleaved in time ({diagnostics.interleaving.detail}): drift over time can look like an order effect")
+        warnings.append(NotInterleaved(diagnostics.interleaving.detail))
     return Analysis(
         tool_version=VERSION,
         alpha=float(alpha),

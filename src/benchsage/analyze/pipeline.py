@@ -85,7 +85,9 @@ def analyze_loaded(table: TrialTable, options: Options = Options(), treatments: 
         analysis, diagnostics, more = _fleet(table, analysis, diagnostics, options, alpha=alpha, correction=correction, sorted_values=sorted_values)
         warnings.extend(more)
     if diagnostics is not None and diagnostics.interleaving is not None and diagnostics.interleaving.interleaved is False:
-        warnings.append(f"the arms were not interleaved in time ({diagnostics.interleaving.detail}): drift over time can look like an order effect")
+        from benchsage.analyze.diagnostics.notes import NotInterleaved
+
+        warnings.append(NotInterleaved(diagnostics.interleaving.detail))
     warnings.extend(treated.warnings)
     context_effects = treated.context_effects
     if context_effects:
