@@ -220,14 +220,19 @@ class Diagnostics:
 
     @property
     def interleaving(self) -> dict[str, Any] | None:
+        """Whether the arms were interleaved in time: the JSON's diagnostics.interleaving."""
+        from benchsage.report.json import said_record
+
         d = self.analysis.diagnostics
-        return dict(vars(d.interleaving)) if d is not None and d.interleaving is not None else None
+        return said_record(d.interleaving) if d is not None and d.interleaving is not None else None
 
     @property
     def carryover_balance(self) -> dict[str, Any] | None:
         """Whether the random arm's carry-over is balanced: the JSON's diagnostics.carryover_balance."""
+        from benchsage.report.json import said_record
+
         d = self.analysis.diagnostics
-        return dict(vars(d.carryover_balance)) if d is not None and d.carryover_balance is not None else None
+        return said_record(d.carryover_balance) if d is not None and d.carryover_balance is not None else None
 
     @property
     def fleet(self) -> Any:

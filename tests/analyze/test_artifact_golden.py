@@ -16,6 +16,7 @@ import pytest
 from scipy import stats
 
 from benchsage.analyze.diagnostics import RESET, diagnose
+from benchsage.analyze.diagnostics.notes import ArmFirst, InterleavingDetail
 from benchsage.analyze.order import analyze_table
 from benchsage.analyze.verdict import Analysis, TestVerdict
 from benchsage.store.importers import load_source
@@ -166,7 +167,7 @@ def test_memcached_diagnostics_get_hits_is_slower_first_after_the_reset() -> Non
     assert not any(t.significant for t in d.trends)
     assert d.interleaving is not None
     assert d.interleaving.interleaved is False
-    assert d.interleaving.detail == "all 50 fixed runs precede all 50 random runs"
+    assert d.interleaving.detail == InterleavingDetail((ArmFirst("fixed", 50, "random", 50),))
 
 
 def test_npbench_arms_were_interleaved() -> None:

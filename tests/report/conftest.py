@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pytest
 
+from benchsage.analyze.diagnostics.notes import InterleavingDetail, RunsTest
 from benchsage.analyze.order import analyze_table
 from benchsage.analyze.pipeline import Options, analyze_loaded
 from benchsage.analyze.verdict import Analysis, Carryover, Diagnostics, Interleaving, PositionEffect, Trend
@@ -103,7 +104,7 @@ def analysis_of(table: TrialTable, diagnostics: Diagnostics | None = None, **opt
 def hand_diagnostics(names: Sequence[str], metric: str = "wall_time") -> Diagnostics:
     """A few diagnostics rows about `names`, enough to exercise every diagnostics table."""
     return Diagnostics(
-        interleaving=Interleaving(True, "fixed and random runs alternate in pairs", 15, 15),
+        interleaving=Interleaving(True, InterleavingDetail((RunsTest(True, 15, 15, 16, 16.0, 0.5),)), 15, 15),
         position_effects=tuple(
             PositionEffect(n, metric, 0, 3, 12, 1.08, 1.0, 8.0, 0.001, 0.01, True) for n in names
         ),

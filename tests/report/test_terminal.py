@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from rich.console import Console
 
+from benchsage.analyze.diagnostics.notes import ArmFirst, InterleavingDetail
 from benchsage.analyze.order import analyze_table
 from benchsage.analyze.verdict import Carryover, Diagnostics, Interleaving, PositionEffect, Trend
 from benchsage.report.terminal import make_console, render_analysis
@@ -40,7 +41,7 @@ def memcached():
 
 def _diagnostics(significant: bool) -> Diagnostics:
     return Diagnostics(
-        interleaving=Interleaving(False, "all 50 fixed runs precede all 50 random runs", 50, 50),
+        interleaving=Interleaving(False, InterleavingDetail((ArmFirst("fixed", 50, "random", 50),)), 50, 50),
         position_effects=(
             PositionEffect("./get_hits_test.sh", "result", 0, 24, 26, 67000.0, 70000.0, -4.5, 0.0019, 0.0058, significant),
             PositionEffect("./cmd_set_test.sh", "result", 0, 25, 25, 50000.0, 50010.0, -0.02, 0.8, 1.0, False),

@@ -14,6 +14,7 @@ from benchsage.analyze.identity import Identity
 from benchsage.analyze.levels import AcrossLevels
 
 if TYPE_CHECKING:  # imported for annotations only: the treatment analyses load scipy
+    from benchsage.analyze.diagnostics.notes import BalanceDetail, InterleavingDetail
     from benchsage.analyze.summary import Summary
     from benchsage.analyze.treatments.comparisons import ComparisonRow
     from benchsage.analyze.treatments.contexts import ContextEffect
@@ -57,7 +58,7 @@ class TestVerdict:
 @dataclass(frozen=True)
 class Interleaving:
     interleaved: bool | None
-    detail: str
+    detail: InterleavingDetail  # why: report/words/diagnostics.py says it
     n_fixed_runs: int = 0
     n_random_runs: int = 0
 
@@ -105,7 +106,7 @@ class CarryoverBalance:
     workers and cells."""
 
     balanced: bool | None  # None: nothing to count (one test, or no predecessors known)
-    detail: str
+    detail: BalanceDetail  # the counts behind the verdict: report/words/diagnostics.py says them
     random_orders: str | None
     runs: int  # random-arm runs counted
     tests: int

@@ -18,7 +18,7 @@ from typing import Any
 from benchsage.analyze.identity import Identity
 from benchsage.analyze.verdict import Analysis, FleetRow, Rows, TestVerdict, WorkerVerdicts
 from benchsage.report.treatments_json import TREATMENT_JSON
-from benchsage.report.words import said
+from benchsage.report.words import said, say
 
 
 def analysis_json(analysis: Analysis) -> dict[str, Any]:
@@ -51,12 +51,12 @@ def analysis_json(analysis: Analysis) -> dict[str, Any]:
     if analysis.diagnostics is not None:
         d = analysis.diagnostics
         out["diagnostics"] = {
-            "interleaving": record(d.interleaving) if d.interleaving is not None else None,
+            "interleaving": said_record(d.interleaving) if d.interleaving is not None else None,
             "position_effects": [record(x) for x in d.position_effects],
             "carryover": [record(x) for x in d.carryover],
             "trends": [record(x) for x in d.trends],
             "workers": d.workers,
-            "carryover_balance": record(d.carryover_balance) if d.carryover_balance is not None else None,
+            "carryover_balance": said_record(d.carryover_balance) if d.carryover_balance is not None else None,
         }
         if d.fleet is not None:
             out["diagnostics"]["identity"] = identity_json(d.identity) if d.identity is not None else None
@@ -133,6 +133,13 @@ def record(obj: Any) -> dict[str, Any]:
     # vars(): asdict() deep-copies and is ~20x slower, which matters for the tens of thousands
     # of diagnostic rows of a paper-scale dataset.
     return dict(vars(obj))
+
+
+def said_record(obj: Any) -> dict[str, Any]:
+    """A diagnostic's fields as a dict (record), its `detail` in words."""
+    d = record(obj)
+    d["detail"] = say(obj.detail)
+    return d
 
 
 def verdict_json(v: TestVerdict) -> dict[str, Any]:

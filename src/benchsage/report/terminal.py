@@ -18,7 +18,7 @@ from rich.table import Column, Table
 from rich.text import Text
 
 from benchsage.analyze.verdict import Analysis, Diagnostics, FleetRow, TestVerdict
-from benchsage.report.words import said, verdict_sentence, workers_sentence
+from benchsage.report.words import said, say, verdict_sentence, workers_sentence
 from benchsage.report.words.verdict import names as named
 
 NULL = "–"  # a value that could not be computed; the warnings say why
@@ -265,7 +265,7 @@ def _diagnostics(d: Diagnostics, console: Console, st: _Styles) -> None:
     _line(console, "Where the effect comes from", st.title)
     if d.interleaving is not None:
         state = {True: "interleaved", False: "NOT interleaved", None: "unknown"}[d.interleaving.interleaved]
-        _line(console, f"Arms in time: {state}: {d.interleaving.detail}", st.warning if d.interleaving.interleaved is False else "")
+        _line(console, f"Arms in time: {state}: {say(d.interleaving.detail)}", st.warning if d.interleaving.interleaved is False else "")
 
     positions = [e for e in d.position_effects if e.significant]
     if positions:
@@ -293,7 +293,7 @@ def _diagnostics(d: Diagnostics, console: Console, st: _Styles) -> None:
     else:
         _line(console, f"Carry-over: none significant ({len(d.carryover)} examined).")
     if d.carryover_balance is not None:
-        _line(console, f"Carry-over balance: {d.carryover_balance.detail}")
+        _line(console, f"Carry-over balance: {say(d.carryover_balance.detail)}")
 
     trends = [t for t in d.trends if t.significant]
     if trends:

@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 
 from benchsage.analyze.diagnostics import carryover_balance, diagnose
+from benchsage.analyze.diagnostics.notes import Balanced, IncompleteSquare, IncompleteSquares, NotBalanced, OneTest, ShuffledOrders
 from benchsage.analyze.pipeline import analyze_loaded
 from benchsage.design.plan import make_plan, worker_seed
+from benchsage.design.williams import Squares
 from benchsage.vocabulary import RANDOM, WILLIAMS
 from benchsage.store.table import TrialTable
 from benchsage.report.json import analysis_json_text
@@ -55,21 +57,21 @@ def test_complete_williams_squares_are_balanced(n: int) -> None:
     each = 2 * rows // n
     assert (b.pair_min, b.pair_max, b.position_min, b.position_max) == (each, each, each, each)
     assert b.runs == 2 * rows and b.tests == n and b.square_rows == rows and b.complete_squares == 2
-    assert b.detail.startswith("balanced:") and "2 complete Williams squares" in b.detail
+    assert b.detail == Balanced(2 * rows, 1, each, each, each, each, complete_squares=2, square_rows=rows)
 
 
 def test_shuffled_orders_are_reported_unbalanced() -> None:
     b = carryover_balance(table_of({"local": make_plan(NAMES, 20, 3)}, random_orders="shuffle"))
     assert b is not None and b.balanced is False and b.random_orders == "shuffle"
     assert b.pair_min < b.pair_max and b.square_rows is None and b.complete_squares is None
-    assert 'random_orders = "williams"' in b.detail
+    assert b.detail == NotBalanced(20, 1, b.pair_min, b.pair_max, b.position_min, b.position_max, cause=ShuffledOrders())
 
 
 def test_an_incomplete_square_is_named() -> None:
     b = carryover_balance(table_of({"local": make_plan(NAMES[:4], 10, 3, WILLIAMS)}))
     assert b is not None and b.balanced is False
     assert (b.square_rows, b.complete_squares) == (4, 2)
-    assert "2 complete Williams squares of 4 rows and 2 rows of another" in b.detail and "8 or 12" in b.detail
+    assert b.detail == NotBalanced(10, 1, 2, 3, 2, 3, cause=IncompleteSquare(Squares(4, 2, 2), 10))
 
 
 def test_a_missing_trial_unbalances_the_estimates() -> None:
@@ -77,7 +79,7 @@ def test_a_missing_trial_unbalances_the_estimates() -> None:
     a_random_run = next(r.index for r in plan.runs if r.arm == RANDOM)
     b = carryover_balance(table_of({"local": plan}, drop={("local", a_random_run, 2)}))
     assert b is not None and b.balanced is False and b.complete_squares == 2
-    assert "1 trial is missing" in b.detail
+    assert b.detail == NotBalanced(8, 1, 1, 2, 1, 2, missing=1)
 
 
 def test_each_worker_is_counted_on_its_own() -> None:
@@ -85,19 +87,27 @@ def test_each_worker_is_counted_on_its_own() -> None:
     plans = {"a": make_plan(NAMES[:4], 4, worker_seed(9, "a", 2), WILLIAMS), "b": make_plan(NAMES[:4], 8, worker_seed(9, "b", 2), WILLIAMS)}
     b = carryover_balance(table_of(plans))
     assert b is not None and b.balanced is True and b.runs == 12 and b.complete_squares == 3
-    assert "2 workers" in b.detail and "1-2 (per worker)" in b.detail
+    assert b.detail == Balanced(12, 2, 1, 2, 1, 2, complete_squares=3, square_rows=4)
+
+
+def test_workers_with_an_incomplete_last_square_are_counted() -> None:
+    plans = {"a": make_plan(NAMES[:4], 6, worker_seed(9, "a", 2), WILLIAMS), "b": make_plan(NAMES[:4], 8, worker_seed(9, "b", 2), WILLIAMS)}
+    b = carryover_balance(table_of(plans))
+    assert b is not None and b.balanced is False
+    assert b.detail == NotBalanced(14, 2, 1, 2, 1, 2, cause=IncompleteSquares(complete=3, rows=4, incomplete=1, workers=2))
 
 
 def test_without_the_plan_the_data_still_says() -> None:
     # A tidy import knows no random_orders: no squares, the balance still counted.
     b = carryover_balance(table_of({"local": make_plan(NAMES[:4], 8, 3, WILLIAMS)}, random_orders=None))
     assert b is not None and b.balanced is True and b.random_orders is None and b.complete_squares is None
+    assert b.detail == Balanced(8, 1, 2, 2, 2, 2)
 
 
 def test_one_test_and_unknown_predecessors() -> None:
     one = TrialTable.from_columns(test=["a"] * 10, arm=["fixed", "random"] * 5, value=np.arange(10.0), run=list(range(10)), position=[0] * 10)
     b = carryover_balance(one)
-    assert b is not None and b.balanced is None and "one test" in b.detail
+    assert b is not None and b.balanced is None and b.detail == OneTest()
     nothing = TrialTable.from_columns(test=["a", "b"] * 5, arm=["random"] * 10, value=np.arange(10.0))
     assert carryover_balance(nothing) is None
 
@@ -127,4 +137,4 @@ def test_many_tests_few_runs_count_only_the_cells_that_occur() -> None:
     names = tuple(f"t{i}" for i in range(1200))
     b = carryover_balance(table_of({"local": make_plan(names, 4, 3, WILLIAMS)}))
     assert b is not None and b.balanced is False and b.pair_min == 0 and b.pair_max == 1 and b.position_max == 1
-    assert "0 complete" not in b.detail and "4 of the 1200 rows" in b.detail
+    assert b.detail == NotBalanced(4, 1, 0, 1, 0, 1, cause=IncompleteSquare(Squares(1200, 0, 4), 4))

@@ -11,7 +11,10 @@ import numpy as np
 import pytest
 
 from benchsage.analyze.diagnostics import diagnose
-from benchsage.analyze.diagnostics.interleaving import run_starts, runs_test_lower
+from benchsage.analyze.diagnostics.interleaving import interleaving_of_runs, run_starts, runs_test_lower
+from benchsage.analyze.diagnostics.notes import (
+    ArmFirst, InterleavingDetail, NoRunStarts, OneArm, OnWorker, RunsTest, RunsWithoutStart, WorkersInterleaved,
+)
 from benchsage.store.table import TrialTable
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -22,7 +25,7 @@ def test_arms_one_after_the_other_are_flagged() -> None:
     d = diagnose(experiment(["a", "b"], 50, noise, interleave=False))
     assert d is not None and d.interleaving is not None
     assert d.interleaving.interleaved is False
-    assert d.interleaving.detail == "all 50 fixed runs precede all 50 random runs"
+    assert d.interleaving.detail == InterleavingDetail((ArmFirst("fixed", 50, "random", 50),))
     assert (d.interleaving.n_fixed_runs, d.interleaving.n_random_runs) == (50, 50)
 
 
@@ -34,7 +37,9 @@ def test_clustered_arms_are_flagged_by_the_runs_test() -> None:
     d = diagnose(t)
     assert d is not None and d.interleaving is not None
     assert d.interleaving.interleaved is False
-    assert "clustered in time" in d.interleaving.detail and "Wald-Wolfowitz" in d.interleaving.detail
+    (test,) = d.interleaving.detail.parts
+    assert isinstance(test, RunsTest) and test.interleaved is False
+    assert (test.n_fixed, test.n_random, test.stretches, test.expected) == (40, 40, 8, 41.0) and test.p < 1e-10
 
 
 def test_recorded_run_starts_win_over_trial_times() -> None:
@@ -50,14 +55,27 @@ def test_recorded_run_starts_win_over_trial_times() -> None:
     assert run_starts(t2)[3] == starts[3]
     d = diagnose(t2)
     assert d is not None and d.interleaving is not None
-    assert d.interleaving.interleaved is False and "precede" in d.interleaving.detail
+    assert d.interleaving.interleaved is False and d.interleaving.detail == InterleavingDetail((ArmFirst("fixed", 10, "random", 10),))
 
 
 def test_an_arm_per_worker_is_not_interleaving() -> None:
     d = diagnose(experiment(["a", "b"], 10, noise, workers=2))  # w0 runs fixed, w1 random
     assert d is not None and d.interleaving is not None
     assert d.interleaving.interleaved is False
-    assert "worker w0: only fixed runs" in d.interleaving.detail
+    assert d.interleaving.detail == InterleavingDetail((OnWorker("w0", OneArm("fixed", 10)), OnWorker("w1", OneArm("random", 10))))
+
+
+def test_many_workers_are_counted_and_untimed_runs_named() -> None:
+    d = diagnose(experiment(["a", "b"], 10, noise, workers=5))
+    assert d is not None and d.interleaving is not None and d.interleaving.interleaved is True
+    parts = d.interleaving.detail.parts
+    assert [p.worker for p in parts[:3]] == ["w0", "w1", "w2"] and parts[3] == WorkersInterleaved(5, 5)  # type: ignore[union-attr]
+    arm, worker = np.array([0, 1, 0, 1, 0, 1, 1, 0]), np.zeros(8, dtype=np.int64)
+    start = np.array([1.0, 2, 3, np.nan, 5, 6, 7, 8])
+    one = interleaving_of_runs(arm, worker, start, ["a"], 0.05)
+    assert one.interleaved is True and one.detail.parts[1:] == (RunsWithoutStart(1),)
+    untimed = interleaving_of_runs(arm, worker, np.full(8, np.nan), ["a"], 0.05)
+    assert untimed.interleaved is None and untimed.detail == InterleavingDetail((NoRunStarts(),))
 
 
 def test_runs_test_by_hand() -> None:

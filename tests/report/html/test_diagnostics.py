@@ -10,6 +10,7 @@ from pathlib import Path
 from benchsage.analyze.verdict import Analysis
 from benchsage.report.html import render_report
 from benchsage.report.html.rows import DIAGNOSTIC_ROWS
+from benchsage.report.words import say
 from benchsage.store.table import TrialTable
 
 from reports import Page
@@ -21,7 +22,7 @@ def test_diagnostics_are_shown(small_report: Path, small_analysis: Analysis) -> 
     diag = small_analysis.diagnostics
     assert diag is not None and diag.interleaving is not None
     shown = Page(section).all_text
-    assert diag.interleaving.detail in shown
+    assert say(diag.interleaving.detail) in shown
     assert '<figure id="fig-timeline">' in section
     # Position bins print as ranges; every computed row is listed (fewer than the cap).
     rows = re.findall(r"<tr[^>]*><td class=\"name\">", section)

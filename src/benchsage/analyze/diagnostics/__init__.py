@@ -6,7 +6,8 @@ a test's values (position.py, carryover.py), and whether the orders balanced tho
 (balance.py). Across runs, the start times say whether the two arms were interleaved in time
 (interleaving.py) and whether values drift (trends.py), so that slow drift is not mistaken for
 an order effect. Each file states its diagnostic's design choices; all are vectorised over
-tests, and each diagnostic's comparisons are corrected as one family.
+tests, and each diagnostic's comparisons are corrected as one family. The design's verdicts
+come with their details as data (notes.py), which report/words/diagnostics.py puts into words.
 
 Only primary metrics are examined (for imported data: every metric), as they decide the verdict.
 A fleet's values are examined with each worker's level removed (see analyze/pipeline.py and

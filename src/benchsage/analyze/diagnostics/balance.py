@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from benchsage.analyze.diagnostics.notes import (
+    BalanceDetail, Balanced, Imbalance, IncompleteSquare, IncompleteSquares, NotBalanced, OneTest, ShuffledOrders,
+)
 from benchsage.analyze.sorted_values import comparisons
 from benchsage.analyze.verdict import CarryoverBalance
 from benchsage.design.williams import Squares, square_rows
 from benchsage.store.table import NO_PREDECESSOR_INFO, RANDOM_CODE, TrialTable
+from benchsage.vocabulary import SHUFFLE, WILLIAMS
 
 
 def carryover_balance(table: TrialTable, comp: np.ndarray | None = None, comp_test: np.ndarray | None = None) -> CarryoverBalance | None:
@@ -112,7 +116,7 @@ class BalanceTally:
         runs = int(runs_w.sum())
         orders = str(random_orders) if random_orders is not None else None
         if n < 2:
-            return CarryoverBalance(None, "one test: nothing carries over from one test to another", orders, runs, n, None, None, None, None)
+            return CarryoverBalance(None, OneTest(), orders, runs, n, None, None, None, None)
 
         # The cells of tests in no part are empty.
         everywhere = bool(self.covered.all())
@@ -122,40 +126,33 @@ class BalanceTally:
         balanced_w = (pos_min == pos_max) & (pos_min > 0) & (pair_min == pair_max) & (pair_min > 0)
         balanced = bool(balanced_w.all()) and not self.beyond and not self.itself
 
-        squares = [Squares.of(int(r), n) for r in runs_w] if orders == "williams" else []
+        squares = [Squares.of(int(r), n) for r in runs_w] if orders == WILLIAMS else []
         rows_per_square = square_rows(n) if squares else None
         complete = sum(q.complete for q in squares) if squares else None
-        where = f"the {runs} random runs" if n_workers == 1 else f"the {runs} random runs of {n_workers} workers (counted per worker)"
+        detail: BalanceDetail
         if balanced:
-            detail = (f"balanced: in {where} each test came right after each other test {_span(pair_min)} times "
-                      f"and sat at each position {_span(pos_min)} times")
-            if squares:
-                detail += f" ({complete} complete Williams square{'s' if complete != 1 else ''} of {rows_per_square} rows)"
+            detail = Balanced(runs, n_workers, int(pair_min.min()), int(pair_min.max()), int(pos_min.min()), int(pos_min.max()),
+                              complete, rows_per_square)
         else:
-            detail = (f"not balanced: in {where} a test came right after another {int(pair_min.min())}-{int(pair_max.max())} times "
-                      f"and sat at a position {int(pos_min.min())}-{int(pos_max.max())} times")
-            missing = runs * n - trials
-            if missing > 0:
-                detail += f"; {missing} trial{'s are' if missing != 1 else ' is'} missing (failed or not analysed), and their pairs count less"
-            if self.beyond or self.itself:
-                detail += "; some runs repeat a test"
-            if squares and n_workers == 1 and squares[0].extra:
-                detail += "; " + squares[0].describe(runs)
-            elif squares and any(q.extra for q in squares):
-                detail += (f"; {complete} complete Williams squares of {rows_per_square} rows, and "
-                           f"{sum(1 for q in squares if q.extra)} of {n_workers} workers have an incomplete last square: "
-                           "carry-over is balanced only over complete squares")
-            elif orders == "shuffle":
-                detail += "; shuffled orders balance carry-over only on average (random_orders = \"williams\" balances it)"
+            detail = NotBalanced(runs, n_workers, int(pair_min.min()), int(pair_max.max()), int(pos_min.min()), int(pos_max.max()),
+                                 max(runs * n - trials, 0), self.beyond or self.itself, _imbalance(squares, runs, orders))
         return CarryoverBalance(
             balanced, detail, orders, runs, n, int(pair_min.min()), int(pair_max.max()), int(pos_min.min()), int(pos_max.max()),
             rows_per_square, complete,
         )
 
 
-def _span(counts: np.ndarray) -> str:
-    low, high = int(counts.min()), int(counts.max())
-    return str(low) if low == high else f"{low}-{high} (per worker)"
+def _imbalance(squares: list[Squares], runs: int, orders: str | None) -> Imbalance | None:
+    """What the random orders have to do with an imbalance: one worker's incomplete last
+    Williams square, a fleet's workers with one, or shuffled orders; None when nothing."""
+    if len(squares) == 1 and squares[0].extra:
+        return IncompleteSquare(squares[0], runs)
+    incomplete = sum(1 for q in squares if q.extra)
+    if len(squares) > 1 and incomplete:
+        return IncompleteSquares(sum(q.complete for q in squares), squares[0].rows, incomplete, len(squares))
+    if orders == SHUFFLE:
+        return ShuffledOrders()
+    return None
 
 
 def _cell_range(worker: np.ndarray, cell: np.ndarray, cells: int, n_workers: int) -> tuple[np.ndarray, np.ndarray]:

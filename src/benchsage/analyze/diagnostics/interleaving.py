@@ -15,6 +15,10 @@ from typing import Sequence
 import numpy as np
 from scipy import special
 
+from benchsage.analyze.diagnostics.notes import (
+    ArmFirst, InterleavingDetail, InterleavingPart, Judgement, NoRunStarts, OneArm, OnWorker, RunsTest, RunsWithoutStart,
+    WorkersInterleaved,
+)
 from benchsage.analyze.verdict import Interleaving
 from benchsage.store.table import ARMS, FIXED_CODE, RANDOM_CODE, TrialTable
 
@@ -81,41 +85,40 @@ def interleaving_of_runs(arm: np.ndarray, worker: np.ndarray, start: np.ndarray,
     n_fixed, n_random = int((arm == FIXED_CODE).sum()), int((arm == RANDOM_CODE).sum())
     timed = np.isfinite(start)
     if not timed.any():
-        return Interleaving(None, "no run start times in the data: cannot tell whether the arms were interleaved", n_fixed, n_random)
+        return Interleaving(None, InterleavingDetail((NoRunStarts(),)), n_fixed, n_random)
     # Each worker has its own sequence of runs (and possibly its own clock).
     verdicts: list[bool] = []
-    judged: list[tuple[bool, str]] = []
+    judged: list[tuple[bool, Judgement | OnWorker]] = []
     workers = np.unique(worker[timed])
     for w in workers.tolist():
         sel = timed & (worker == w)
         order = np.argsort(start[sel], kind="stable")
         ok, detail = _judge(arm[sel][order], alpha)
         verdicts.append(ok)
-        judged.append((ok, detail if len(workers) == 1 else f"worker {worker_names[w]}: {detail}"))
+        judged.append((ok, detail if len(workers) == 1 else OnWorker(worker_names[w], detail)))
     # Problems first; a fleet of workers gets a count rather than a line per worker.
     judged.sort(key=lambda item: item[0])
-    details = [d for _, d in judged[:MAX_WORKER_DETAILS]]
+    details: list[InterleavingPart] = [d for _, d in judged[:MAX_WORKER_DETAILS]]
     if len(judged) > MAX_WORKER_DETAILS:
-        details.append(f"{sum(verdicts)} of {len(verdicts)} workers interleaved")
+        details.append(WorkersInterleaved(sum(verdicts), len(verdicts)))
     untimed = int((~timed).sum())
     if untimed:
-        details.append(f"{untimed} run{'s' if untimed != 1 else ''} without a start time left out")
-    return Interleaving(all(verdicts), "; ".join(details), n_fixed, n_random)
+        details.append(RunsWithoutStart(untimed))
+    return Interleaving(all(verdicts), InterleavingDetail(tuple(details)), n_fixed, n_random)
 
 
-def _judge(seq: np.ndarray, alpha: float) -> tuple[bool, str]:
+def _judge(seq: np.ndarray, alpha: float) -> tuple[bool, Judgement]:
     """Interleaved or not, and why, for one worker's arms in time order."""
     n_fixed, n_random = int((seq == FIXED_CODE).sum()), int((seq == RANDOM_CODE).sum())
     if n_fixed == 0 or n_random == 0:
         only = ARMS[FIXED_CODE] if n_random == 0 else ARMS[RANDOM_CODE]
-        return False, f"only {only} runs ({len(seq)}): the other arm ran elsewhere or not at all"
+        return False, OneArm(only, len(seq))
+    fixed, random = ARMS[FIXED_CODE], ARMS[RANDOM_CODE]
     where_f, where_r = np.flatnonzero(seq == FIXED_CODE), np.flatnonzero(seq == RANDOM_CODE)
     if where_f.max() < where_r.min():
-        return False, f"all {n_fixed} fixed runs precede all {n_random} random runs"
+        return False, ArmFirst(fixed, n_fixed, random, n_random)
     if where_r.max() < where_f.min():
-        return False, f"all {n_random} random runs precede all {n_fixed} fixed runs"
+        return False, ArmFirst(random, n_random, fixed, n_fixed)
     stretches, expected, p = runs_test_lower(seq)
-    test = f"{stretches} stretches of one arm, {expected:.1f} expected by chance (Wald-Wolfowitz runs test, one-sided p = {p:.3g})"
-    if math.isfinite(p) and p < alpha:
-        return False, f"{n_fixed} fixed and {n_random} random runs are clustered in time: {test}"
-    return True, f"{n_fixed} fixed and {n_random} random runs are interleaved in time: {test}"
+    interleaved = not (math.isfinite(p) and p < alpha)
+    return interleaved, RunsTest(interleaved, n_fixed, n_random, stretches, expected, p)

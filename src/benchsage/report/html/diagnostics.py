@@ -14,6 +14,7 @@ from benchsage.report.html.material import Material
 from benchsage.report.html.numbers import finite
 from benchsage.report.html.rows import DIAGNOSTIC_ROWS
 from benchsage.report.html.values import node
+from benchsage.report.words import say
 from benchsage.store.table import TrialTable
 
 KEY = "diagnostics"
@@ -56,6 +57,7 @@ def view(material: Material) -> dict[str, Any]:
     shown: dict[str, Any] = {
         "interleaving": il,
         "interleaving_state": None if il is None else {True: "interleaved", False: "not interleaved", None: "unknown"}[il.interleaved],
+        "interleaving_detail": None if il is None else say(il.detail),
         "timeline": plots.run_timeline(starts, arms) if len(starts) else None,
         "computed": diag is not None,
     }
@@ -64,7 +66,7 @@ def view(material: Material) -> dict[str, Any]:
     shown.update(
         position_effects=_diag_rows(diag.position_effects, "position effects") if diag.position_effects else None,
         carryover=_diag_rows(diag.carryover, "predecessor effects") if diag.carryover else None,
-        balance=diag.carryover_balance.detail if diag.carryover_balance is not None else None,
+        balance=say(diag.carryover_balance.detail) if diag.carryover_balance is not None else None,
         trends=_diag_rows(diag.trends, "trends") if diag.trends else None,
         software=node(diag.workers) if diag.workers else None,
     )
