@@ -30,6 +30,7 @@ from benchsage.analyze.diagnostics.interleaving import interleaving_of_runs
 from benchsage.analyze.diagnostics.one_vs_rest import concat_parts
 from benchsage.analyze.diagnostics.position import bins_for, pooled_part, position_parts, position_rows
 from benchsage.analyze.diagnostics.trends import trend_part, trend_rows
+from benchsage.analyze.notes import NotInterleaved, distinct
 from benchsage.analyze.options import Options
 from benchsage.analyze.order import analyze_table
 from benchsage.analyze.sorted_values import ValueOrder, sort_values
@@ -64,7 +65,7 @@ def analyze_compact(trials: CompactTrials, options: Options = Options(), *, batc
 
     bins = _bins(trials) if options.diagnostics else None
     verdicts: list[TestVerdict] = []
-    notes: list[str] = []
+    notes: list[Any] = []
     owner_parts: list[np.ndarray] = []
     found = _Found(trials, bins, alpha, correction)
     # Each batch's diagnostics run in a second thread (numpy releases the GIL) while this one
@@ -114,7 +115,7 @@ def analyze_compact(trials: CompactTrials, options: Options = Options(), *, batc
             base = diagnostics if diagnostics is not None else Diagnostics(interleaving=None)
             diagnostics = dataclasses.replace(base, fleet=(), identity=identity)
     if diagnostics is not None and diagnostics.interleaving is not None and diagnostics.interleaving.interleaved is False:
-        warnings.append(f"the arms were not interleaved in time ({diagnostics.interleaving.detail}): drift over time can look like an order effect")
+        warnings.append(NotInterleaved(diagnostics.interleaving.detail))
     return Analysis(
         tool_version=VERSION,
         alpha=float(alpha),
@@ -125,7 +126,7 @@ def analyze_compact(trials: CompactTrials, options: Options = Options(), *, batc
         ci_case_rule=options.ci_case_rule,
         order_matters=order_matters,
         tests=tests,
-        warnings=tuple(dict.fromkeys(warnings)),
+        warnings=tuple(distinct(warnings)),
         diagnostics=diagnostics,
         sources=(str(trials.path),),
         excluded=int(trials.excluded),

@@ -35,6 +35,7 @@ def analyze_loaded(table: TrialTable, options: Options = Options(), treatments: 
     treatments.order_rows keeps (the lightest observer level)."""
     from benchsage.analyze.diagnostics import Parts
     from benchsage.analyze.measurement import rss_floor_notes
+    from benchsage.analyze.notes import NotInterleaved, distinct
     from benchsage.analyze.order import analyze_table, count_runs
     from benchsage.analyze.sorted_values import sort_values
     from benchsage.analyze.treatments import TreatmentOptions, analyze_treatments
@@ -85,7 +86,7 @@ def analyze_loaded(table: TrialTable, options: Options = Options(), treatments: 
         analysis, diagnostics, more = _fleet(table, analysis, diagnostics, options, alpha=alpha, correction=correction, sorted_values=sorted_values)
         warnings.extend(more)
     if diagnostics is not None and diagnostics.interleaving is not None and diagnostics.interleaving.interleaved is False:
-        warnings.append(f"the arms were not interleaved in time ({diagnostics.interleaving.detail}): drift over time can look like an order effect")
+        warnings.append(NotInterleaved(diagnostics.interleaving.detail))
     warnings.extend(treated.warnings)
     context_effects = treated.context_effects
     if context_effects:
@@ -93,7 +94,7 @@ def analyze_loaded(table: TrialTable, options: Options = Options(), treatments: 
 
         context_effects = with_context_medians(context_effects, treated.order_table, options.ci_level, options.ci_method)
     return dataclasses.replace(
-        analysis, diagnostics=diagnostics, warnings=tuple(dict.fromkeys(warnings)), comparisons=treated.comparisons,
+        analysis, diagnostics=diagnostics, warnings=tuple(distinct(warnings)), comparisons=treated.comparisons,
         context_effects=context_effects, observer=treated.observer, factorial=treated.factorial,
         sequential=_sequential(prov), **counts,
     )
@@ -118,7 +119,7 @@ def _fleet(
     alpha: float,
     correction: str,
     sorted_values: ValueOrder | None,
-) -> tuple[Analysis, Diagnostics | None, list[str]]:
+) -> tuple[Analysis, Diagnostics | None, list[Any]]:
     """A fleet's additions: each worker's verdict, the identity and fleet diagnostics, and their
     warnings (differences between workers come from the identity diagnostic; the snapshot
     comparison keeps the changes between runs of one worker)."""
@@ -192,7 +193,9 @@ def _side_by_side(first: Callable[[], _A], second: Callable[[], _B]) -> tuple[_A
     return a, b
 
 
-def _snapshot_warnings(table: TrialTable, *, between_workers: bool = True) -> list[str]:
+def _snapshot_warnings(table: TrialTable, *, between_workers: bool = True) -> list[Any]:
+    """The changes between the runs' environment snapshots (analyze/snapshots.py), and with
+    between_workers the differences between workers too."""
     snapshots = table.provenance.get("snapshots")
     if not snapshots:
         return []
