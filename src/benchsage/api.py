@@ -411,6 +411,7 @@ def _treatment_frame(rows: Any, kind: str, drop: list[str]) -> Any:
 def _tests_frame(verdicts: Any) -> Any:
     """Rows of TestVerdicts as a DataFrame, CIs split into low and high columns."""
     from benchsage.analyze.verdict import TestVerdict
+    from benchsage.report.words import said
 
     rows = []
     for v in verdicts:
@@ -418,7 +419,7 @@ def _tests_frame(verdicts: Any) -> Any:
         row["ci_fixed_low"], row["ci_fixed_high"] = v.ci_fixed or (None, None)
         row["ci_random_low"], row["ci_random_high"] = v.ci_random or (None, None)
         del row["ci_fixed"], row["ci_random"]
-        row["notes"] = "; ".join(v.notes)
+        row["notes"] = "; ".join(said(v.notes))
         rows.append(row)
     columns = [c for c in TestVerdict.__dataclass_fields__ if c not in ("ci_fixed", "ci_random")]
     columns[columns.index("median_fixed") + 1 : columns.index("median_fixed") + 1] = ["ci_fixed_low", "ci_fixed_high"]

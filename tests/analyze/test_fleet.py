@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from benchsage.analyze import fleet
+from benchsage.analyze.notes import FileChanged
 from benchsage.analyze.order import analyze_table
 from benchsage.analyze.pipeline import Options, analyze_loaded
 from benchsage.api import analyze_sources
@@ -242,7 +243,8 @@ def test_a_worker_whose_software_changed_between_runs(tmp_path: Path) -> None:
     assert d is not None and d.identity is not None
     (diff,) = d.identity.differences
     assert diff.values == {"node1": "sha256:" + "1" * 64, "node2": f"sha256:{'1' * 64} / sha256:{'7' * 64}"}
-    assert any(w.startswith("/srv/exp/bin/app changed between runs on worker node2") for w in analysis.warnings)
+    changed = [w for w in analysis.warnings if isinstance(w, FileChanged)]
+    assert [(w.path, w.group, w.worker) for w in changed] == [("/srv/exp/bin/app", "", "node2")]
 
 
 def test_tidy_fleet_without_snapshots_has_no_identity() -> None:

@@ -6,13 +6,15 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any, Sequence
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchsage.analyze.measurement import FLOOR_MARGIN, _medians, rss_floor, rss_floor_notes
+from benchsage.analyze.measurement import FLOOR_MARGIN, RssAtFloor, RssFloor, _medians, rss_floor, rss_floor_notes
+from benchsage.analyze.notes import OnTest
 from benchsage.analyze.order import analyze_table
 from benchsage.analyze.pipeline import Options, analyze_loaded
 from benchsage.api import analyze_sources
@@ -39,26 +41,27 @@ def rss_table(medians: dict[str, float], floors: list[int] | None, *, peak: bool
     return TrialTable.from_columns(primary=[False] * len(rows["value"]), provenance={"snapshots": snapshots}, **rows)
 
 
+def at_floor(warnings: Sequence[Any]) -> list[OnTest]:
+    """The warnings that a test's max_rss is at the floor."""
+    return [w for w in warnings if isinstance(w, OnTest) and any(isinstance(n, RssAtFloor) for n in w.notes)]
+
+
 def test_within_ten_percent_of_the_floor_or_below_it_is_at_the_floor() -> None:
     floor = 8000
     table = rss_table({"below": 6000.0, "at": 8000.0, "just": floor * (1 + FLOOR_MARGIN) - 5, "above": floor * 1.2}, [floor])
     verdicts, warnings = rss_floor_notes(table, analyze_table(table).tests)
     noted = {v.test for v in verdicts if v.notes}
     assert noted == {"below", "at", "just"}
-    assert [w.split(" ")[0] for w in warnings] == ["below", "at", "just"]  # one per test, in the tests' order
+    assert [w.test for w in warnings] == ["below", "at", "just"]  # one per test, in the tests' order
     (at,) = [v for v in verdicts if v.test == "at"]
-    assert at.notes[-1].startswith("median 8,000 KiB is at the floor of what wait4 can show (8,000 KiB, the max_rss of /bin/true")
-    assert "peak_memory would show it (a cgroup per trial: see `benchsage env`)" in at.notes[-1]
+    assert at.notes[-1] == RssAtFloor(median=8000.0, floor=RssFloor(8000.0, 8000.0, 8000.0), has_peak_memory=False)
+    assert warnings[1] == OnTest("at", "max_rss", (at.notes[-1],))
 
 
 def test_the_note_points_to_peak_memory_where_it_was_measured() -> None:
     table = rss_table({"t": 7000.0}, [7500, 7600, 7700], peak=True)
     verdicts, (warning,) = rss_floor_notes(table, analyze_table(table).tests)
-    assert warning == (
-        "t (max_rss): median 7,000 KiB is at the floor of what wait4 can show (7,500–7,700 KiB, the max_rss of /bin/true "
-        "spawned the same way): the trial's own memory is at most that, and max_rss cannot tell how much; "
-        "read peak_memory for the trial's own memory"
-    )
+    assert warning == OnTest("t", "max_rss", (RssAtFloor(7000.0, RssFloor(7600.0, 7500.0, 7700.0), has_peak_memory=True),))
     assert [v.metric for v in verdicts if v.notes] == ["max_rss"]  # peak_memory's own row says nothing
 
 
@@ -83,7 +86,7 @@ def test_each_test_is_held_against_the_floor_of_its_own_runs() -> None:
         provenance={"snapshots": {r: {"max_rss_floor_kib": 4000 if r < n else 9000} for r in range(2 * n)}},
     )
     _, warnings = rss_floor_notes(table, analyze_table(table).tests)
-    assert [w.split(" ")[0] for w in warnings] == ["a", "b"]  # b is not at the median floor of all runs (6,500 KiB)
+    assert [w.test for w in warnings] == ["a", "b"]  # b is not at the median floor of all runs (6,500 KiB)
 
 
 def test_sources_analysed_together_use_the_floor_of_all_their_runs() -> None:
@@ -94,7 +97,7 @@ def test_sources_analysed_together_use_the_floor_of_all_their_runs() -> None:
                                                               {"snapshots": {5: {"max_rss_floor_kib": 7000}}}]})
     assert rss_floor(both.provenance).median == 8000
     _, warnings = rss_floor_notes(both, analyze_table(both).tests)
-    assert [w.split(" ")[0] for w in warnings] == ["t"]
+    assert [w.test for w in warnings] == ["t"]
 
 
 @settings(max_examples=50, deadline=None)
@@ -113,17 +116,17 @@ def test_medians_by_group_match_numpy(pairs: list[tuple[int, float]]) -> None:
 
 def test_a_journal_analysis_says_it_once_per_test(tmp_path: Path) -> None:
     analysis, _ = analyze_sources([str(write_measured(tmp_path))], format="benchsage")
-    floor_warnings = [w for w in analysis.warnings if "at the floor of what wait4 can show" in w]
-    assert [w.split(" ")[0] for w in floor_warnings] == ["server", "tiny"]  # "big" holds far more
-    assert all(w.endswith("read peak_memory for the trial's own memory") for w in floor_warnings)
-    assert f"({FLOOR_KIB:,}–{FLOOR_KIB + 16:,} KiB," in floor_warnings[0]
+    floor_warnings = at_floor(analysis.warnings)
+    assert [w.test for w in floor_warnings] == ["server", "tiny"]  # "big" holds far more
+    assert all(w.notes[-1].has_peak_memory for w in floor_warnings)
+    assert (floor_warnings[0].notes[-1].floor.low, floor_warnings[0].notes[-1].floor.high) == (FLOOR_KIB, FLOOR_KIB + 16)
     doc = json.loads(analysis_json_text(analysis))
     notes = {(t["test"], t["metric"]): t["notes"] for t in doc["tests"]}
     assert len(notes[("tiny", "max_rss")]) == 1 and "floor" in notes[("tiny", "max_rss")][0]
     assert notes[("big", "max_rss")] == [] and notes[("tiny", "peak_memory")] == []
     # Without peak_memory (no cgroups on the host) the note says what would show the memory.
     analysis, _ = analyze_sources([str(write_measured(tmp_path / "plain", measured=()))], format="benchsage")
-    assert all("peak_memory would" in w for w in analysis.warnings if "at the floor" in w)
+    assert at_floor(analysis.warnings) and not any(w.notes[-1].has_peak_memory for w in at_floor(analysis.warnings))
 
 
 def test_a_fleet_analysis_notes_the_combined_rows(tmp_path: Path) -> None:
@@ -133,6 +136,6 @@ def test_a_fleet_analysis_notes_the_combined_rows(tmp_path: Path) -> None:
                             snapshots={"node1": {"max_rss_floor_kib": 4000}, "node2": {"max_rss_floor_kib": 4000}})
     analysis, table = analyze_sources([str(table_dir)], format="benchsage")
     assert analysis.combined is not None
-    assert [w.split(" ")[0] for w in analysis.warnings if "at the floor" in w] == ["a", "b", "c"]
+    assert [w.test for w in at_floor(analysis.warnings)] == ["a", "b", "c"]
     again = analyze_loaded(table, Options(diagnostics=False))
-    assert [w.split(" ")[0] for w in again.warnings if "at the floor" in w] == ["a", "b", "c"]
+    assert [w.test for w in at_floor(again.warnings)] == ["a", "b", "c"]

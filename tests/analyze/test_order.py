@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from benchsage.analyze.notes import AllEqual, EmptyArm, NonFinite, NoValues, OnTest, TooFewForCI, TooFewToTest
 from benchsage.analyze.order import analyze_table
 from benchsage.store.table import MetricInfo, TrialTable
 from benchsage.report.json import analysis_json
@@ -173,26 +174,26 @@ def test_too_few_values_and_identical_values_give_nulls_with_reasons():
     assert few.kw_h is None and few.kw_p is None and few.p_adjusted is None and few.significant is None and few.eta2 is None
     assert few.ci_fixed is None and few.ci_random == (3.0, 8.0) and few.ci_case is None
     assert few.median_fixed == 1.0 and few.delta_pct is not None
-    assert any("only 3 fixed value" in n and "at least 5" in n for n in few.notes)
-    assert any("3 fixed values are too few for a 95% exact-binomial CI" in n for n in few.notes)
+    assert TooFewToTest(n_fixed=3, n_random=6, least=5) in few.notes
+    assert any(isinstance(n, TooFewForCI) and (n.arm, n.n, n.level, n.method) == ("fixed", 3, 0.95, "exact-binomial") for n in few.notes)
 
     flat = by["flat"]
     assert flat.kw_p is None and flat.significant is None and flat.eta2 is None
-    assert any("all 12 values are equal (4.5)" in n for n in flat.notes)
+    assert AllEqual(n=12, value=4.5) in flat.notes
     assert flat.delta_pct == 0.0 and flat.ci_case == 2
 
     one = by["one-armed"]
     assert one.n_random == 0 and one.kw_p is None and one.median_random is None and one.delta_pct is None
     assert one.mean_random is None and one.cv_random is None
-    assert any("no values in the random arm" in n for n in one.notes)
+    assert EmptyArm("random") in one.notes
 
     ok = by["ok"]
     assert ok.kw_p is not None and ok.notes == ()
     # Only the testable comparison is in the family: m = 1.
     assert analysis.alpha_corrected == 0.05 and ok.p_adjusted == ok.kw_p
     assert len(analysis.warnings) == 3
-    assert any(w.startswith("few (value): only 3 fixed value") for w in analysis.warnings)
-    assert any(w.startswith("flat (value): all 12 values") for w in analysis.warnings)
+    assert OnTest("few", "value", few.notes) in analysis.warnings
+    assert OnTest("flat", "value", flat.notes) in analysis.warnings
     assert analysis_json(analysis)["tests"][0]["kw_p"] is None
 
 
@@ -207,7 +208,7 @@ def test_empty_table():
     table = TrialTable.from_columns(test=[], arm=[], value=[])
     analysis = analyze_table(table)
     assert analysis.tests == () and analysis.order_matters is False
-    assert any("no trials" in w for w in analysis.warnings)
+    assert NoValues() in analysis.warnings
 
 
 def test_non_finite_values_are_left_out_with_a_warning():
@@ -218,7 +219,7 @@ def test_non_finite_values_are_left_out_with_a_warning():
     table = TrialTable.from_columns(test=["a"] * 20, arm=["fixed", "random"] * 10, value=values)
     analysis = analyze_table(table)
     assert analysis.tests[0].n_fixed + analysis.tests[0].n_random == 18
-    assert any("2 values that are not finite" in w for w in analysis.warnings)
+    assert NonFinite(2) in analysis.warnings
 
 
 def test_primary_and_secondary_families_are_corrected_separately():

@@ -15,6 +15,7 @@ from rich.console import Console
 from benchsage.agent.noise import SOURCES, Reading, collect_noise
 from benchsage.agent.snapshot import collect
 from benchsage.analyze.snapshots import compare_snapshots
+from benchsage.report.words import said
 from benchsage.execute.measuring import MeasurementDescription
 from benchsage.report.environment import env_json, measurement_summary, render_env
 from benchsage.vocabulary import HARNESS_METRICS, OFF, OK, OPTIONAL_HARNESS_METRICS, UNKNOWN, WARN
@@ -173,28 +174,28 @@ def snapshot(governor: str | None = "performance", files: dict[str, str | None] 
 
 def test_identical_snapshots_give_no_warnings() -> None:
     snaps = {f"local:run {i}": snapshot() for i in range(1, 21)}
-    assert compare_snapshots(snaps) == []
-    assert compare_snapshots({}) == []
-    assert compare_snapshots({"local:run 1": None}) == []
+    assert said(compare_snapshots(snaps)) == []
+    assert said(compare_snapshots({})) == []
+    assert said(compare_snapshots({"local:run 1": None})) == []
 
 
 def test_a_setting_that_differs_between_runs() -> None:
     snaps = {f"local:run {i}": snapshot("performance" if i <= 12 else "powersave") for i in range(1, 21)}
-    (warning,) = compare_snapshots(snaps)
+    (warning,) = said(compare_snapshots(snaps))
     assert warning == "governor differs between runs: 'performance' in 12 runs, 'powersave' in 8 runs"
 
 
 def test_settings_split_by_worker_say_so() -> None:
     snaps = {f"a:run {i}": snapshot(kernel="6.1.0") for i in range(3)}
     snaps |= {f"b:run {i}": snapshot(kernel="6.5.0", governor=None) for i in range(2)}
-    warnings = compare_snapshots(snaps)
+    warnings = said(compare_snapshots(snaps))
     assert "governor differs between runs: 'performance' in 3 runs, unknown in 2 runs (by worker: a 'performance', b unknown)" in warnings
     assert "kernel differs between runs: '6.1.0' in 3 runs, '6.5.0' in 2 runs (by worker: a '6.1.0', b '6.5.0')" in warnings
 
 
 def test_transient_noise_that_warned_before_some_runs() -> None:
     snaps = {f"local:run {i}": snapshot(load="warn" if i < 3 else "ok") for i in range(10)}
-    (warning,) = compare_snapshots(snaps)
+    (warning,) = said(compare_snapshots(snaps))
     assert warning == "load average warned before 3 of 10 runs (e.g. 3.00 1.00 0.50 (8 CPUs))"
 
 
@@ -207,7 +208,7 @@ def test_files_that_differ_between_workers_and_change_within_one() -> None:
         "c:run 4": snapshot(files={"/exp/bench": None, "/exp/lib.so": same}),
         "c:run 5": snapshot(files={"/exp/bench": None, "/exp/lib.so": newer}),
     }
-    warnings = compare_snapshots(snaps)
+    warnings = said(compare_snapshots(snaps))
     assert "/exp/bench differs between workers: 111111111111 on a; 222222222222 on b; missing on c" in warnings
     assert "/exp/lib.so changed between runs on worker c: 111111111111 in 1 run, 333333333333 in 1 run" in warnings
     assert any(w.startswith("/exp/lib.so differs between workers") for w in warnings)
@@ -216,7 +217,7 @@ def test_files_that_differ_between_workers_and_change_within_one() -> None:
 
 def test_worker_from_the_snapshot_when_labels_have_none() -> None:
     snaps = {"1": snapshot(worker="a", files={"/x": "1" * 64}), "2": snapshot(host="h2", files={"/x": "2" * 64})}
-    assert compare_snapshots(snaps) == ["/x differs between workers: 111111111111 on a; 222222222222 on h2"]
+    assert said(compare_snapshots(snaps)) == ["/x differs between workers: 111111111111 on a; 222222222222 on h2"]
 
 
 def test_real_snapshots_compare_clean(tmp_path: Any) -> None:
@@ -224,14 +225,16 @@ def test_real_snapshots_compare_clean(tmp_path: Any) -> None:
     first = collect(["t.sh"], str(tmp_path))
     second = copy.deepcopy(first)
     second["noise"]["load"]["state"] = first["noise"]["load"]["state"]
-    assert [w for w in compare_snapshots({"local:run 1": first, "local:run 2": second}) if "warned" not in w] == []
+    assert [w for w in said(compare_snapshots({"local:run 1": first, "local:run 2": second})) if "warned" not in w] == []
     (tmp_path / "t.sh").write_text("echo changed\n")
     third = collect(["t.sh"], str(tmp_path))
-    assert any(w.startswith("t.sh changed between runs on worker local") for w in compare_snapshots({"local:run 1": first, "local:run 3": third}))
+    assert any(w.startswith("t.sh changed between runs on worker local") for w in said(compare_snapshots({"local:run 1": first, "local:run 3": third})))
 
 
 def test_the_snapshot_comparison_words_are_the_noise_sources_titles() -> None:
     from benchsage.analyze.snapshots import _TRANSIENT
+    from benchsage.report.words.notes import NOISE_WORDS
 
     titles = {source.name: source.title.lower() for source in SOURCES}
-    assert {name: titles.get(name) for name in _TRANSIENT} == _TRANSIENT
+    assert set(NOISE_WORDS) == set(_TRANSIENT)
+    assert {name: titles.get(name) for name in _TRANSIENT} == NOISE_WORDS

@@ -31,6 +31,7 @@ from benchsage.analyze.diagnostics.notes import NotInterleaved
 from benchsage.analyze.diagnostics.one_vs_rest import concat_parts
 from benchsage.analyze.diagnostics.position import bins_for, pooled_part, position_parts, position_rows
 from benchsage.analyze.diagnostics.trends import trend_part, trend_rows
+from benchsage.analyze.notes import distinct
 from benchsage.analyze.options import Options
 from benchsage.analyze.order import analyze_table
 from benchsage.analyze.sorted_values import ValueOrder, sort_values
@@ -65,7 +66,7 @@ def analyze_compact(trials: CompactTrials, options: Options = Options(), *, batc
 
     bins = _bins(trials) if options.diagnostics else None
     verdicts: list[TestVerdict] = []
-    notes: list[str] = []
+    notes: list[Any] = []
     owner_parts: list[np.ndarray] = []
     found = _Found(trials, bins, alpha, correction)
     # Each batch's diagnostics run in a second thread (numpy releases the GIL) while this one
@@ -126,7 +127,7 @@ def analyze_compact(trials: CompactTrials, options: Options = Options(), *, batc
         ci_case_rule=options.ci_case_rule,
         order_matters=order_matters,
         tests=tests,
-        warnings=tuple(dict.fromkeys(warnings)),
+        warnings=tuple(distinct(warnings)),
         diagnostics=diagnostics,
         sources=(str(trials.path),),
         excluded=int(trials.excluded),

@@ -32,6 +32,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from benchsage.analyze.identity import Identity, compare_workers
+from benchsage.analyze.notes import WorkersDiffer
 from benchsage.analyze.order import analyze_table
 from benchsage.analyze.sorted_values import comparisons
 from benchsage.analyze.verdict import Analysis, FleetRow, TestVerdict, WorkerVerdicts
@@ -195,8 +196,9 @@ def _outliers(pairs: Sequence[tuple[int, int, float]], n_workers: int, level: fl
     return sorted(x for x, k in differs.items() if k > (n_workers - 1) / 2)
 
 
-def fleet_warnings(rows: Sequence[FleetRow]) -> list[str]:
-    """One warning when the workers disagree: how many tests, and the workers most often odd."""
+def fleet_warnings(rows: Sequence[FleetRow]) -> list[WorkersDiffer]:
+    """One warning when the workers disagree: how many tests, the largest spread, and the
+    workers most often odd."""
     differing = [r for r in rows if r.significant]
     if not differing:
         return []
@@ -204,14 +206,10 @@ def fleet_warnings(rows: Sequence[FleetRow]) -> list[str]:
     for r in differing:
         for w in r.outliers:
             counts[w] = counts.get(w, 0) + 1
-    odd = ", ".join(f"{w} ({n} test{'s' if n != 1 else ''})" for w, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    odd = tuple(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
     largest = max(differing, key=lambda r: r.spread_pct if r.spread_pct is not None else -1.0)
-    spread = f"; largest spread {largest.spread_pct:.1f}% ({largest.test} [{largest.metric}])" if largest.spread_pct is not None else ""
-    return [
-        f"the workers' results differ in {len(differing)} of {len(rows)} tests (fleet diagnostic){spread}"
-        + (f"; outliers: {odd}" if odd else "")
-        + ": compare results between workers with care; the combined verdict is stratified by worker"
-    ]
+    spread = (largest.spread_pct, largest.test, largest.metric) if largest.spread_pct is not None else None
+    return [WorkersDiffer(len(differing), len(rows), spread, odd)]
 
 
 def runs_and_boots(workers: Sequence[WorkerVerdicts], provenance: Mapping[str, Any]) -> tuple[WorkerVerdicts, ...]:

@@ -21,21 +21,13 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-# Fields that describe the machine and its software, with the words a warning uses for them.
-STABLE_FIELDS: tuple[tuple[str, str], ...] = (
-    ("governor", "governor"),
-    ("turbo", "turbo boost"),
-    ("smt", "SMT"),
-    ("aslr", "ASLR"),
-    ("kernel", "kernel"),
-    ("kernel_version", "kernel build"),
-    ("machine", "machine architecture"),
-    ("os", "OS"),
-    ("cpu_model", "CPU model"),
-    ("cpu_count", "CPU count"),
-    ("python", "Python"),
-    ("benchsage", "benchsage version"),
-    ("spec_hash", "experiment spec"),
+from benchsage.analyze.notes import SnapshotMissing
+
+# Fields that describe the machine and its software, in the order the differences are listed
+# (report/words/notes.py has the words a warning uses for each).
+STABLE_FIELDS: tuple[str, ...] = (
+    "governor", "turbo", "smt", "aslr", "kernel", "kernel_version", "machine", "os", "cpu_model", "cpu_count", "python",
+    "benchsage", "spec_hash",
 )
 # Fields that differ between hosts or runs by nature: never an identity difference.
 TRANSIENT_FIELDS: frozenset[str] = frozenset(
@@ -98,7 +90,7 @@ def _fields(snapshot: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(files, Mapping):
         for path, digest in files.items():
             out[FILE_PREFIX + _relative(str(path), snapshot.get("dir"))] = _digest(digest)
-    known = {name for name, _ in STABLE_FIELDS}
+    known = set(STABLE_FIELDS)
     for name in known:
         out[name] = snapshot.get(name)
     for name, value in snapshot.items():
@@ -113,7 +105,7 @@ def _order(what: str) -> tuple[int, int, str]:
     """Files first (the broken-benchmark case), then STABLE_FIELDS in their order, then others."""
     if what.startswith(FILE_PREFIX):
         return (0, 0, what)
-    rank = {name: i for i, (name, _) in enumerate(STABLE_FIELDS)}
+    rank = {name: i for i, name in enumerate(STABLE_FIELDS)}
     return (1, rank.get(what, len(rank)), what)
 
 
@@ -166,34 +158,20 @@ def _text(value: Any) -> str:
     return "unknown" if value is None else str(value)
 
 
-def _shown(what: str, value: Any) -> str:
-    if value is None:
-        return "missing" if what.startswith(FILE_PREFIX) else "unknown"
-    if what.startswith(FILE_PREFIX) and isinstance(value, str):
-        return " / ".join(v[: len(DIGEST_PREFIX) + 12] for v in value.split(" / "))
-    return repr(value) if isinstance(value, str) else str(value)
+@dataclass(frozen=True)
+class IdentityDiffers:
+    """A warning: the workers differ in one field of their snapshots (a file's digest or a
+    setting), with each worker's value."""
+
+    difference: IdentityDifference
 
 
-def identity_warnings(identity: Identity | None) -> list[str]:
-    """One warning per difference, workers grouped by value: 'workers ran different versions of
-    bin/app: sha256:ab12cd34ef56 on node1, node2; sha256:9f3e... on node3'."""
+def identity_warnings(identity: Identity | None) -> list[Any]:
+    """One warning per difference (IdentityDiffers), and one naming the workers without any
+    snapshot (notes.SnapshotMissing)."""
     if identity is None:
         return []
-    out = []
-    words = dict(STABLE_FIELDS)
-    for d in identity.differences:
-        groups: dict[str, list[str]] = {}
-        for worker, value in d.values.items():
-            groups.setdefault(_shown(d.what, value), []).append(worker)
-        listing = "; ".join(f"{value} on {', '.join(ws)}" for value, ws in groups.items())
-        if d.what.startswith(FILE_PREFIX):
-            out.append(
-                f"workers ran different versions of {d.what[len(FILE_PREFIX):]}: {listing} "
-                "(differences between these workers may come from the software, not the machines)"
-            )
-        else:
-            out.append(f"workers differ in {words.get(d.what, d.what)}: {listing}")
+    out: list[Any] = [IdentityDiffers(d) for d in identity.differences]
     if identity.missing:
-        out.append(f"no environment snapshot from worker{'s' if len(identity.missing) > 1 else ''} {', '.join(identity.missing)}: "
-                   "whether it ran the same software cannot be checked")
+        out.append(SnapshotMissing(identity.missing))
     return out

@@ -13,6 +13,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
+from benchsage.analyze.notes import OnTest
 from benchsage.analyze.verdict import TestVerdict
 from benchsage.store.table import TrialTable
 
@@ -64,23 +65,18 @@ def _run_floors(table: TrialTable, rows: np.ndarray) -> np.ndarray | None:
     return floors[inverse] if len(runs) else np.zeros(0)
 
 
-def _kib(x: float) -> str:
-    return f"{x:,.0f} KiB"
+@dataclasses.dataclass(frozen=True)
+class RssAtFloor:
+    """A test's median max_rss (KiB) is at the floor of what wait4 can show: the trial's own
+    memory is at most that, and max_rss cannot tell how much. has_peak_memory: the test also
+    has peak_memory, which shows the trial's own memory."""
+
+    median: float
+    floor: RssFloor
+    has_peak_memory: bool
 
 
-def floor_note(median: float, floor: RssFloor, has_peak_memory: bool) -> str:
-    """Why a test's max_rss says nothing about its own memory, and what to read instead."""
-    shown = _kib(floor.median) if floor.low == floor.high else f"{floor.low:,.0f}–{_kib(floor.high)}"
-    head = (
-        f"median {_kib(median)} is at the floor of what wait4 can show ({shown}, the max_rss of /bin/true spawned the same way): "
-        "the trial's own memory is at most that, and max_rss cannot tell how much"
-    )
-    if has_peak_memory:
-        return head + "; read peak_memory for the trial's own memory"
-    return head + "; peak_memory would show it (a cgroup per trial: see `benchsage env`)"
-
-
-def rss_floor_notes(table: TrialTable, verdicts: tuple[TestVerdict, ...]) -> tuple[tuple[TestVerdict, ...], list[str]]:
+def rss_floor_notes(table: TrialTable, verdicts: tuple[TestVerdict, ...]) -> tuple[tuple[TestVerdict, ...], list[OnTest]]:
     """The verdicts with a note on each test's max_rss row whose median max_rss is within
     FLOOR_MARGIN of the spawner's floor (or below it), and one warning per such test.
 
@@ -109,13 +105,13 @@ def rss_floor_notes(table: TrialTable, verdicts: tuple[TestVerdict, ...]) -> tup
         with_peak[table.test[table.metric == table.metric_names.index("peak_memory")]] = True
     code = {name: i for i, name in enumerate(table.test_names)}
     out: list[TestVerdict] = []
-    warnings: list[str] = []
+    warnings: list[OnTest] = []
     for v in verdicts:
         i = code.get(v.test)
         if v.metric == "max_rss" and i is not None and at_floor[i]:
-            note = floor_note(float(medians[i]), floor, bool(with_peak[i]))
+            note = RssAtFloor(float(medians[i]), floor, bool(with_peak[i]))
             v = dataclasses.replace(v, notes=(*v.notes, note))
-            warnings.append(f"{v.test} ({v.metric}): {note}")
+            warnings.append(OnTest(v.test, v.metric, (note,)))
         out.append(v)
     return tuple(out), warnings
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from benchsage.analyze import strata
+from benchsage.analyze.notes import AllEqual, EmptyArm, NonFinite, NoStrata, NoValues, OnTest, TooFewForCI, TooFewToTest, ZeroFixedMean
 from benchsage.analyze.sorted_values import ValueOrder, sort_values
 from benchsage.analyze.verdict import Analysis, Combined, TestVerdict
 from benchsage.stats import (
@@ -115,11 +117,10 @@ def analyze_table(
     """
     check_options(alpha=alpha, correction=correction, ci_method=ci_method, ci_level=ci_level, ci_case_rule=ci_case_rule, min_values=min_values)
     counts = {"values": len(table), "runs": count_runs(table.run)}
-    warnings: list[str] = list(table.warnings)
+    warnings: list[Any] = list(table.warnings)
     finite = np.isfinite(table.value)
     if not finite.all():
-        bad = int((~finite).sum())
-        warnings.append(f"{bad} value{'s' if bad != 1 else ''} that are not finite numbers (NaN or infinity) were left out")
+        warnings.append(NonFinite(int((~finite).sum())))
         table = table.select(finite)
     combined: Combined | None = None
     stratified: strata.Stratified | None = None
@@ -146,14 +147,14 @@ def analyze_table(
         stratified=stratified,
     )
     if len(table) == 0:
-        warnings.append("no trials to analyze: the data holds no values")
+        warnings.append(NoValues())
     ci_min = min_sample_size(ci_level, ci_method)
     verdicts: list[TestVerdict] = []
     for i in range(len(cols.test)):
         v = _verdict(table, cols, i, min_values=min_values, ci_min=ci_min, ci_level=ci_level, ci_method=ci_method, stratified=stratified)
         verdicts.append(v)
         if v.notes:
-            warnings.append(f"{v.test} ({v.metric}): {'; '.join(v.notes)}")
+            warnings.append(OnTest(v.test, v.metric, v.notes))
     primary_family = adjust(np.where(cols.primary & cols.testable, cols.p, np.nan), correction, alpha)
     return Analysis(
         tool_version=tool_version,
@@ -276,24 +277,7 @@ def _verdict(
     metric = table.metric_names[int(c.metric[i])]
     info = table.metric_info(metric)
     nf, nr = int(c.n[i, FIXED_CODE]), int(c.n[i, RANDOM_CODE])
-    notes: list[str] = []
-    if nf == 0 or nr == 0:
-        empty = "fixed" if nf == 0 else "random"
-        notes.append(f"no values in the {empty} arm: nothing to compare")
-    elif nf < min_values or nr < min_values:
-        few = [f"{k} {arm}" for k, arm in ((nf, "fixed"), (nr, "random")) if k < min_values]
-        notes.append(f"only {' and '.join(few)} value{'s' if (nf + nr) != 2 else ''}: Kruskal-Wallis needs at least {min_values} per arm")
-    elif c.all_equal[i]:
-        notes.append(f"all {nf + nr} values are equal ({c.first_value[i]:g}): Kruskal-Wallis is undefined")
-    elif stratified is not None and not c.testable[i]:
-        if stratified.strata[i] == 0:
-            notes.append("no worker has values in both arms, or each worker's values are all equal: the stratified test compares the arms within workers")
-    for arm, name in ((FIXED_CODE, FIXED), (RANDOM_CODE, RANDOM)):
-        k = int(c.n[i, arm])
-        if 0 < k < ci_min:
-            notes.append(f"{k} {name} value{'s' if k != 1 else ''} are too few for a {ci_level * 100:g}% {ci_method} CI of the median (at least {ci_min} needed)")
-    if nf > 0 and nr > 0 and c.mean[i, FIXED_CODE] == 0:
-        notes.append("the fixed-arm mean is 0: Δ% is undefined")
+    notes = _notes(c, i, min_values=min_values, ci_min=ci_min, ci_level=ci_level, ci_method=ci_method, stratified=stratified)
 
     def interval(arm: int) -> tuple[float, float] | None:
         lo, hi = _num(c.low[i, arm]), _num(c.high[i, arm])
@@ -325,3 +309,28 @@ def _verdict(
         better=info.better,
         notes=tuple(notes),
     )
+
+
+def _notes(
+    c: _Columns, i: int, *, min_values: int, ci_min: int, ci_level: float, ci_method: str, stratified: strata.Stratified | None
+) -> list[Any]:
+    """Why fields of comparison i are null: too few values to test or for a CI, all values
+    equal, no worker to stratify by, a zero fixed-arm mean."""
+    nf, nr = int(c.n[i, FIXED_CODE]), int(c.n[i, RANDOM_CODE])
+    notes: list[Any] = []
+    if nf == 0 or nr == 0:
+        notes.append(EmptyArm(FIXED if nf == 0 else RANDOM))
+    elif nf < min_values or nr < min_values:
+        notes.append(TooFewToTest(nf, nr, min_values))
+    elif c.all_equal[i]:
+        notes.append(AllEqual(nf + nr, float(c.first_value[i])))
+    elif stratified is not None and not c.testable[i]:
+        if stratified.strata[i] == 0:
+            notes.append(NoStrata())
+    for arm, name in ((FIXED_CODE, FIXED), (RANDOM_CODE, RANDOM)):
+        k = int(c.n[i, arm])
+        if 0 < k < ci_min:
+            notes.append(TooFewForCI(name, k, ci_level, ci_method, ci_min))
+    if nf > 0 and nr > 0 and c.mean[i, FIXED_CODE] == 0:
+        notes.append(ZeroFixedMean())
+    return notes

@@ -35,6 +35,7 @@ def analyze_loaded(table: TrialTable, options: Options = Options(), treatments: 
     treatments.order_rows keeps (the lightest observer level)."""
     from benchsage.analyze.diagnostics import Parts
     from benchsage.analyze.measurement import rss_floor_notes
+    from benchsage.analyze.notes import distinct
     from benchsage.analyze.order import analyze_table, count_runs
     from benchsage.analyze.sorted_values import sort_values
     from benchsage.analyze.treatments import TreatmentOptions, analyze_treatments
@@ -95,7 +96,7 @@ def analyze_loaded(table: TrialTable, options: Options = Options(), treatments: 
 
         context_effects = with_context_medians(context_effects, treated.order_table, options.ci_level, options.ci_method)
     return dataclasses.replace(
-        analysis, diagnostics=diagnostics, warnings=tuple(dict.fromkeys(warnings)), comparisons=treated.comparisons,
+        analysis, diagnostics=diagnostics, warnings=tuple(distinct(warnings)), comparisons=treated.comparisons,
         context_effects=context_effects, observer=treated.observer, factorial=treated.factorial,
         sequential=_sequential(prov), **counts,
     )
@@ -120,7 +121,7 @@ def _fleet(
     alpha: float,
     correction: str,
     sorted_values: ValueOrder | None,
-) -> tuple[Analysis, Diagnostics | None, list[str]]:
+) -> tuple[Analysis, Diagnostics | None, list[Any]]:
     """A fleet's additions: each worker's verdict, the identity and fleet diagnostics, and their
     warnings (differences between workers come from the identity diagnostic; the snapshot
     comparison keeps the changes between runs of one worker)."""
@@ -194,7 +195,9 @@ def _side_by_side(first: Callable[[], _A], second: Callable[[], _B]) -> tuple[_A
     return a, b
 
 
-def _snapshot_warnings(table: TrialTable, *, between_workers: bool = True) -> list[str]:
+def _snapshot_warnings(table: TrialTable, *, between_workers: bool = True) -> list[Any]:
+    """The changes between the runs' environment snapshots (analyze/snapshots.py), and with
+    between_workers the differences between workers too."""
     snapshots = table.provenance.get("snapshots")
     if not snapshots:
         return []

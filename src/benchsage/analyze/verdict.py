@@ -52,7 +52,7 @@ class TestVerdict:
     ci_case: int | None
     unit: str = ""
     better: str = ""
-    notes: tuple[str, ...] = ()  # why a field is null
+    notes: tuple[Any, ...] = ()  # why a field is null: notes of analyze/notes.py (report/words/ says them)
 
 
 @dataclass(frozen=True)
@@ -277,7 +277,8 @@ class Analysis:
     ci_case_rule: str
     order_matters: bool
     tests: tuple[TestVerdict, ...]
-    warnings: tuple[str, ...] = ()
+    # Notes of analyze/notes.py and the importers' warnings (text), each once; report/words/ says them.
+    warnings: tuple[Any, ...] = ()
     diagnostics: Diagnostics | None = None
     sources: tuple[str, ...] = ()
     excluded: int = 0

@@ -147,7 +147,7 @@ def verdict_json(v: TestVerdict) -> dict[str, Any]:
     d = record(v)
     d["ci_fixed"] = list(v.ci_fixed) if v.ci_fixed is not None else None
     d["ci_random"] = list(v.ci_random) if v.ci_random is not None else None
-    d["notes"] = list(v.notes)
+    d["notes"] = said(v.notes)
     return d
 
 

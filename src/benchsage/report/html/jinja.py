@@ -12,6 +12,7 @@ import jinja2
 from markupsafe import Markup
 
 from benchsage.report.html.numbers import DASH, commas, fmt, fmt_p, fmt_pct, sortkey, yes_no
+from benchsage.report.words import said
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -41,6 +42,6 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters.update(fmt=fmt, fmt_p=fmt_p, fmt_pct=fmt_pct, sortkey=sortkey, yes_no=yes_no, commas=commas)
+    env.filters.update(fmt=fmt, fmt_p=fmt_p, fmt_pct=fmt_pct, sortkey=sortkey, yes_no=yes_no, commas=commas, said=said)
     env.globals["DASH"] = DASH
     return env

@@ -5,6 +5,7 @@ the notebook API show, one function per kind (registry.py).
 """
 
 from benchsage.report.words import diagnostics  # noqa: F401  (registers the diagnostics' words)
+from benchsage.report.words import notes as _notes  # noqa: F401 - registers the words of each note
 from benchsage.report.words.registry import said, say, words
 from benchsage.report.words.verdict import verdict_sentence, workers_sentence
 
