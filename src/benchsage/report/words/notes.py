@@ -26,7 +26,7 @@ from benchsage.analyze.notes import (
     WorkersDiffer,
     ZeroFixedMean,
 )
-from benchsage.report.words.registry import count, said, say, words
+from benchsage.report.words.registry import count, said, words
 
 # The words for each snapshot setting a warning names (analyze/identity.py's STABLE_FIELDS).
 SETTING_WORDS: dict[str, str] = {
