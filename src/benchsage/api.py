@@ -348,7 +348,10 @@ class Result:
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        return self.analysis.warnings
+        """The analysis's warnings in words, each once, in order."""
+        from benchsage.report.words import said
+
+        return tuple(said(self.analysis.warnings, once=True))
 
     @property
     def trials(self) -> Any:

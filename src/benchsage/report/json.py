@@ -18,6 +18,7 @@ from typing import Any
 from benchsage.analyze.identity import Identity
 from benchsage.analyze.verdict import Analysis, FleetRow, Rows, TestVerdict, WorkerVerdicts
 from benchsage.report.treatments_json import TREATMENT_JSON
+from benchsage.report.words import said
 
 
 def analysis_json(analysis: Analysis) -> dict[str, Any]:
@@ -34,7 +35,7 @@ def analysis_json(analysis: Analysis) -> dict[str, Any]:
         "sources": list(analysis.sources),
         "excluded_trials": analysis.excluded,
         "tests": [verdict_json(v) for v in analysis.tests],
-        "warnings": list(analysis.warnings),
+        "warnings": said(analysis.warnings, once=True),
     }
     if analysis.combined is not None:
         out["combined"] = {"workers": analysis.combined.workers, "method": analysis.combined.method}

@@ -18,7 +18,7 @@ from rich.table import Column, Table
 from rich.text import Text
 
 from benchsage.analyze.verdict import Analysis, Diagnostics, FleetRow, TestVerdict
-from benchsage.report.words import verdict_sentence, workers_sentence
+from benchsage.report.words import said, verdict_sentence, workers_sentence
 from benchsage.report.words.verdict import names as named
 
 NULL = "–"  # a value that could not be computed; the warnings say why
@@ -512,7 +512,8 @@ def render_analysis(analysis: Analysis, console: Console) -> None:
     if analysis.diagnostics is not None:
         _fleet(analysis.diagnostics, console, st)
         _diagnostics(analysis.diagnostics, console, st)
-    if analysis.warnings:
-        _line(console, f"Warnings ({len(analysis.warnings)}):", st.warning)
-        for w in analysis.warnings:
+    warnings = said(analysis.warnings, once=True)
+    if warnings:
+        _line(console, f"Warnings ({len(warnings)}):", st.warning)
+        for w in warnings:
             _line(console, f"  - {w}", st.warning)
