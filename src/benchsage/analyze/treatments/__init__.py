@@ -20,6 +20,7 @@ from benchsage.analyze.treatments.factorial import FactorialRow, factorial_rows
 from benchsage.analyze.treatments.observer import ObserverEffect, observer_effects, observer_warnings
 from benchsage.analyze.treatments.options import SPEC_CLAIM, CompareRequest, TreatmentOptions
 from benchsage.analyze.treatments.table import CONTEXT_PREFIX, NUMERIC_DIMENSIONS, observer_baseline, order_rows
+from benchsage.stats.compare import MIN_VALUES  # the fewest values of a test a comparison tests
 from benchsage.store.table import TrialTable
 from benchsage.vocabulary import CONTEXT, FACTOR_PREFIX, OBSERVER
 
@@ -27,6 +28,7 @@ __all__ = [
     "CONTEXT",
     "CONTEXT_PREFIX",
     "FACTOR_PREFIX",
+    "MIN_VALUES",
     "NUMERIC_DIMENSIONS",
     "OBSERVER",
     "SPEC_CLAIM",

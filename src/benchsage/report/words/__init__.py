@@ -4,7 +4,8 @@ kinds of note); these modules compose the sentences the terminal, the HTML repor
 the notebook API show, one function per kind (registry.py).
 """
 
+from benchsage.report.words.comparisons import comparison_sentence
 from benchsage.report.words.registry import said, say, words
 from benchsage.report.words.verdict import verdict_sentence, workers_sentence
 
-__all__ = ["said", "say", "verdict_sentence", "words", "workers_sentence"]
+__all__ = ["comparison_sentence", "said", "say", "verdict_sentence", "words", "workers_sentence"]
