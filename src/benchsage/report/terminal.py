@@ -18,7 +18,7 @@ from rich.table import Column, Table
 from rich.text import Text
 
 from benchsage.analyze.verdict import Analysis, Diagnostics, FleetRow, TestVerdict
-from benchsage.report.words import comparison_sentence, said, verdict_sentence, workers_sentence
+from benchsage.report.words import comparison_sentence, said, say, verdict_sentence, workers_sentence
 from benchsage.report.words.verdict import names as named
 
 NULL = "–"  # a value that could not be computed; the warnings say why
@@ -482,7 +482,7 @@ def _factorial(analysis: Analysis, console: Console, st: _Styles) -> None:
     table = _table([("test", "left"), ("metric", "left"), ("term", "left"), ("effect q", "right"), ("CI", "right"), ("variation %", "right")], st)
     for f in rows:
         if f.result is None:
-            table.add_row(Text(f.test), Text(f.metric), Text(NULL), NULL, NULL, Text(f.reason))
+            table.add_row(Text(f.test), Text(f.metric), Text(NULL), NULL, NULL, Text(say(f.reason)))
             continue
         for t in f.result.terms:
             table.add_row(Text(f.test), Text(f.metric), Text(t.term), _g(t.effect, 4), f"{_g(t.ci[0], 3)} – {_g(t.ci[1], 3)}",

@@ -1,5 +1,5 @@
 """The treatment analyses in the analysis JSON: "comparisons", "context_effects", "observer"
-and "factorial", one encoder per kind of row."""
+and "factorial", one encoder per kind of row; the rows' notes in words."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import math
 from typing import Any, Callable
 
 from benchsage.analyze.treatments import ComparisonRow, ContextEffect, FactorialRow, ObserverEffect, StratumComparison
+from benchsage.report.words import say
 
 
 def _num(x: Any) -> float | None:
@@ -101,7 +102,7 @@ def factorial_json(row: FactorialRow) -> dict[str, Any]:
     out["levels"] = {name: list(lv) for name, lv in row.levels.items()}
     if row.result is not None:
         out.update({"mean": row.result.q0, "r": row.result.r, "df": row.result.df, "ci_level": row.result.level})
-    out["reason"] = row.reason
+    out["reason"] = say(row.reason)
     return out
 
 

@@ -4,6 +4,7 @@ kinds of note); these modules compose the sentences the terminal, the HTML repor
 the notebook API show, one function per kind (registry.py).
 """
 
+from benchsage.report.words import treatments as _treatments  # noqa: F401  (registers the treatment notes' words)
 from benchsage.report.words.comparisons import comparison_sentence
 from benchsage.report.words.registry import said, say, words
 from benchsage.report.words.verdict import verdict_sentence, workers_sentence
