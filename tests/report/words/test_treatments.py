@@ -18,7 +18,7 @@ from benchsage.analyze.treatments import analyze_treatments, notes
 from benchsage.report.words import said, say
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "analyze" / "treatments"))
-from treatment_data import build  # noqa: E402
+from treatment_data import build, const, env_time  # noqa: E402
 
 NOTE_KINDS = [kind for _, kind in inspect.getmembers(notes, inspect.isclass)
               if kind.__module__ == notes.__name__ and dataclasses.is_dataclass(kind)]
@@ -38,7 +38,7 @@ def _sample(kind: type) -> object:
 
 
 def test_the_notes_module_defines_note_kinds() -> None:
-    assert len(NOTE_KINDS) >= 5 and all(kind.__dataclass_params__.frozen for kind in NOTE_KINDS)  # type: ignore[attr-defined]
+    assert len(NOTE_KINDS) >= 7 and all(kind.__dataclass_params__.frozen for kind in NOTE_KINDS)  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("kind", NOTE_KINDS, ids=lambda k: k.__name__)
@@ -60,6 +60,21 @@ def test_each_note_in_words() -> None:
     assert say(design) == "unbalanced 2^k design (6-8 values per combination of levels): the first 6 of each analysed"
     assert say(notes.UnbalancedFactorial("t", "wall_time", design)) == (
         "t (wall_time): unbalanced 2^k design (6-8 values per combination of levels): the first 6 of each analysed")
+    assert say(notes.ContextMethod(aligned=False)) == "kruskal-wallis across contexts"
+    assert say(notes.ContextMethod(aligned=True)) == (
+        "kruskal-wallis across contexts; values aligned on the factor levels (each combination's median replaced by the test's)")
+
+
+@pytest.mark.parametrize("numeric, exact, approximate, text", [
+    (True, True, False, "spearman of the context medians against the value (exact permutation p)"),
+    (True, False, True, "spearman of the context medians against the value (t approximation)"),
+    (True, True, True, "spearman of the context medians against the value (exact permutation p, t approximation)"),
+    (False, True, False, "kruskal-wallis of the context medians across the levels (exact permutation p)"),
+    (False, False, True, "kruskal-wallis of the context medians across the levels (chi-squared approximation)"),
+    (False, True, True, "kruskal-wallis of the context medians across the levels (chi-squared approximation, exact permutation p)"),
+])
+def test_a_context_dimension_method_in_words(numeric: bool, exact: bool, approximate: bool, text: str) -> None:
+    assert say(notes.DimensionMethod(numeric, exact, approximate)) == text
 
 
 def test_the_observer_warnings_of_an_analysis() -> None:
@@ -90,3 +105,12 @@ def test_an_unbalanced_or_incomplete_design_is_said_so() -> None:
     assert any("unbalanced 2^k design" in w for w in said(result.warnings))
     only_low = analyze_treatments(table.select(table.levels("factor:A")[1] == 0)).factorial[0]
     assert "exactly two levels" in say(only_low.reason)
+
+
+def test_the_context_methods_of_an_analysis() -> None:
+    many = {e.test: e for e in analyze_treatments(build({"e": env_time}, contexts=12, runs=48)).context_effects}
+    assert "t approximation" in say(many["e"].by_detail["env_bytes"]["method"])
+    (few,) = analyze_treatments(build({"noisy": const(0.02)}, contexts=6, runs=18, cv=0.05, seed=5)).context_effects
+    assert "exact permutation p" in say(few.by_detail["env_bytes"]["method"])
+    (aligned,) = analyze_treatments(build({"e": env_time}, contexts=8, runs=16, factors=1, cv=0.05)).context_effects
+    assert "aligned on the factor levels" in say(aligned.method)

@@ -60,5 +60,25 @@ class UnbalancedFactorial:
     design: UnbalancedDesign
 
 
+@dataclass(frozen=True)
+class ContextMethod:
+    """How a context effect compares the values across contexts: Kruskal-Wallis, on values
+    `aligned` on the factor levels when the design has factors."""
+
+    aligned: bool
+
+
+@dataclass(frozen=True)
+class DimensionMethod:
+    """How a context dimension is tested on the context medians: Spearman against the value
+    for a `numeric` dimension, Kruskal-Wallis across the levels of a categorical one; `exact`
+    when some p-value is an exact permutation p, `approximate` when some is the t or
+    chi-squared approximation."""
+
+    numeric: bool
+    exact: bool
+    approximate: bool
+
+
 # The warnings the treatment analyses add to an analysis's.
 TreatmentWarning = ObserverBaselineOnly | ObserverPerturbs | UnbalancedFactorial

@@ -1,10 +1,13 @@
 """The words of the treatment analyses' notes (analyze/treatments/notes.py): the warnings about
-the observer levels and the factorial designs, and why a factorial row has no result.
+the observer levels and the factorial designs, why a factorial row has no result, and how the
+context effects were tested.
 """
 
 from __future__ import annotations
 
 from benchsage.analyze.treatments.notes import (
+    ContextMethod,
+    DimensionMethod,
     FactorNotTwoLevels,
     ObserverBaselineOnly,
     ObserverPerturbs,
@@ -44,3 +47,23 @@ def unbalanced_design(n: UnbalancedDesign) -> str:
 @words(UnbalancedFactorial)
 def unbalanced_factorial(n: UnbalancedFactorial) -> str:
     return f"{n.test} ({n.metric}): {say(n.design)}"
+
+
+@words(ContextMethod)
+def context_method(n: ContextMethod) -> str:
+    text = "kruskal-wallis across contexts"
+    if n.aligned:
+        text += "; values aligned on the factor levels (each combination's median replaced by the test's)"
+    return text
+
+
+@words(DimensionMethod)
+def dimension_method(n: DimensionMethod) -> str:
+    """The test and how its p-values were found, e.g. "spearman of the context medians against
+    the value (exact permutation p, t approximation)"."""
+    if n.numeric:
+        name, approximation = "spearman of the context medians against the value", "t approximation"
+    else:
+        name, approximation = "kruskal-wallis of the context medians across the levels", "chi-squared approximation"
+    kinds = sorted(({"exact permutation p"} if n.exact else set()) | ({approximation} if n.approximate else set()))
+    return f"{name} ({', '.join(kinds)})"
