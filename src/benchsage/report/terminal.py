@@ -18,7 +18,7 @@ from rich.table import Column, Table
 from rich.text import Text
 
 from benchsage.analyze.verdict import Analysis, Diagnostics, FleetRow, TestVerdict
-from benchsage.report.words import said, say, verdict_sentence, workers_sentence
+from benchsage.report.words import comparison_sentence, said, say, verdict_sentence, workers_sentence
 from benchsage.report.words.verdict import names as named
 
 NULL = "–"  # a value that could not be computed; the warnings say why
@@ -427,7 +427,7 @@ def _comparisons(analysis: Analysis, console: Console, st: _Styles) -> None:
     _line(console, f"Comparisons (ratio of medians a/b with its {interval}{family})", st.title)
     for r in rows:
         flips = r.contexts is not None and r.contexts.flips
-        _line(console, f"  {r.sentence()}", st.warning if flips else (st.verdict_none if r.better else ""))
+        _line(console, f"  {comparison_sentence(r)}", st.warning if flips else (st.verdict_none if r.better else ""))
         if flips and r.better is not None:
             against = [c for c in r.per_context if c.better not in (None, r.better)]
             names = ", ".join(c.name + (f" ({' '.join(f'{k}={v}' for k, v in c.values.items())})" if c.values else "")
@@ -482,7 +482,7 @@ def _factorial(analysis: Analysis, console: Console, st: _Styles) -> None:
     table = _table([("test", "left"), ("metric", "left"), ("term", "left"), ("effect q", "right"), ("CI", "right"), ("variation %", "right")], st)
     for f in rows:
         if f.result is None:
-            table.add_row(Text(f.test), Text(f.metric), Text(NULL), NULL, NULL, Text(f.reason))
+            table.add_row(Text(f.test), Text(f.metric), Text(NULL), NULL, NULL, Text(say(f.reason)))
             continue
         for t in f.result.terms:
             table.add_row(Text(f.test), Text(f.metric), Text(t.term), _g(t.effect, 4), f"{_g(t.ci[0], 3)} – {_g(t.ci[1], 3)}",

@@ -1,12 +1,13 @@
 """The treatment analyses in the analysis JSON: "comparisons", "context_effects", "observer"
-and "factorial", one encoder per kind of row."""
+and "factorial", one encoder per kind of row; the rows' notes (methods, reasons) in words."""
 
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from benchsage.analyze.treatments import ComparisonRow, ContextEffect, FactorialRow, ObserverEffect, StratumComparison
+from benchsage.report.words import say
 
 
 def _num(x: Any) -> float | None:
@@ -80,11 +81,18 @@ def context_effect_json(row: ContextEffect) -> dict[str, Any]:
         "significant": row.significant,
         "spread_pct": row.spread_pct,
         "by": dict(row.by),
-        "by_detail": {k: dict(v) for k, v in row.by_detail.items()},
-        "method": row.method,
+        "by_detail": {k: _dimension_json(v) for k, v in row.by_detail.items()},
+        "method": say(row.method),
         "medians": dict(row.medians),
         "n": dict(row.n),
     }
+
+
+def _dimension_json(detail: Mapping[str, Any]) -> dict[str, Any]:
+    """One context dimension's test in "by_detail", its method in words."""
+    out = dict(detail)
+    out["method"] = say(out["method"])
+    return out
 
 
 def observer_json(row: ObserverEffect) -> dict[str, Any]:
@@ -101,7 +109,7 @@ def factorial_json(row: FactorialRow) -> dict[str, Any]:
     out["levels"] = {name: list(lv) for name, lv in row.levels.items()}
     if row.result is not None:
         out.update({"mean": row.result.q0, "r": row.result.r, "df": row.result.df, "ci_level": row.result.level})
-    out["reason"] = row.reason
+    out["reason"] = say(row.reason)
     return out
 
 

@@ -31,15 +31,11 @@ def test_a_comparison_whose_winner_depends_on_the_environment_flips_and_sleeps_g
     flip, sleeps = rows
     assert flip.contexts.n == 8 and flip.contexts.flips
     assert flip.contexts.a_better >= 3 and flip.contexts.b_better >= 3
-    assert "flips in" in flip.sentence() or flip.better is None
     assert sleeps.ratio == pytest.approx(0.667, abs=0.01)
     assert sleeps.ci[0] <= 2 / 3 <= sleeps.ci[1] and sleeps.ci[1] - sleeps.ci[0] < 0.02
     assert sleeps.better == "a" and sleeps.overall.ci_method == "bonett-price"
     assert sleeps.holds_in == {"fixed": True, "random": True}
     assert not sleeps.contexts.flips and sleeps.contexts.a_better == 8
-    faster = f"{(1 - sleeps.ratio) * 100:.1f}"
-    assert sleeps.sentence().startswith(f"s20 is {faster}% faster than s30 on wall_time (ratio s20/s30 {sleeps.ratio:.3f}, 95% CI ")
-    assert sleeps.sentence().endswith("holds in both arms; holds in all 8 contexts")
 
 
 def test_comparison_matches_scipy_mann_whitney_and_the_bonett_price_interval() -> None:
@@ -102,14 +98,14 @@ def test_a_claim_of_the_spec_whose_test_has_no_values_gets_a_reason() -> None:
     declared = TrialTable.from_columns(**columns_of(table), provenance={"compare": [{"a": "x", "b": "gone", "metric": None}]})
     (row,) = analyze_treatments(declared).comparisons
     assert row.p is None and row.better is None and "no test 'gone'" in row.overall.reason
-    assert comparison_json(row)["ratio"] is None and "no test" in row.sentence()
+    assert comparison_json(row)["ratio"] is None
 
 
 def test_too_few_values_per_context_are_said_so_not_read_as_undecided() -> None:
     table = build({"a": const(1.0), "b": const(1.2)}, contexts=8, runs=16)  # 4 values of each test per context
     (row,) = analyze_treatments(table, options=claims(("a", "b"))).comparisons
     assert row.better == "a" and row.contexts.undecided == 8 and not row.contexts.flips
-    assert row.sentence().endswith("holds in both arms; not testable within the 8 contexts (fewer than 5 values of a test in each)")
+    assert row.holds_in == {"fixed": True, "random": True} and all(c.comparison.p is None for c in row.per_context)
 
 
 def test_compare_on_the_command_line(tmp_path: Path) -> None:
@@ -142,7 +138,6 @@ def test_a_claim_that_flips_on_one_worker_of_a_fleet_says_so() -> None:
     (row,) = analyze_treatments(table, options=claims(("o3", "o2"))).comparisons
     assert row.better == "a"  # pooled over the fleet, o3 still wins
     assert (row.workers.n, row.workers.a_better, row.workers.b_better, row.workers.flips) == (3, 2, 1, True)
-    assert "flips on 1 of 3 workers" in row.sentence()
     by = {s.name: s for s in row.per_worker}
     assert [by[w].better for w in ("w1", "w2", "w3")] == ["a", "a", "b"]
     frame = table.to_pandas()
@@ -159,7 +154,7 @@ def test_a_claim_that_flips_on_one_worker_of_a_fleet_says_so() -> None:
 def test_a_claim_that_holds_on_every_worker_and_one_worker_has_no_worker_keys() -> None:
     same = {"o3": 0.093, "o2": 0.100}
     (row,) = analyze_treatments(fleet_table({"w1": same, "w2": same}), options=claims(("o3", "o2"))).comparisons
-    assert row.workers.a_better == 2 and "holds on all 2 workers" in row.sentence()
+    assert (row.workers.n, row.workers.a_better) == (2, 2)
     (alone,) = analyze_treatments(fleet_table({"w1": same}), options=claims(("o3", "o2"))).comparisons
     assert alone.workers is None and "workers" not in comparison_json(alone) and "per_worker" not in comparison_json(alone)
 
@@ -178,7 +173,7 @@ def test_a_claim_is_answered_in_each_combination_of_factor_levels() -> None:
     cell = frame[(frame["factor:A"] == "lo") & (frame["factor:B"] == "hi")]
     a, b = (cell[cell.test == t].value.to_numpy() for t in ("o3", "o2"))
     assert by["A=lo, B=hi"].comparison.ratio == pytest.approx(np.median(a) / np.median(b), rel=1e-12)
-    assert "factor cells" in row.sentence() and comparison_json(row)["factor_cells"]["flips"] is True
+    assert comparison_json(row)["factor_cells"]["flips"] is True
     # Without factors the row has no factor keys.
     (plain,) = analyze_treatments(build({"o3": const(0.093), "o2": const(0.100)}, contexts=0), options=claims(("o3", "o2"))).comparisons
     assert plain.factor_cells is None and "factor_cells" not in comparison_json(plain)

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from benchsage.analyze.treatments import analyze_treatments
+from benchsage.analyze.treatments.notes import ContextMethod, DimensionMethod
 from benchsage.store.table import TrialTable
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -50,7 +51,7 @@ def test_context_kruskal_wallis_and_spearman_match_scipy() -> None:
         rho = stats.spearmanr(env.to_numpy(), medians.to_numpy())
         assert e.by_detail["env_bytes"]["statistic"] == pytest.approx(rho.statistic, rel=1e-9)
         assert e.by["env_bytes"] == pytest.approx(rho.pvalue, rel=1e-9, abs=1e-300)
-        assert "t approximation" in e.by_detail["env_bytes"]["method"]
+        assert e.by_detail["env_bytes"]["method"] == DimensionMethod(numeric=True, exact=False, approximate=True)
         cpus = rows.groupby("context", observed=True)["context:cpus"].first()
         kw = stats.kruskal(*[medians[cpus == level].to_numpy() for level in ("0", "1")])
         assert e.by_detail["cpus"]["statistic"] == pytest.approx(kw.statistic, rel=1e-9)
@@ -73,7 +74,9 @@ def test_dimension_p_values_up_to_eight_contexts_are_exact_permutation_p_values(
     p_h = np.mean([stats.kruskal(*[medians[p][cpus == c] for c in ("0", "1")]).statistic >= h - 1e-12 for p in perms])
     assert e.by["env_bytes"] == pytest.approx(p_rho, rel=1e-12)
     assert e.by["cpus"] == pytest.approx(p_h, rel=1e-12)
-    assert "exact permutation p" in e.by_detail["env_bytes"]["method"] and e.by_detail["cpus"]["contexts"] == 6
+    assert e.by_detail["env_bytes"]["method"] == DimensionMethod(numeric=True, exact=True, approximate=False)
+    assert e.by_detail["cpus"]["method"] == DimensionMethod(numeric=False, exact=True, approximate=False)
+    assert e.by_detail["cpus"]["contexts"] == 6
 
 
 @settings(max_examples=15, deadline=None)
@@ -88,4 +91,4 @@ def test_a_factor_level_shift_does_not_change_the_context_analysis(seed: int, st
     shifted = TrialTable.from_columns(**{**columns_of(base), "value": moved})
     (a,), (b,) = analyze_treatments(base).context_effects, analyze_treatments(shifted).context_effects
     assert a.kw_h == pytest.approx(b.kw_h, rel=1e-9) and a.by == pytest.approx(b.by, rel=1e-9)
-    assert "aligned on the factor levels" in a.method
+    assert a.method == ContextMethod(aligned=True)

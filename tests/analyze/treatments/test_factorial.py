@@ -1,5 +1,5 @@
 """2^k factorial designs: the effects and their variation, factorial_2k of the test values, declared
-levels set the sign, unbalanced or incomplete designs are said so."""
+levels set the sign, unbalanced or incomplete designs are noted (their words: tests/report/words)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from benchsage.analyze.treatments import analyze_treatments
+from benchsage.analyze.treatments.notes import FactorNotTwoLevels, UnbalancedDesign, UnbalancedFactorial
 from benchsage.stats.factorial import factorial_2k
 from benchsage.store.table import TrialTable
 from benchsage.report.treatments_json import factorial_json
@@ -66,7 +67,7 @@ def test_an_unbalanced_or_incomplete_design_is_said_so() -> None:
     drop = np.zeros(len(table), bool)
     drop[np.flatnonzero(table.levels("factor:A")[1] == 1)[:2]] = True
     result = analyze_treatments(table.select(~drop))
-    assert result.factorial[0].result.r == 6 and "the first 6 of each analysed" in result.factorial[0].reason
-    assert any("unbalanced 2^k design" in w for w in result.warnings)
+    assert result.factorial[0].result.r == 6 and result.factorial[0].reason == UnbalancedDesign(6, 8)
+    assert UnbalancedFactorial("t", "wall_time", UnbalancedDesign(6, 8)) in result.warnings
     only_low = analyze_treatments(table.select(table.levels("factor:A")[1] == 0)).factorial[0]
-    assert only_low.result is None and "exactly two levels" in only_low.reason
+    assert only_low.result is None and only_low.reason == FactorNotTwoLevels("A")

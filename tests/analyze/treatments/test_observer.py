@@ -11,6 +11,7 @@ import pytest
 from scipy import stats
 
 from benchsage.analyze.treatments import analyze_treatments
+from benchsage.analyze.treatments.notes import ObserverPerturbs
 
 sys.path.insert(0, str(Path(__file__).parent))
 from treatment_data import build, const  # noqa: E402
@@ -29,7 +30,9 @@ def test_strace_perturbs_a_syscall_heavy_test_more_than_a_cpu_loop() -> None:
     assert effects["syscalls"].significant and effects["syscalls"].effect_pct == pytest.approx(200, abs=5)
     assert effects["syscalls"].effect_pct > 5 * abs(effects["loop"].effect_pct)
     assert all(e.baseline == "none" and e.level == "strace" for e in result.observer)
-    assert any("observer level 'strace' perturbs" in w and "syscalls" in w for w in result.warnings)
+    (warning,) = [w for w in result.warnings if isinstance(w, ObserverPerturbs)]
+    assert (warning.level, warning.baseline, warning.test, warning.metric) == ("strace", "none", "syscalls", "wall_time")
+    assert warning.effect_pct == effects["syscalls"].effect_pct
 
 
 def test_observer_effects_match_scipy_and_are_corrected_per_family() -> None:

@@ -14,6 +14,7 @@ from benchsage.report.html import render_report
 from benchsage.report.html.numbers import fmt, fmt_pct
 from benchsage.store.table import TrialTable
 from benchsage.report.treatments_json import factorial_json
+from benchsage.report.words import comparison_sentence
 
 import browser
 from reports import (
@@ -117,7 +118,7 @@ def test_browser_draws_the_treatment_sections_without_console_errors(treated: tu
         section = section_of(dom, name)
         assert re.search(rf'<figure id="{figure}"><h3>[^<]*</h3>\s*<svg\b', section), name
     shown = Page(dom).all_text
-    assert analysis.comparisons[0].sentence() in shown
+    assert comparison_sentence(analysis.comparisons[0]) in shown
     claim = analysis.comparisons[0]
     assert row_text(section_of(dom, "comparisons"), f"{CLAIM_A} vs {CLAIM_B}")[0][2] == (
         f"{fmt(claim.ratio)}[{fmt(claim.ci[0])}, {fmt(claim.ci[1])}]")

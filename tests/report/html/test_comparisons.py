@@ -10,6 +10,7 @@ import numpy as np
 from benchsage.analyze.verdict import Analysis
 from benchsage.report.html import write_report
 from benchsage.report.html.numbers import fmt, fmt_p
+from benchsage.report.words import comparison_sentence
 from benchsage.store.table import TrialTable
 
 from reports import CLAIM_A, CLAIM_B, Page, row_text, section_of
@@ -21,7 +22,7 @@ def test_comparisons_state_each_claim_its_winner_and_where_it_flips(treated: tup
     claim, missing = analysis.comparisons
     assert claim.better == "a" and claim.contexts.flips and claim.contexts.b_better >= 1  # the data flips
     shown = Page(section).all_text
-    assert claim.sentence() in shown and missing.sentence() in shown
+    assert comparison_sentence(claim) in shown and comparison_sentence(missing) in shown
     (row,) = row_text(section, f"{CLAIM_A} vs {CLAIM_B}")
     assert row[1] == "wall_time"
     assert row[2] == f"{fmt(claim.ratio)}[{fmt(claim.ci[0])}, {fmt(claim.ci[1])}]"
@@ -63,7 +64,8 @@ def test_a_fleets_comparison_counts_the_workers_each_test_wins_on(tmp_path: Path
     write_report(analysis, table, path)
     section = section_of(path.read_text(encoding="utf-8"), "comparisons")
     (claim,) = analysis.comparisons
-    assert "flips on 1 of 3 workers" in claim.sentence() and claim.sentence() in Page(section).all_text
+    sentence = comparison_sentence(claim)
+    assert "flips on 1 of 3 workers" in sentence and sentence in Page(section).all_text
     (row,) = row_text(section, "o3 vs o2")
     assert row[11:13] == ["o3 2 · o2 1 · undecided 0 of 3", "yes"]  # workers won, flips on workers
     assert "workers count the same on each machine" in Page(section).all_text

@@ -17,9 +17,11 @@ import numpy as np
 from benchsage.analyze.treatments.comparisons import ComparisonRow, StratumComparison, claims, comparison_rows
 from benchsage.analyze.treatments.contexts import ContextEffect, context_effects
 from benchsage.analyze.treatments.factorial import FactorialRow, factorial_rows
+from benchsage.analyze.treatments.notes import ObserverBaselineOnly, TreatmentWarning
 from benchsage.analyze.treatments.observer import ObserverEffect, observer_effects, observer_warnings
 from benchsage.analyze.treatments.options import SPEC_CLAIM, CompareRequest, TreatmentOptions
 from benchsage.analyze.treatments.table import CONTEXT_PREFIX, NUMERIC_DIMENSIONS, observer_baseline, order_rows
+from benchsage.stats.compare import MIN_VALUES  # the fewest values of a test a comparison tests
 from benchsage.store.table import TrialTable
 from benchsage.vocabulary import CONTEXT, FACTOR_PREFIX, OBSERVER
 
@@ -27,6 +29,7 @@ __all__ = [
     "CONTEXT",
     "CONTEXT_PREFIX",
     "FACTOR_PREFIX",
+    "MIN_VALUES",
     "NUMERIC_DIMENSIONS",
     "OBSERVER",
     "SPEC_CLAIM",
@@ -49,7 +52,8 @@ class TreatmentAnalysis:
     """Everything the treatments of a table say; None for an analysis the table has no data for.
 
     order_table: the rows the order analysis (fixed vs random) examines: the lightest observer
-    level only (see order_rows); the whole table without observer levels.
+    level only (see order_rows); the whole table without observer levels. warnings: notes
+    (analyze/treatments/notes.py), put into words by the report.
     """
 
     order_table: TrialTable
@@ -57,7 +61,7 @@ class TreatmentAnalysis:
     context_effects: tuple[ContextEffect, ...] | None = None
     observer: tuple[ObserverEffect, ...] | None = None
     factorial: tuple[FactorialRow, ...] | None = None
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[TreatmentWarning, ...] = ()
 
 
 def analyze_treatments(table: TrialTable, *, alpha: float = 0.05, correction: str = "bonferroni",
@@ -74,13 +78,10 @@ def analyze_treatments(table: TrialTable, *, alpha: float = 0.05, correction: st
     clean = table if finite.all() else table.select(finite)
     order_table = order_rows(table)
     examined = order_rows(clean)
-    warnings: list[str] = []
+    warnings: list[TreatmentWarning] = []
     baseline = observer_baseline(clean)
     if baseline is not None and len(examined) < len(clean):
-        warnings.append(
-            f"the order analysis and the comparisons use the values measured at observer level '{baseline}' only "
-            f"({len(examined)} of {len(clean)}): the other levels are compared with it under 'observer'"
-        )
+        warnings.append(ObserverBaselineOnly(baseline, len(examined), len(clean)))
     comparisons = comparison_rows(examined, requests, alpha, correction, options) if requests else None
     contexts = context_effects(examined, alpha, correction) if examined.levels(CONTEXT) is not None else None
     observer = None

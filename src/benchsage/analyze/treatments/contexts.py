@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from benchsage.analyze.levels import AcrossLevels
+from benchsage.analyze.treatments.notes import ContextMethod, DimensionMethod
 from benchsage.analyze.treatments.table import CONTEXT_PREFIX, NUMERIC_DIMENSIONS, comparisons_of, names_of, num, split_rows
 from benchsage.stats.correction import adjust
 from benchsage.stats.permutation import MAX_EXACT, exact_rank_p
@@ -34,15 +35,15 @@ class ContextEffect(AcrossLevels, _TestMetric):
 
     As AcrossLevels across the contexts (all values of each context), corrected over the tests'
     primary metrics; by: per context dimension, the p-value of the dimension's test on the context medians
-    (by_detail names it: Spearman for a numeric dimension, Kruskal-Wallis across the levels of a
-    categorical one; exact up to EXACT_CONTEXTS contexts), corrected over every (test,
-    dimension) in by_detail's p_adjusted. method: how the values were compared (aligned on the
-    factor levels when the design has factors).
+    (by_detail's "method", a DimensionMethod, names it: Spearman for a numeric dimension,
+    Kruskal-Wallis across the levels of a categorical one; exact up to EXACT_CONTEXTS contexts),
+    corrected over every (test, dimension) in by_detail's p_adjusted. method: how the values were
+    compared (aligned on the factor levels when the design has factors).
     """
 
     by: Mapping[str, float | None]
     by_detail: Mapping[str, Mapping[str, Any]]
-    method: str = "kruskal-wallis across contexts"
+    method: ContextMethod = ContextMethod(aligned=False)
     # Per context: the median of the test's values, not aligned, and its interval at the
     # analysis's confidence level (None: too few values): (median, low, high). Filled in by
     # analyze/context_medians.py for the report's figure; not in the JSON.
@@ -94,10 +95,9 @@ def context_effects(table: TrialTable, alpha: float, correction: str) -> tuple[C
         return ()
     values, ctx = table.value[rows], codes[rows].astype(np.int64)
     cells = _factor_cells(table, rows)
-    method = "kruskal-wallis across contexts"
+    method = ContextMethod(aligned=cells is not None)
     if cells is not None:
         values = _aligned(values, group, cells, n_groups)
-        method += "; values aligned on the factor levels (each combination's median replaced by the test's)"
     kw = kruskal_k(values, group, ctx, n_groups, n_ctx)
     kw_adj = adjust(kw.pvalue, correction, alpha)
     cell = group * n_ctx + ctx  # (comparison, context)
@@ -134,12 +134,12 @@ def context_effects(table: TrialTable, alpha: float, correction: str) -> tuple[C
 @dataclass(frozen=True, eq=False)
 class _DimensionTest:
     """One context dimension's test for every comparison: p, statistic (rho or H), the number
-    of contexts used, and the method in words."""
+    of contexts used, and the method."""
 
     p: np.ndarray
     statistic: np.ndarray
     points: np.ndarray
-    method: str
+    method: DimensionMethod
 
 
 def _dimension_test(table: TrialTable, k: int, medians: np.ndarray) -> _DimensionTest:
@@ -165,18 +165,19 @@ def _dimension_test(table: TrialTable, k: int, medians: np.ndarray) -> _Dimensio
     if numeric:
         x = np.array([float(levels[s]) for s in setting[c]])
         res = spearman_grouped(x, medians[g, c], g, n_groups)
-        p, statistic, name = res.pvalue, res.rho, "spearman of the context medians against the value"
+        p, statistic = res.pvalue, res.rho
     else:
         kres = kruskal_k(medians[g, c], g, setting[c], n_groups, len(levels))
-        p, statistic, name = kres.pvalue, kres.statistic, "kruskal-wallis of the context medians across the levels"
+        p, statistic = kres.pvalue, kres.statistic
     exact = points <= EXACT_CONTEXTS
     for mask in {tuple(row) for row in usable[exact & np.isfinite(p)]}:
         rows = np.flatnonzero(exact & np.isfinite(p) & (usable == np.array(mask)).all(axis=1))
         cols = np.flatnonzero(mask)
         p[rows] = exact_rank_p(medians[np.ix_(rows, cols)], setting[cols], numeric=numeric)
-    approximation = "t approximation" if numeric else "chi-squared approximation"
-    kinds = sorted({"exact permutation p" if e else approximation for e in exact[points > 0]}) or ["exact permutation p"]
-    return _DimensionTest(p=p, statistic=statistic, points=points, method=f"{name} ({', '.join(kinds)})")
+    tested = exact[points > 0]
+    approximate = bool((~tested).any())
+    method = DimensionMethod(numeric=bool(numeric), exact=bool(tested.any()) or not approximate, approximate=approximate)
+    return _DimensionTest(p=p, statistic=statistic, points=points, method=method)
 
 
 # Up to this many contexts, a dimension's p-value comes from all n! assignments of the context

@@ -9,6 +9,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from benchsage.analyze.treatments.notes import FactorNotTwoLevels, UnbalancedDesign, UnbalancedFactorial
 from benchsage.analyze.treatments.table import comparisons_of, names_of, provenance, split_rows
 from benchsage.stats.factorial import FactorialResult, factorial_2k
 from benchsage.store.table import TrialTable
@@ -19,14 +20,16 @@ from benchsage.vocabulary import FACTOR_PREFIX
 class FactorialRow:
     """A 2^k r design's analysis for one test and metric: Jain's q's with intervals, the
     allocation of variation (error included), and the levels (low first) that give q its sign.
-    result is None, with `reason`, when the design cannot be analysed."""
+    result is None, with `reason`, when the design cannot be analysed: a FactorNotTwoLevels, or
+    the error of the 2^k analysis; with a result, `reason` is an UnbalancedDesign when only part
+    of the values was analysed, else ""."""
 
     test: str
     metric: str
     factors: tuple[str, ...]
     levels: Mapping[str, tuple[str, str]]
     result: FactorialResult | None
-    reason: str = ""
+    reason: str | FactorNotTwoLevels | UnbalancedDesign = ""
 
 
 def _factors(table: TrialTable) -> list[tuple[str, int, tuple[str, str] | None]]:
@@ -49,34 +52,36 @@ def _factors(table: TrialTable) -> list[tuple[str, int, tuple[str, str] | None]]
     return out
 
 
-def factorial_rows(table: TrialTable) -> tuple[tuple[FactorialRow, ...], list[str]]:
+def factorial_rows(table: TrialTable) -> tuple[tuple[FactorialRow, ...], list[UnbalancedFactorial]]:
+    """Each (test, primary metric)'s 2^k r analysis, and a warning for each unbalanced design."""
     factors = _factors(table)
     names = tuple(n for n, _, _ in factors)
     levels = {n: lv for n, _, lv in factors if lv is not None}
     known = np.all(table.treatment[:, [k for _, k, _ in factors]] >= 0, axis=1)
     rows, group, keys = comparisons_of(table, table.primary & known)
-    out, notes = [], []
+    out: list[FactorialRow] = []
+    notes: list[UnbalancedFactorial] = []
     bad = [n for n, _, lv in factors if lv is None]
     for g, idx in enumerate(split_rows(group, len(keys))):
         test, metric = names_of(table, int(keys[g]))
         if bad:
-            out.append(FactorialRow(test, metric, names, levels, None, f"factor {bad[0]!r} does not have exactly two levels in the data"))
+            out.append(FactorialRow(test, metric, names, levels, None, FactorNotTwoLevels(bad[0])))
             continue
         r_idx = rows[idx]
         settings = {n: [table.dim_levels[k][c] for c in table.treatment[r_idx, k]] for n, k, _ in factors}
         keep, note = _balanced(settings, names)
-        if note:
-            notes.append(f"{test} ({metric}): {note}")
+        if note is not None:
+            notes.append(UnbalancedFactorial(test, metric, note))
         try:
             result = factorial_2k(table.value[r_idx][keep], {n: [s[i] for i in keep] for n, s in settings.items()}, levels)
         except ValueError as exc:
             out.append(FactorialRow(test, metric, names, levels, None, str(exc)))
             continue
-        out.append(FactorialRow(test, metric, names, levels, result, note))
+        out.append(FactorialRow(test, metric, names, levels, result, note or ""))
     return tuple(out), notes
 
 
-def _balanced(settings: Mapping[str, list[str]], names: tuple[str, ...]) -> tuple[list[int], str]:
+def _balanced(settings: Mapping[str, list[str]], names: tuple[str, ...]) -> tuple[list[int], UnbalancedDesign | None]:
     """The rows to analyse: every row when each cell (combination of levels) holds as many
     values; otherwise the first r of each cell in data order, r the smallest count, with a note
     (a 2^k r design needs the same r everywhere; trials lost to failures break that)."""
@@ -86,7 +91,7 @@ def _balanced(settings: Mapping[str, list[str]], names: tuple[str, ...]) -> tupl
         cells.setdefault(cell, []).append(i)
     sizes = [len(v) for v in cells.values()]
     if min(sizes) == max(sizes):
-        return list(range(len(cell_of))), ""
+        return list(range(len(cell_of))), None
     r = min(sizes)
     keep = sorted(i for v in cells.values() for i in v[:r])
-    return keep, f"unbalanced 2^k design ({r}-{max(sizes)} values per combination of levels): the first {r} of each analysed"
+    return keep, UnbalancedDesign(r, max(sizes))

@@ -9,6 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from benchsage.analyze.treatments.notes import ObserverPerturbs
 from benchsage.analyze.treatments.options import TreatmentOptions
 from benchsage.analyze.treatments.table import comparisons_of, names_of, num, split_rows
 from benchsage.stats.compare import compare
@@ -81,8 +82,9 @@ def observer_effects(table: TrialTable, baseline: str, alpha: float, correction:
     )
 
 
-def observer_warnings(effects: Sequence[ObserverEffect]) -> list[str]:
-    """One warning per instrumentation level that perturbs what it measures."""
+def observer_warnings(effects: Sequence[ObserverEffect]) -> list[ObserverPerturbs]:
+    """One warning per instrumentation level that perturbs what it measures, naming its
+    largest effect."""
     out = []
     for level in dict.fromkeys(e.level for e in effects):
         rows = [e for e in effects if e.level == level]
@@ -90,9 +92,5 @@ def observer_warnings(effects: Sequence[ObserverEffect]) -> list[str]:
         if not hit:
             continue
         worst = max(hit, key=lambda e: abs(e.effect_pct or 0.0))
-        size = f"{worst.effect_pct:+.1f}%" if worst.effect_pct is not None else "a significant change"
-        out.append(
-            f"observer level '{level}' perturbs what it measures: {len(hit)} of {len(rows)} (test, metric) pairs differ from "
-            f"'{worst.baseline}' (largest: {worst.test} {worst.metric} {size}); values collected under '{level}' are not the tests' own"
-        )
+        out.append(ObserverPerturbs(level, worst.baseline, len(hit), len(rows), worst.test, worst.metric, worst.effect_pct))
     return out

@@ -6,6 +6,7 @@ from typing import Any, Mapping
 
 from benchsage.report.html.material import Material
 from benchsage.report.html.numbers import DASH
+from benchsage.report.words import comparison_sentence
 
 KEY = "comparisons"
 TITLE = "Comparisons"
@@ -25,7 +26,7 @@ def view(material: Material) -> dict[str, Any] | None:
         winner = {"a": c["a"], "b": c["b"]}.get(c.get("better") or "")
         out.append({
             "row": c,
-            "sentence": claim.sentence(),
+            "sentence": comparison_sentence(claim),
             "winner": winner or ("undecided" if c.get("p") is not None else DASH),
             "contexts": _strata_won(c, contexts),
             "flips": None if not contexts else contexts.get("flips"),
