@@ -56,12 +56,19 @@ def connect_all(workers: list[AgentWorker]) -> None:
             worker.connect()
         except (WorkerError, WorkerSetupError) as exc:
             errors[worker.name] = exc
+        except BaseException as exc:  # noqa: BLE001 - whatever it is, it is this worker's failure
+            errors[worker.name] = WorkerError(f"worker {worker.name}: cannot connect: {type(exc).__name__}: {exc}")
 
     threads = [threading.Thread(target=connect, args=(w,), daemon=True) for w in workers]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    except BaseException:  # Ctrl-C: no transport outlives the controller's attempt
+        for worker in workers:
+            worker.hang_up()
+        raise
     if not errors:
         return
     for worker in workers:
