@@ -12,7 +12,7 @@ from benchsage.errors import WorkerError, WorkerSetupError
 from benchsage.execute.agentworker import AgentWorker
 from benchsage.execute.local import LocalWorker
 from benchsage.execute.transports import CommandTransport, SlurmTransport, SshTransport
-from benchsage.spec import Spec, WorkerSpec
+from benchsage.spec import Spec, WorkerSpec, check_files
 
 WORKER_LOGS = "workers"  # folder of the experiment directory with each worker's transport log
 
@@ -41,6 +41,8 @@ def make_worker(ws: WorkerSpec, folder: str, log_dir: str | None = None) -> Agen
 
 
 def make_workers(spec: Spec, directory: str | None = None) -> list[AgentWorker]:
+    """The spec's workers; SpecError (exit 2) when a file they need is missing (an ssh_config)."""
+    check_files(spec)
     log_dir = os.path.join(directory, WORKER_LOGS) if directory else None
     return [make_worker(ws, spec.folder, log_dir) for ws in spec.workers]
 
