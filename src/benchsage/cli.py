@@ -292,7 +292,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     _as_program = argv is None
     try:
         status = cli.main(args=list(argv) if argv is not None else None, prog_name="benchsage", standalone_mode=False)
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, KeyboardInterrupt):
         _fail("aborted", 130)
     except click.ClickException as exc:
         _fail(exc.format_message().replace("\n", " "), exc.exit_code)

@@ -108,3 +108,27 @@ def test_a_host_that_does_not_reboot_is_said_so_when_the_last_reconnect_runs_out
     assert int((tmp_path / "connects").read_text()) >= 3  # the stalled attempt happened
     assert "the host did not reboot before run 1: it still answered with boot id" in done.stderr
     assert "the reboot command `true` exited 0" in done.stderr
+
+
+def test_a_fleet_is_planned_before_it_exists_and_run_says_what_is_missing(tmp_path: Path) -> None:
+    """The fleet example's ssh_config is written when its fake fleet starts: `plan` works before,
+    and says what `run` will check; `run` stops on the missing file, one line, exit 2."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "fleet" / "experiment.toml"
+    spec = tmp_path / "experiment.toml"
+    spec.write_text(example.read_text())
+    planned = bench("plan", str(spec), cwd=tmp_path)
+    assert planned.returncode == 0, planned.stderr
+    text = " ".join(planned.stdout.split())
+    assert "`run` connects to every worker first (ssh node1, ssh node2, ssh node3)" in text
+    assert text.count("`run` needs it") == 3
+    doc = json.loads(bench("plan", str(spec), "--json", cwd=tmp_path).stdout)
+    assert len(doc["run_checks"]) == 4 and doc["total_runs"] == 30
+    assert doc["run_checks"][1] == (f"experiment.toml: [[worker]] #1: ssh_config '{tmp_path / 'fleet' / 'ssh_config'}' "
+                                    "is not a file: `run` needs it")
+
+    done = bench("run", str(spec), "-o", "out", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0] == (f"benchsage: error: experiment.toml: [[worker]] #1: ssh_config "
+                                            f"'{tmp_path / 'fleet' / 'ssh_config'}' is not a file")
+    assert not (tmp_path / "out").exists()

@@ -92,7 +92,6 @@ def error_of(tmp_path: Path, text: str) -> str:
         ('[experiment]\nname = "x"\n[[worker]]\nkind = "ssh"\nhost = "a"\nnode = "b"\n[[test]]\ncommand = "true"\n', "unknown key 'node'"),
         ('[experiment]\nname = "x"\n[[worker]]\nkind = "ssh"\nhost = "a"\n[[worker]]\nkind = "ssh"\nhost = "a"\n[[test]]\ncommand = "true"\n', "duplicate worker name 'a'"),
         ('[experiment]\nname = "x"\n[[worker]]\nkind = "command"\ntransport = "docker"\n[[test]]\ncommand = "true"\n', "'transport' must be an array of strings"),
-        ('[experiment]\nname = "x"\n[[worker]]\nkind = "ssh"\nhost = "a"\nssh_config = "nope"\n[[test]]\ncommand = "true"\n', "is not a file"),
         ('[experiment]\nname = "x"\n[[worker]]\nkind = "slurm"\nnode = "c1"\ndir = "rel"\n[[test]]\ncommand = "true"\n', "must be an absolute path"),
         ('[experiment]\nname = "x"\n[reset]\nkind = "powercycle"\n[[test]]\ncommand = "true"\n', "\"command\" or \"reboot\""),
         ('[experiment]\nname = "x"\nrandom_orders = "latin"\n[[test]]\ncommand = "true"\n', "[experiment]: key 'random_orders' must be \"shuffle\" or \"williams\", got 'latin'"),
@@ -189,3 +188,21 @@ def test_a_test_is_its_name_and_tests_may_share_a_command(tmp_path: Path) -> Non
     assert len(spec.tests) == 5
     assert spec.warnings == ("tests 'base' and 'base again' run the same command with the same env and cwd: an A/A test "
                              "(any difference the analysis finds between them is noise or order)",)
+
+
+def test_a_missing_ssh_config_is_no_error_of_the_spec_but_of_carrying_it_out(tmp_path: Path) -> None:
+    """The plan needs no fleet; what `run` needs is said by missing_files and raised by check_files."""
+    from benchsage.spec import check_files, missing_files
+
+    path = write(tmp_path, '[experiment]\nname = "x"\n[[worker]]\nkind = "ssh"\nhost = "a"\nssh_config = "fleet/ssh_config"\n'
+                           '[[test]]\ncommand = "true"\n')
+    spec = load_spec(path)
+    assert spec.workers[0].ssh_config == str(tmp_path / "fleet" / "ssh_config")
+    (message,) = missing_files(spec)
+    assert message.endswith(f"[[worker]] #1: ssh_config '{tmp_path / 'fleet' / 'ssh_config'}' is not a file")
+    with pytest.raises(SpecError, match="is not a file"):
+        check_files(spec)
+    (tmp_path / "fleet").mkdir()
+    (tmp_path / "fleet" / "ssh_config").write_text("")
+    assert missing_files(spec) == []
+    check_files(spec)

@@ -16,11 +16,11 @@ of failing with a syntax error. The controller sends it as one base64 line (exec
 
 from __future__ import annotations
 
-from benchsage.agent.protocol import MIN_PYTHON
+from benchsage.agent.protocol import MARKER, MIN_PYTHON, PROTOCOL
 
 BOOTSTRAP = """import sys
 if sys.version_info < (%d, %d):
-    sys.stdout.write('{"fatal": "python %%s is too old for the benchsage agent (it needs %d.%d or newer)"}\\n' %% sys.version.split()[0])
+    sys.stdout.write('{"%s": %d, "fatal": "python %%s is too old for the benchsage agent (it needs %d.%d or newer)"}\\n' %% sys.version.split()[0])
     sys.stdout.flush()
     sys.exit(3)
 import json, marshal, os
@@ -82,4 +82,4 @@ main = bundle["main"]
 del bundle
 __import__(main)
 sys.modules[main].main()
-""" % (MIN_PYTHON + MIN_PYTHON)
+""" % ((MIN_PYTHON + (MARKER, PROTOCOL)) + MIN_PYTHON)

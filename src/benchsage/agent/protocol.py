@@ -18,6 +18,10 @@ if TYPE_CHECKING:  # annotations only: the typing module would add ~0.7 MiB to t
     from typing import Any, Dict, Mapping, Optional
 
 PROTOCOL = 1
+# The key that opens the agent's first message. A login shell or a transport may print a banner
+# (a motd, .bashrc output, module messages) on stdout before the agent starts; the controller
+# skips every line until one that carries this key.
+MARKER = "benchsage-agent"
 MIN_PYTHON = (3, 8)
 CHUNK = 1 << 16  # the default pipe capacity: one read empties a full pipe
 
@@ -78,8 +82,9 @@ def send(fd: int, message: Mapping[str, Any]) -> None:
 
 
 def hello(boot_id: Optional[str], measurement: Dict[str, Any]) -> Dict[str, Any]:
-    """The first line the agent says."""
+    """The first line the agent says, opened by the marker."""
     return {
+        MARKER: PROTOCOL,
         "hello": {
             "protocol": PROTOCOL,
             "python": "%d.%d.%d" % sys.version_info[:3],

@@ -12,7 +12,7 @@ from typing import Any
 from benchsage.design.experiment import plan_experiment
 from benchsage.design.sequential import SequentialPlan
 from benchsage.design.williams import Squares
-from benchsage.spec import Spec
+from benchsage.spec import Spec, missing_files
 
 
 def describe_plan(spec: Spec, *, runs: int | None = None, seed: int | None = None,
@@ -57,7 +57,21 @@ def describe_plan(spec: Spec, *, runs: int | None = None, seed: int | None = Non
         "compare": [{"a": c.a, "b": c.b, "metric": c.metric} for c in spec.treatments.compare],  # metric None: primary
         "stop": spec.stop,
         "sequential": _sequential(plan.sequential, spec),
+        "run_checks": _run_checks(spec),
     }
+
+
+def _run_checks(spec: Spec) -> list[str]:
+    """What `run` checks before the first trial and the plan does not: the plan needs neither
+    the hosts nor their ssh configuration, so a fleet can be planned before it exists."""
+    remote = [w for w in spec.workers if w.kind != "local"]
+    if not remote:
+        return []
+    checks = [f"`run` connects to every worker first ({', '.join(w.target for w in remote)}) and stops before the first "
+              "trial, naming each, if one cannot be reached, refuses the login or its host key, or has no Python 3.8+; "
+              "the plan checked none of that"]
+    checks += [f"{missing}: `run` needs it" for missing in missing_files(spec)]
+    return checks
 
 
 def _sequential(plan: SequentialPlan | None, spec: Spec) -> dict[str, Any] | None:

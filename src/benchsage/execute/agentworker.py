@@ -48,20 +48,35 @@ class AgentWorker:
         self.log = log
         self.hello: dict[str, Any] = {}
         self._conn: AgentConnection | None = None
+        self._starting: AgentConnection | None = None  # a connection waiting for its hello
+        self._lock = threading.Lock()
 
     # -- connection ----------------------------------------------------------------------
 
-    def connect(self, timeout: float = HELLO_TIMEOUT) -> dict[str, Any]:
-        """Start the agent (if not running) and return its hello."""
+    def connect(self, timeout: float = HELLO_TIMEOUT, stop: threading.Event | None = None) -> dict[str, Any]:
+        """Start the agent (if not running) and return its hello. A connection still starting
+        is reachable by hang_up() from another thread; with `stop` set, none is started
+        (WorkerLost)."""
         if self._conn is not None and self._conn.alive:
             return self.hello
         conn = AgentConnection(self.name, self.transport, self.python, self.log)
-        hello = conn.start(timeout)
+        with self._lock:
+            if stop is not None and stop.is_set():
+                raise WorkerLost(f"worker {self.name}: stopped before connecting")
+            self._starting = conn
+        hello: dict[str, Any] | None = None
+        try:
+            hello = conn.start(timeout)
+        finally:
+            with self._lock:  # never out of hang_up()'s reach: starting, then connected
+                self._starting = None
+                if hello is not None:
+                    self._conn, self.hello = conn, hello
         node = getattr(self.transport, "node", None)
         if node is not None and hello.get("slurm_node") not in (None, node):
+            self._conn = None
             conn.close()
             raise WorkerSetupError(f"worker {self.name}: srun ran the agent on {hello.get('slurm_node')!r}, not on node {node!r}")
-        self._conn, self.hello = conn, hello
         return hello
 
     def reconnect(self, within: float | None = None, stop: threading.Event | None = None) -> dict[str, Any]:
@@ -76,10 +91,12 @@ class AgentWorker:
         while True:
             left = deadline - time.monotonic()
             try:
-                return self.connect(timeout=max(1.0, min(HELLO_TIMEOUT, left)))
+                return self.connect(timeout=max(1.0, min(HELLO_TIMEOUT, left)), stop=stop)
             except WorkerSetupError:
                 raise
             except WorkerError as exc:
+                if stop is not None and stop.is_set():
+                    raise WorkerLost(f"worker {self.name}: stopped while reconnecting") from None
                 last = str(exc).removeprefix(f"worker {self.name}: ")
             left = deadline - time.monotonic()
             if left <= 0:
@@ -99,9 +116,11 @@ class AgentWorker:
 
     def hang_up(self) -> None:
         """From another thread: end the connection so that a request blocked on it returns
-        (WorkerLost); the agent kills the trial in flight and exits."""
-        conn = self._conn
-        if conn is not None:
+        (WorkerLost), or a connection being started gives up; the agent kills the trial in
+        flight and exits."""
+        with self._lock:
+            conns = [c for c in (self._conn, self._starting) if c is not None]
+        for conn in conns:
             conn.hang_up()
 
     def close(self) -> None:

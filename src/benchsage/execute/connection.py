@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -18,13 +19,15 @@ import threading
 import time
 from typing import IO, Any, Mapping
 
-from benchsage.agent.protocol import take_line
+from benchsage.agent.protocol import MARKER, take_line
 from benchsage.errors import WorkerError, WorkerLost, WorkerSetupError
 from benchsage.execute.bundle import agent_argv, bundle_bytes
 from benchsage.execute.transports.base import Failure, Transport, last_line
 
 HELLO_TIMEOUT = 60.0  # seconds for the transport to connect and the agent to say hello
 _READ = 1 << 16
+_MARKER = re.compile(rb'\{\s*"' + re.escape(MARKER.encode()) + rb'"\s*:')  # opens the agent's first message
+_BANNER_LIMIT = 1 << 20  # bytes a transport may print before the agent's hello
 
 
 class AgentConnection:
@@ -40,51 +43,97 @@ class AgentConnection:
         self._buf = bytearray()
         self._log: IO[bytes] | None = None
         self._log_start = 0
+        self._lock = threading.Lock()
+        self._hung_up = False
 
     # -- lifecycle -----------------------------------------------------------------------
 
     def start(self, timeout: float = HELLO_TIMEOUT) -> dict[str, Any]:
         """Start the agent and wait for its hello. Raises WorkerSetupError for configuration
-        problems (retrying will not help), WorkerError for anything else."""
+        problems (retrying will not help), WorkerError for anything else, WorkerLost when the
+        connection was hung up before the hello."""
         argv = self.transport.argv(agent_argv(self.python))
         self._open_log()
         assert self._log is not None
+        with self._lock:  # hang_up() from another thread either comes first or sees the process
+            if self._hung_up:
+                raise WorkerLost(f"worker {self.worker}: stopped before connecting")
+            try:
+                self.proc = subprocess.Popen(
+                    argv,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=self._log,
+                    start_new_session=True,  # Ctrl-C in the terminal reaches the controller only
+                    bufsize=0,
+                )
+            except FileNotFoundError as exc:
+                raise WorkerSetupError(f"worker {self.worker}: cannot start {argv[0]!r}: {exc.strerror}") from None
+            except OSError as exc:
+                raise WorkerError(f"worker {self.worker}: cannot start {argv[0]!r}: {exc.strerror}") from None
         try:
-            self.proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=self._log,
-                start_new_session=True,  # Ctrl-C in the terminal reaches the controller only
-                bufsize=0,
-            )
-        except FileNotFoundError as exc:
-            raise WorkerSetupError(f"worker {self.worker}: cannot start {argv[0]!r}: {exc.strerror}") from None
-        except OSError as exc:
-            raise WorkerError(f"worker {self.worker}: cannot start {argv[0]!r}: {exc.strerror}") from None
-        # The bundle (~130 KB) is larger than a pipe holds, and a transport may read nothing
-        # until it has a place to run (srun queued for a node that is down): written from a
-        # thread, so that the wait for the hello below keeps its deadline.
-        threading.Thread(target=_send, args=(self.proc.stdin, bundle_bytes()), daemon=True).start()
-        deadline = time.monotonic() + timeout
-        line = self._readline(deadline)
-        if not line:
-            failure = self._failure(started=False) if line is not None else Failure(
-                f"no hello from the agent within {timeout:g} s on {self.transport.describe()}"
-            )
-            self.abort()
-            raise (WorkerSetupError if failure.setup else WorkerError)(f"worker {self.worker}: {failure.reason}")
-        message = json.loads(line)
+            # The bundle (~130 KB) is larger than a pipe holds, and a transport may read nothing
+            # until it has a place to run (srun queued for a node that is down): written from a
+            # thread, so that the wait for the hello below keeps its deadline.
+            threading.Thread(target=_send, args=(self.proc.stdin, bundle_bytes()), daemon=True).start()
+            message = self._greeting(time.monotonic() + timeout, timeout)
+        except BaseException:
+            self.abort()  # whatever went wrong, the transport does not outlive the attempt
+            raise
         if "fatal" in message:
             self.abort()
             raise WorkerSetupError(
                 f"worker {self.worker}: {message['fatal']}; set `python` in its [[worker]] to a newer interpreter"
             )
-        if "hello" not in message:
+        if not isinstance(message.get("hello"), dict):
             self.abort()
-            raise WorkerError(f"worker {self.worker}: the agent did not say hello (got {line[:200]!r})")
+            raise WorkerError(f"worker {self.worker}: the agent did not say hello (got {json.dumps(message)[:200]})")
         self.hello = message["hello"]
         return self.hello
+
+    def _greeting(self, deadline: float, timeout: float) -> dict[str, Any]:
+        """The agent's first message: the first line that carries the marker. What the transport
+        printed before it (a login banner, a shell's start-up output) goes to the worker's log."""
+        skipped: list[bytes] = []
+        size = 0
+        while True:
+            line = self._readline(deadline)
+            if self._hung_up:
+                raise WorkerLost(f"worker {self.worker}: stopped while connecting")
+            if not line:
+                if line is None:
+                    reason = f"no hello from the agent within {timeout:g} s on {self.transport.describe()}"
+                    if skipped:
+                        reason += f" (it printed {_shown(skipped[-1])})"
+                    raise WorkerError(f"worker {self.worker}: {reason}")
+                failure = self._failure(started=False, printed=skipped[-1] if skipped else None)
+                raise (WorkerSetupError if failure.setup else WorkerError)(f"worker {self.worker}: {failure.reason}")
+            found = _MARKER.search(line)
+            if found is not None:
+                try:
+                    message = json.loads(line[found.start():])
+                except ValueError:
+                    message = None
+                if isinstance(message, dict):
+                    if line[: found.start()].strip():
+                        skipped.append(line[: found.start()] + b"\n")
+                    self._keep_skipped(skipped)
+                    return message
+            skipped.append(line)
+            size += len(line)
+            if size > _BANNER_LIMIT:
+                raise WorkerError(f"worker {self.worker}: {self.transport.describe()} printed more than "
+                                  f"{_BANNER_LIMIT // 1024} KiB without starting the agent (last: {_shown(line)})")
+
+    def _keep_skipped(self, skipped: list[bytes]) -> None:
+        """Write what the transport printed before the agent's hello into the worker's log."""
+        if not skipped or self._log is None:
+            return
+        try:
+            self._log.write(b"--- printed on stdout before the agent started:\n" + b"".join(skipped))
+            self._log.flush()
+        except (OSError, ValueError):
+            pass
 
     def close(self, timeout: float = 10.0) -> bool:
         """Ask the agent to exit; True when it said goodbye. The transport is reaped either way."""
@@ -113,10 +162,15 @@ class AgentConnection:
 
     def hang_up(self, grace: float = 2.0) -> None:
         """Close the agent's stdin only (safe while another thread reads its stdout): the agent
-        kills its trial and exits; the transport is killed if it lingers past `grace`."""
-        proc = self.proc
+        kills its trial and exits; the transport is killed if it lingers past `grace`. A
+        connection still starting gives up: it raises WorkerLost instead of waiting for a hello."""
+        with self._lock:
+            self._hung_up = True
+            proc = self.proc
         if proc is None:
             return
+        if not self.hello:
+            grace = min(grace, 0.2)  # no agent yet to kill a trial: a transport still connecting goes at once
         _close(proc.stdin)
         try:
             proc.wait(timeout=grace)
@@ -153,7 +207,15 @@ class AgentConnection:
             raise WorkerLost(f"worker {self.worker}: no answer from the agent within {timeout:g} s; connection dropped")
         if not line:
             raise self._lost()
-        reply: dict[str, Any] = json.loads(line)
+        try:
+            reply: dict[str, Any] = json.loads(line)
+        except ValueError:
+            self.abort()
+            raise WorkerLost(f"worker {self.worker}: {self.transport.describe()} sent {_shown(line)} where the agent's "
+                             "answer belongs; connection dropped") from None
+        if not isinstance(reply, dict):
+            self.abort()
+            raise WorkerLost(f"worker {self.worker}: the agent's answer is not a JSON object ({_shown(line)}); connection dropped")
         if "error" in reply:
             raise WorkerError(f"worker {self.worker}: the agent could not do {message.get('op')!r}: {reply['error']}")
         return reply
@@ -192,7 +254,7 @@ class AgentConnection:
         self.abort()
         return WorkerLost(f"worker {self.worker}: {failure.reason}")
 
-    def _failure(self, started: bool) -> Failure:
+    def _failure(self, started: bool, printed: bytes | None = None) -> Failure:
         status = None
         if self.proc is not None:
             try:
@@ -205,6 +267,8 @@ class AgentConnection:
             return explained
         what = "the connection to the agent ended" if started else "the agent did not start"
         detail = last_line(stderr) or (f"exit status {status}" if status is not None else "no output")
+        if printed is not None:
+            detail += f"; it printed {_shown(printed)} instead"
         return Failure(f"{what} on {self.transport.describe()} ({detail})")
 
     def _open_log(self) -> None:
@@ -229,6 +293,11 @@ class AgentConnection:
             return os.pread(fd, end - start, start).decode(errors="replace")
         except OSError:
             return ""
+
+
+def _shown(line: bytes) -> str:
+    """A line the transport printed, for a one-line message."""
+    return repr(line.decode(errors="replace").strip()[:120])
 
 
 def _signal_group(pgid: int, sig: int) -> None:

@@ -12,7 +12,7 @@ from benchsage.errors import WorkerError, WorkerSetupError
 from benchsage.execute.agentworker import AgentWorker
 from benchsage.execute.local import LocalWorker
 from benchsage.execute.transports import CommandTransport, SlurmTransport, SshTransport
-from benchsage.spec import Spec, WorkerSpec
+from benchsage.spec import Spec, WorkerSpec, check_files
 
 WORKER_LOGS = "workers"  # folder of the experiment directory with each worker's transport log
 
@@ -41,6 +41,8 @@ def make_worker(ws: WorkerSpec, folder: str, log_dir: str | None = None) -> Agen
 
 
 def make_workers(spec: Spec, directory: str | None = None) -> list[AgentWorker]:
+    """The spec's workers; SpecError (exit 2) when a file they need is missing (an ssh_config)."""
+    check_files(spec)
     log_dir = os.path.join(directory, WORKER_LOGS) if directory else None
     return [make_worker(ws, spec.folder, log_dir) for ws in spec.workers]
 
@@ -56,12 +58,19 @@ def connect_all(workers: list[AgentWorker]) -> None:
             worker.connect()
         except (WorkerError, WorkerSetupError) as exc:
             errors[worker.name] = exc
+        except BaseException as exc:  # noqa: BLE001 - whatever it is, it is this worker's failure
+            errors[worker.name] = WorkerError(f"worker {worker.name}: cannot connect: {type(exc).__name__}: {exc}")
 
     threads = [threading.Thread(target=connect, args=(w,), daemon=True) for w in workers]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    except BaseException:  # Ctrl-C: no transport outlives the controller's attempt
+        for worker in workers:
+            worker.hang_up()
+        raise
     if not errors:
         return
     for worker in workers:

@@ -157,8 +157,9 @@ class Runner:
                     finished.get()  # sleeps until a worker is done; Ctrl-C and SIGTERM interrupt it
             except KeyboardInterrupt:
                 self._stop.set()
-                for worker in self.workers:
-                    _hang_up(worker)
+                if self._looks is not None:
+                    self._looks.wake()  # workers waiting for a look stop waiting
+                _hang_up_all(self.workers)  # requests and connections being started return at once
                 for thread in threads:
                     thread.join()
                 self.progress.stop()
@@ -459,7 +460,7 @@ class Runner:
                 raise _Stopped()
             delay = min(delay * 2, BACKOFF_MAX)
             try:
-                worker.connect(timeout=max(1.0, min(60.0, deadline - time.monotonic())))
+                worker.connect(timeout=max(1.0, min(60.0, deadline - time.monotonic())), stop=self._stop)
                 now = worker.boot_id()
             except WorkerSetupError:
                 raise
@@ -494,6 +495,15 @@ def _hang_up(worker: Any) -> None:
     hang_up = getattr(worker, "hang_up", None)
     if hang_up is not None:
         hang_up()
+
+
+def _hang_up_all(workers: Sequence[Any]) -> None:
+    """Hang up every worker at once: each may wait a moment for its transport to exit."""
+    threads = [threading.Thread(target=_hang_up, args=(w,), daemon=True) for w in workers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
 
 
 def _strip(exc: BaseException, name: str) -> str:
@@ -555,15 +565,20 @@ def _record(
 
 class _signals_as_interrupts:
     """SIGTERM and SIGHUP end the experiment the way Ctrl-C does: the trial in flight is killed,
-    everything finished is kept, and resume can continue."""
+    everything finished is kept, and resume can continue. Only the first of these signals
+    interrupts: a second Ctrl-C while the workers stop (a few seconds at most) changes nothing."""
 
     def __enter__(self) -> None:
         self._old: dict[int, Any] = {}
+        fired = threading.Event()
 
         def handler(signum: int, frame: Any) -> None:
-            raise Interrupted()
+            if fired.is_set():
+                return
+            fired.set()
+            raise KeyboardInterrupt() if signum == signal.SIGINT else Interrupted()
 
-        for sig in (signal.SIGTERM, signal.SIGHUP):
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             try:
                 self._old[sig] = signal.signal(sig, handler)
             except ValueError:  # not the main thread

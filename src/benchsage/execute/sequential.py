@@ -114,6 +114,12 @@ class Looks:
             self._gone.add(worker)
             self._cond.notify_all()
 
+    def wake(self) -> None:
+        """After the user stopped the experiment (the stop event is set): every worker waiting
+        for a look returns from may_start."""
+        with self._cond:
+            self._cond.notify_all()
+
     @property
     def stopped(self) -> bool:
         """The last look taken ended the experiment (every test decided, or the last look)."""

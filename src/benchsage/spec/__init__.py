@@ -5,9 +5,9 @@ treatments.py its contexts, observer levels, factors and comparisons. Nothing he
 experiment or knows how one is planned.
 """
 
-from benchsage.spec.load import load_spec, read_spec_text
+from benchsage.spec.load import check_files, load_spec, missing_files, read_spec_text
 from benchsage.spec.model import (CompareSpec, ContextSpec, FactorSpec, LinkOrder, MetricSpec, ObserverSpec, ResetSpec, Spec,
                                   TestSpec, Treatments, WorkerSpec)
 
 __all__ = ["CompareSpec", "ContextSpec", "FactorSpec", "LinkOrder", "MetricSpec", "ObserverSpec", "ResetSpec", "Spec", "TestSpec",
-           "Treatments", "WorkerSpec", "load_spec", "read_spec_text"]
+           "Treatments", "WorkerSpec", "check_files", "load_spec", "missing_files", "read_spec_text"]

@@ -139,7 +139,7 @@ def load_spec(
     `generated` gives the generator's commands instead of running the generator again.
     """
     path = os.path.abspath(os.fspath(path))
-    w = fields.Where(os.path.relpath(path) if not os.path.relpath(path).startswith("..") else path)
+    w = fields.Where(_shown(path))
     if text is None:
         text = read_spec_text(path, w.path)
     try:
@@ -318,6 +318,27 @@ def _stopping(w: fields.Where, exp: Mapping[str, Any], runs: int) -> tuple[str, 
     return stop or FIXED_STOP, looks, min_effect
 
 
+def missing_files(spec: Spec) -> list[str]:
+    """The files the spec names that carrying it out needs and that are not there (a worker's
+    ssh_config, which a fleet's set-up may write after the plan was made), each said as an
+    error of the spec: `run` and `resume` stop on the first, `plan` only mentions them."""
+    w = fields.Where(_shown(spec.path))
+    return [str(w.error(f"[[worker]] #{i}", f"ssh_config {ws.ssh_config!r} is not a file"))
+            for i, ws in enumerate(spec.workers, 1) if ws.ssh_config is not None and not os.path.isfile(ws.ssh_config)]
+
+
+def check_files(spec: Spec) -> None:
+    """SpecError (exit 2) naming the first file of missing_files, if any."""
+    missing = missing_files(spec)
+    if missing:
+        raise SpecError(missing[0])
+
+
+def _shown(path: str) -> str:
+    """The spec's path as its errors name it: relative to here unless it lies above."""
+    return os.path.relpath(path) if not os.path.relpath(path).startswith("..") else path
+
+
 def read_spec_text(path: str, shown: str) -> str:
     try:
         with open(path, "rb") as fh:
@@ -364,10 +385,8 @@ def _workers(w: fields.Where, items: Any, folder: str) -> tuple[WorkerSpec, ...]
             raise w.error(here, f"duplicate worker name '{name}' (also worker #{names[name]}); give each worker its own `name`")
         names[name] = i
         ssh_config = fields.string(w, here, item, "ssh_config")
-        if ssh_config is not None:
+        if ssh_config is not None:  # it may not exist yet: `plan` runs before the fleet is set up (missing_files)
             ssh_config = os.path.normpath(os.path.join(folder, os.path.expanduser(ssh_config)))
-            if not os.path.isfile(ssh_config):
-                raise w.error(here, f"ssh_config {ssh_config!r} is not a file")
         python = fields.string(w, here, item, "python")
         if python is not None and not python.strip():
             raise w.error(here, "key 'python' must not be empty")
