@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from benchsage.agent.spawn import ADDR_NO_RANDOMIZE, needs_shell, padded_cwd, plan_spawn, run_process
 from benchsage.execute.local import LocalWorker
 from benchsage.execute.worker import ProcessRequest
+from benchsage.vocabulary import ENV_PAD, MAX_ENV_BYTES
 
 sys.path.insert(0, str(Path(__file__).parent))
 from proctools import trial as run  # noqa: E402
@@ -182,3 +183,11 @@ def test_aslr_off_and_on_reach_the_trial(tmp_path: Path) -> None:
     moving = {run_process(probe, str(tmp_path), aslr=True)["stdout"] for _ in range(3)}
     if open("/proc/sys/kernel/randomize_va_space").read().strip() != "0":
         assert len(fixed) == 1 and len(moving) == 3
+
+
+def test_the_largest_environment_padding_a_spec_accepts_starts_and_one_byte_more_would_not(tmp_path: Path) -> None:
+    # The kernel's limit on one environment string is what [context] env_bytes is checked against.
+    fits = run("/usr/bin/printenv " + ENV_PAD, tmp_path, env={ENV_PAD: "x" * MAX_ENV_BYTES})
+    assert fits.ok and fits.stdout == b"x" * MAX_ENV_BYTES + b"\n"
+    over = run("/usr/bin/printenv " + ENV_PAD, tmp_path, env={ENV_PAD: "x" * (MAX_ENV_BYTES + 1)})
+    assert over.error is not None and "Argument list too long" in over.error

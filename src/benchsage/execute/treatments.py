@@ -33,8 +33,8 @@ from benchsage.errors import WorkerSetupError
 from benchsage.execute.worker import ProcessRequest
 from benchsage.spec import Spec
 from benchsage.spec.load import DEFAULT_RESET_TIMEOUT
+from benchsage.vocabulary import ENV_PAD
 
-ENV_PAD = "BENCHSAGE_ENV_PAD"  # the environment variable whose size a context varies
 BUILD_TIMEOUT = 600.0  # seconds a link-order build may take
 
 
