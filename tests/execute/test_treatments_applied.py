@@ -174,3 +174,22 @@ def test_a_wrapper_runs_a_command_with_shell_syntax_through_the_shell_the_agent_
     assert wrap("strace -f --", "echo $HOME | cat") == "strace -f -- /bin/sh -c 'echo $HOME | cat'"
     assert wrap("strace -f --", "FOO=1 env") == "strace -f -- /bin/sh -c 'FOO=1 env'"
     assert wrap("  ", "echo $HOME") == "echo $HOME"
+
+
+def test_a_factor_level_reaches_its_setup_command_as_one_word_whatever_it_holds(tmp_path: Path) -> None:
+    spec = tmp_path / "experiment.toml"
+    spec.write_text(
+        '[experiment]\nname = "quoted"\nruns = 2\nseed = 3\n'
+        '[[test]]\nname = "show"\ncommand = "cat setup.txt"\n'
+        '[[factor]]\nname = "mode"\nlevels = ["two words; touch injected", "plain"]\n'
+        'setup = "printf %s {level} > setup.txt"\n'
+    )
+    done = bench(tmp_path, "run", str(spec), "-o", "out", "--json")
+    assert done.returncode == 0, done.stderr
+    meta, runs, trials, setups = _journal(tmp_path / "out")
+    assert not (tmp_path / "injected").exists()  # the level's ';' did not end the setup command
+    level_of = {run_id: meta["treatments"][t]["factors"]["mode"] for run_id, _, _, t in runs}
+    assert {level_of[run_id] for run_id, *_ in trials} == {"two words; touch injected", "plain"}
+    for run_id, _name, status, out, _err in trials:
+        assert status == "ok" and bytes(out).decode() == level_of[run_id]
+    assert all(status == "ok" for *_, status in setups)

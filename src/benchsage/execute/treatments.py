@@ -16,8 +16,8 @@ worker's host, so every variant is really applied and the same way on every work
 - instrumentation: the level's wrapper words before the test's command (a command with shell
   syntax is wrapped as `/bin/sh -c '...'`), every wrapper checked on every worker before
   anything runs;
-- factors: each factor's setup command with {level} before every run at that level, and/or
-  its level exported to the tests in the factor's variable.
+- factors: each factor's setup command with {level} (shell-quoted, as the objects are) before
+  every run at that level, and/or its level exported to the tests in the factor's variable.
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ class Applier:
             setup = self._factor_setup.get(name)
             if setup:
                 out.append(Step("setup", f"factor {name}={level}", ProcessRequest(
-                    command=setup.replace("{level}", level), cwd=self.spec.folder, timeout=DEFAULT_RESET_TIMEOUT)))
+                    command=setup.replace("{level}", shlex.quote(level)), cwd=self.spec.folder, timeout=DEFAULT_RESET_TIMEOUT)))
         return out
 
 
