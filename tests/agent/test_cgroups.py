@@ -27,13 +27,10 @@ from benchsage.agent import cgroups
 from benchsage.agent.cgroups import CgroupError, Cgroups, Support, TrialCgroup
 
 sys.path.insert(0, str(Path(__file__).parent))
-from proctools import as_user, gone  # noqa: E402
+from proctools import PYTHON38, as_user, gone, needs_python38  # noqa: E402
 
 MIB = 1024  # one MiB in KiB, the unit of peak_memory
 SOURCE = Path(cgroups.__file__).parent
-PY38 = sorted(Path("/root/.pyenv/versions").glob("3.8.*/bin/python3")) if Path("/root/.pyenv/versions").is_dir() else []
-
-
 def require(support: Support) -> None:
     """Skip unless `support` has a method; under CI a missing method is a failure."""
     if not support.method:
@@ -444,7 +441,7 @@ def test_v2_agent_in_a_subtree_of_its_own_moves_into_a_leaf_and_back() -> None:
 # The agent's interpreters
 
 
-@pytest.mark.skipif(not PY38, reason="no Python 3.8 on this machine")
+@needs_python38
 def test_the_lifecycle_runs_on_python_3_8_without_site_packages() -> None:
     script = textwrap.dedent(f"""
         import os, sys
@@ -465,7 +462,7 @@ def test_the_lifecycle_runs_on_python_3_8_without_site_packages() -> None:
             made.close()
         print("typing" in sys.modules)
     """)
-    result = subprocess.run([str(PY38[-1]), "-S", "-c", script], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([str(PYTHON38), "-S", "-c", script], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     if lines[0] != "None":
