@@ -15,7 +15,7 @@ import signal
 import time
 
 from benchsage.agent.measurement import measurement
-from benchsage.agent.wait import exit_code, exit_waiter, kill_group, read_all, wait_for
+from benchsage.agent.wait import exit_code, exit_waiter, kill_group, prepare_exit_waits, read_all, wait_for
 from benchsage.vocabulary import DEFAULT_OUTPUT_LIMIT, EXEC, SHELL
 
 TYPE_CHECKING = False
@@ -255,6 +255,7 @@ def run_process(
     rep_r, rep_w = os.pipe()
     if control is not None:
         control.before()
+    prepare_exit_waits()
     t0 = time.perf_counter()
     try:
         pid = os.fork()
