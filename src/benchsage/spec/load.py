@@ -139,7 +139,8 @@ def load_spec(
     `generated` gives the generator's commands instead of running the generator again.
     """
     path = os.path.abspath(os.fspath(path))
-    w = fields.Where(os.path.relpath(path) if not os.path.relpath(path).startswith("..") else path)
+    shown = os.path.relpath(path)
+    w = fields.Where(path if shown == os.pardir or shown.startswith(os.pardir + os.sep) else shown)
     if text is None:
         text = read_spec_text(path, w.path)
     try:
