@@ -93,6 +93,8 @@ def test_every_trial_runs_under_its_runs_treatment(tmp_path: Path) -> None:
         assert got["wrapped"] == ("yes" if cell["observer"] == "tagged" else None)
         assert got["cpus"] == [int(cell["cpus"])]
     assert seen_contexts == {"c1", "c2"}
+    # The longer working directories are gone once the experiment ends.
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".") and p.name.strip("_") == "."]
     # Setups before every run; a build only when the worker's last build was another context's.
     builds = [(run_id, what) for run_id, kind, what, _c, status in setups if kind == "build"]
     contexts_in_time = [cell_of[r]["context"] for r, *_ in runs]

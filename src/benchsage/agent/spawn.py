@@ -175,15 +175,7 @@ def padded_cwd(cwd: str, extra: int) -> str:
         return cwd
     if extra <= 2:
         return cwd + "/."[:extra]
-    parts = []
-    left = extra
-    while left > 0:
-        size = min(left, 256)  # "/" + up to 255 bytes
-        if left - size in (1, 2):  # never leave a remainder too short for a component
-            size -= 3
-        parts.append("_" * (size - 1))
-        left -= size
-    parts[0] = "." + parts[0][1:]
+    parts = _pad_parts(extra)
     top = os.path.join(cwd, parts[0])
     path = os.path.join(cwd, *parts)
     os.makedirs(path, exist_ok=True)
@@ -199,6 +191,25 @@ def padded_cwd(cwd: str, extra: int) -> str:
             except OSError:
                 pass
     return path
+
+
+def _pad_parts(extra: int) -> List[str]:
+    """The folder names below cwd that make its path `extra` (> 2) bytes longer."""
+    parts = []
+    left = extra
+    while left > 0:
+        size = min(left, 256)  # "/" + up to 255 bytes
+        if left - size in (1, 2):  # never leave a remainder too short for a component
+            size -= 3
+        parts.append("_" * (size - 1))
+        left -= size
+    parts[0] = "." + parts[0][1:]
+    return parts
+
+
+def pad_folder(extra: int) -> Optional[str]:
+    """The hidden folder padded_cwd(cwd, extra) makes in cwd (None: it makes none)."""
+    return _pad_parts(extra)[0] if extra > 2 else None
 
 
 def _is_pad(name: str) -> bool:
