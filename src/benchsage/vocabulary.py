@@ -75,6 +75,10 @@ CONTEXT = "context"
 OBSERVER = "observer"
 FACTOR_PREFIX = "factor:"  # "factor:threads"
 CONTEXT_DIMENSIONS = ("env_bytes", "cwd_bytes", "cpus", "aslr", "link_order")  # "context:env_bytes", ...
+ENV_PAD = "BENCHSAGE_ENV_PAD"  # the environment variable whose size a context's env_bytes sets
+# Linux refuses an exec (E2BIG) when one "NAME=value" string of its environment, with its NUL,
+# is longer than MAX_ARG_STRLEN (32 pages of 4 KiB): the most env_bytes one variable can hold.
+MAX_ENV_BYTES = 32 * 4096 - len(ENV_PAD + "=") - 1
 
 
 def dimension_labels(described: dict[str, object]) -> dict[str, str]:

@@ -7,6 +7,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+import pytest
+
 from benchsage.agent import spawn
 from benchsage.agent.spawn import run_process
 from benchsage.execute.worker import ProcessResult
@@ -18,6 +20,13 @@ AS_ON_A_HOST = (
     "sys.modules['benchsage'] = types.ModuleType('benchsage')\n"
     f"sys.modules['benchsage'].__path__ = [{str(Path(spawn.__file__).parents[1])!r}]\n"
 )
+
+
+# The oldest Python the agent supports, and one too old for it, where the machine has them:
+# .ci/run exports their paths; a test that needs one is skipped, saying why, without it.
+PYTHON38 = os.environ.get("BENCHSAGE_TEST_PYTHON38") or None
+PYTHON_TOO_OLD = os.environ.get("BENCHSAGE_TEST_PYTHON_TOO_OLD") or None
+needs_python38 = pytest.mark.skipif(PYTHON38 is None, reason="BENCHSAGE_TEST_PYTHON38 is not set (the path of a Python 3.8)")
 
 
 def gone(pid: int, within: float = 5.0) -> bool:

@@ -27,11 +27,10 @@ from benchsage.agent import cgroups
 from benchsage.agent.cgroups import CgroupError, Cgroups, Support, TrialCgroup
 
 sys.path.insert(0, str(Path(__file__).parent))
-from proctools import as_user, gone  # noqa: E402
+from proctools import PYTHON38, as_user, gone, needs_python38  # noqa: E402
 
 MIB = 1024  # one MiB in KiB, the unit of peak_memory
 SOURCE = Path(cgroups.__file__).parent
-PY38 = sorted(Path("/root/.pyenv/versions").glob("3.8.*/bin/python3")) if Path("/root/.pyenv/versions").is_dir() else []
 
 
 def require(support: Support) -> None:
@@ -218,6 +217,104 @@ def test_close_kills_what_live_trials_left_and_removes_everything(tmp_path: Path
     assert gone(daemon)
     assert not any(os.path.exists(d) for d in trial.dirs)
     assert not any(ours(name) for _, parent in support.parents for name in os.listdir(parent))
+
+
+def _agent_folders(parent: str, pid: int) -> List[str]:
+    mine = "%s%d" % (cgroups.PREFIX, pid)
+    return [name for name in os.listdir(parent) if name == mine or name.startswith(mine + "-")]
+
+
+def _unused_pid() -> int:
+    """A pid no process of this PID namespace has now."""
+    for pid in range(50000, 4000000):
+        if not os.path.exists(f"/proc/{pid}"):
+            return pid
+    raise AssertionError("no free pid")
+
+
+AGENT_IN_ITS_OWN_PID_NAMESPACE = """
+import os, sys, time
+sys.path.insert(0, sys.argv[1])
+import cgroups
+ready, go, pid = sys.argv[2], sys.argv[3], int(sys.argv[4])
+with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+    f.write(str(pid - 1))  # the next process of this namespace gets `pid`
+child = os.fork()
+if child == 0:
+    made = cgroups.Cgroups(cgroups.probe())
+    trial = made.trial()
+    open(ready, "w").write(str(os.getpid()))
+    while not os.path.exists(go):
+        time.sleep(0.01)
+    still = all(os.path.isdir(d) for d in trial.dirs)
+    trial.remove()
+    made.close()
+    os._exit(0 if still else 1)
+_, status = os.waitpid(child, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def test_the_sweep_leaves_alone_a_live_agent_of_another_pid_namespace(tmp_path: Path) -> None:
+    support = cgroups.probe()
+    require(support)
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        pytest.skip("needs unshare and root for a PID namespace of its own")
+    # An agent in another container: its pid, here, is a pid nothing here has.
+    pid = _unused_pid()
+    ready, go = tmp_path / "ready", tmp_path / "go"
+    other = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-S", "-c",
+                              AGENT_IN_ITS_OWN_PID_NAMESPACE, str(SOURCE), str(ready), str(go), str(pid)])
+    try:
+        assert wait_for(ready) == str(pid)
+        parent = support.parents[0][1]
+        assert len(_agent_folders(parent, pid)) == 1
+        here = Cgroups(support)
+        here.trial().remove()  # the first trial sweeps the folders of dead agents
+        try:
+            assert len(_agent_folders(parent, pid)) == 1  # not removed: its agent runs, elsewhere
+        finally:
+            go.write_text("go")
+            here.close()
+        assert other.wait(30) == 0  # its trial's cgroup was still there
+    finally:
+        if other.poll() is None:
+            other.kill()
+            other.wait()
+
+
+def test_the_sweep_removes_the_folders_of_dead_agents_and_of_reused_pids_of_this_namespace(tmp_path: Path) -> None:
+    support = cgroups.probe()
+    require(support)
+    parent = support.parents[0][1]
+    namespace = os.stat("/proc/self/ns/pid").st_ino
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        started = int(Path(f"/proc/{sleeper.pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+        dead = _unused_pid()
+        names = {
+            "dead": f"{cgroups.PREFIX}{dead}-t{started}-n{namespace}",
+            "reused": f"{cgroups.PREFIX}{sleeper.pid}-t{started - 1}-n{namespace}",  # its pid, another process
+            "live": f"{cgroups.PREFIX}{sleeper.pid}-t{started}-n{namespace}",
+            "elsewhere": f"{cgroups.PREFIX}{dead}-t{started}-n{namespace + 1}",
+        }
+        for name in names.values():
+            os.mkdir(os.path.join(parent, name))
+            os.mkdir(os.path.join(parent, name, "trial-1"))
+        try:
+            here = Cgroups(support)
+            here.trial().remove()
+            here.close()
+            left = {key for key, name in names.items() if os.path.isdir(os.path.join(parent, name))}
+            assert left == {"live", "elsewhere"}
+        finally:
+            for name in names.values():
+                for folder in (os.path.join(parent, name, "trial-1"), os.path.join(parent, name)):
+                    if os.path.isdir(folder):
+                        os.rmdir(folder)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
 
 
 # --------------------------------------------------------------------------------------------
@@ -444,7 +541,7 @@ def test_v2_agent_in_a_subtree_of_its_own_moves_into_a_leaf_and_back() -> None:
 # The agent's interpreters
 
 
-@pytest.mark.skipif(not PY38, reason="no Python 3.8 on this machine")
+@needs_python38
 def test_the_lifecycle_runs_on_python_3_8_without_site_packages() -> None:
     script = textwrap.dedent(f"""
         import os, sys
@@ -465,7 +562,7 @@ def test_the_lifecycle_runs_on_python_3_8_without_site_packages() -> None:
             made.close()
         print("typing" in sys.modules)
     """)
-    result = subprocess.run([str(PY38[-1]), "-S", "-c", script], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([str(PYTHON38), "-S", "-c", script], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     if lines[0] != "None":

@@ -19,7 +19,7 @@ from benchsage.agent.cpus import HostCpus, check, host_cpus, isolated
 from benchsage.vocabulary import format_cpu_list, parse_cpu_list
 
 sys.path.insert(0, str(Path(__file__).parent))
-from proctools import AS_ON_A_HOST  # noqa: E402
+from proctools import AS_ON_A_HOST, PYTHON38, needs_python38  # noqa: E402
 
 
 @pytest.mark.parametrize(
@@ -177,10 +177,7 @@ def test_a_checked_list_pins_a_child_for_real() -> None:
     assert os.WEXITSTATUS(status) == 0
 
 
-PY38 = sorted(Path("/root/.pyenv/versions").glob("3.8.*/bin/python3")) if Path("/root/.pyenv/versions").is_dir() else []
-
-
-@pytest.mark.skipif(not PY38, reason="no Python 3.8 on this machine")
+@needs_python38
 def test_runs_on_python_3_8() -> None:
     script = AS_ON_A_HOST + textwrap.dedent("""
         from benchsage.agent import cpus
@@ -188,6 +185,6 @@ def test_runs_on_python_3_8() -> None:
         host = cpus.host_cpus()
         print(format_cpu_list(parse_cpu_list("0-3,5,8-11:2")), cpus.check(host.allowed, host), "typing" in sys.modules)
     """)
-    result = subprocess.run([str(PY38[-1]), "-S", "-c", script], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([str(PYTHON38), "-S", "-c", script], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["0-3,5,8,10", "None", "False"]

@@ -17,7 +17,7 @@ from benchsage.agent import energy
 from benchsage.agent.energy import EnergyError, Rapl
 
 sys.path.insert(0, str(Path(__file__).parent))
-from proctools import AS_ON_A_HOST, as_user  # noqa: E402
+from proctools import AS_ON_A_HOST, PYTHON38, as_user, needs_python38  # noqa: E402
 
 RANGE = 262143328850  # max_energy_range_uj of a typical package
 
@@ -157,16 +157,13 @@ def test_a_counter_that_cannot_be_read_later_raises(two_packages: Path) -> None:
         rapl.read()
 
 
-PY38 = sorted(Path("/root/.pyenv/versions").glob("3.8.*/bin/python3")) if Path("/root/.pyenv/versions").is_dir() else []
-
-
-@pytest.mark.skipif(not PY38, reason="no Python 3.8 on this machine")
+@needs_python38
 def test_runs_on_python_3_8(two_packages: Path) -> None:
     script = AS_ON_A_HOST + textwrap.dedent(f"""
         from benchsage.agent import energy
         rapl = energy.Rapl({str(two_packages)!r})
         print(rapl.joules(rapl.read(), rapl.read()), "typing" in sys.modules)
     """)
-    result = subprocess.run([str(PY38[-1]), "-S", "-c", script], capture_output=True, text=True, timeout=60)
+    result = subprocess.run([str(PYTHON38), "-S", "-c", script], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["0.0", "False"]

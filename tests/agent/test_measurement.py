@@ -153,9 +153,9 @@ def test_cgroups_that_fail_mid_experiment_are_given_up_once_and_measuring_goes_o
         # Someone removes the agent's cgroups between two trials.
         with open(f"/proc/{agent}/cgroup") as f:
             memory = own_cgroups(f.read())["memory"]
-        base = Path("/sys/fs/cgroup/memory" + memory) / f"benchsage-{agent}"
+        [base] = Path("/sys/fs/cgroup/memory" + memory).glob(f"benchsage-{agent}-*")
         for hierarchy in ("memory" + memory, "cpuacct", "freezer"):
-            folder = Path("/sys/fs/cgroup") / hierarchy / f"benchsage-{agent}"
+            folder = Path("/sys/fs/cgroup") / hierarchy / base.name
             for trial in sorted(folder.glob("trial-*")):
                 trial.rmdir()
             if folder.is_dir():

@@ -22,7 +22,7 @@ from benchsage.execute.local import LocalWorker
 from benchsage.execute.worker import ProcessRequest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from proctools import gone  # noqa: E402
+from proctools import PYTHON38, PYTHON_TOO_OLD, gone, needs_python38  # noqa: E402
 
 
 def test_agent_sources_parse_as_python_3_8() -> None:
@@ -38,21 +38,13 @@ def test_agent_sources_parse_as_python_3_8() -> None:
         ast.parse(source, name, feature_version=(3, 8))
 
 
-PYENV = Path("/root/.pyenv/versions")
-
-
-def _interpreter(version: str) -> str | None:
-    found = sorted(PYENV.glob(f"{version}.*/bin/python3")) if PYENV.is_dir() else []
-    return str(found[-1]) if found else None
-
-
-@pytest.mark.skipif(_interpreter("3.8") is None, reason="no Python 3.8 on this machine")
+@needs_python38
 def test_agent_runs_on_python_3_8(tmp_path: Path) -> None:
-    python = _interpreter("3.8")
-    with LocalWorker(python=[python]) as worker:
+    assert PYTHON38 is not None
+    with LocalWorker(python=[PYTHON38]) as worker:
         hello = worker.connect()
         assert hello["python"].startswith("3.8.")
-        # No pidfds on 3.8: a first trial gone before the SIGCHLD handler is installed is seen too.
+        # No pidfds on 3.8: the agent waits through SIGCHLD, even for a trial gone at once.
         assert worker.run(ProcessRequest("/bin/true", str(tmp_path), timeout=5)).ok
         r = worker.run(ProcessRequest("echo hi; exit 3", str(tmp_path), timeout=5))
         assert (r.exit_status, r.stdout, r.spawn) == (3, b"hi\n", "shell")
@@ -62,10 +54,9 @@ def test_agent_runs_on_python_3_8(tmp_path: Path) -> None:
 
 
 def test_too_old_or_missing_python_is_a_setup_error(tmp_path: Path) -> None:
-    old = _interpreter("3.6") or _interpreter("3.7")
-    if old is not None:
-        with pytest.raises(WorkerSetupError, match=r"python 3\.[67]\.\d+ is too old .* set `python`"):
-            LocalWorker(python=[old]).connect()
+    if PYTHON_TOO_OLD is not None:
+        with pytest.raises(WorkerSetupError, match=r"python 3\.[0-7]\.\d+ is too old .* set `python`"):
+            LocalWorker(python=[PYTHON_TOO_OLD]).connect()
     with pytest.raises(WorkerSetupError, match="cannot start '/no/such/python3'"):
         LocalWorker(python=["/no/such/python3"]).connect()
 

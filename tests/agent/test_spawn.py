@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from benchsage.agent.spawn import ADDR_NO_RANDOMIZE, needs_shell, padded_cwd, plan_spawn, run_process
 from benchsage.execute.local import LocalWorker
 from benchsage.execute.worker import ProcessRequest
+from benchsage.vocabulary import ENV_PAD, MAX_ENV_BYTES
 
 sys.path.insert(0, str(Path(__file__).parent))
 from proctools import trial as run  # noqa: E402
@@ -182,3 +183,46 @@ def test_aslr_off_and_on_reach_the_trial(tmp_path: Path) -> None:
     moving = {run_process(probe, str(tmp_path), aslr=True)["stdout"] for _ in range(3)}
     if open("/proc/sys/kernel/randomize_va_space").read().strip() != "0":
         assert len(fixed) == 1 and len(moving) == 3
+
+
+def test_the_largest_environment_padding_a_spec_accepts_starts_and_one_byte_more_would_not(tmp_path: Path) -> None:
+    # The kernel's limit on one environment string is what [context] env_bytes is checked against.
+    fits = run("/usr/bin/printenv " + ENV_PAD, tmp_path, env={ENV_PAD: "x" * MAX_ENV_BYTES})
+    assert fits.ok and fits.stdout == b"x" * MAX_ENV_BYTES + b"\n"
+    over = run("/usr/bin/printenv " + ENV_PAD, tmp_path, env={ENV_PAD: "x" * (MAX_ENV_BYTES + 1)})
+    assert over.error is not None and "Argument list too long" in over.error
+
+
+def test_an_execd_trial_sees_its_own_working_directory_in_pwd(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    r = run("/usr/bin/printenv PWD", tmp_path / "sub")
+    assert r.ok and r.spawn == "exec" and r.stdout.decode().strip() == str(tmp_path / "sub")
+    padded = run("/usr/bin/printenv PWD", tmp_path, cwd_pad=40)
+    assert len(padded.stdout.decode().strip()) == len(str(tmp_path)) + 40
+
+
+def test_a_child_that_cannot_have_its_own_process_group_says_so(tmp_path: Path) -> None:
+    from benchsage.agent import spawn
+
+    # A session leader may not change its process group: setpgid fails in the child for real.
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - reports through the pipe
+        os.close(r)
+        os.setsid()
+        spawn._child("/bin/true", ["true"], dict(os.environ), str(tmp_path), (0, 1, 2), w)
+    os.close(w)
+    report = spawn.read_all(r)
+    os.close(r)
+    os.waitpid(pid, 0)
+    exec_time, why = spawn._read_report(report, str(tmp_path), "/bin/true", None, None)
+    assert exec_time is None and why == "a process group of its own (setpgid): " + os.strerror(1)
+
+
+@pytest.mark.parametrize("report", [b"", b"x", b"chdir:", b"chdir:x", b"nonsense:2", b"12.5|garbage", b"abc|", b"\xff\xfe:1"])
+def test_a_report_from_the_child_that_cannot_be_read_is_a_reason_not_a_crash(tmp_path: Path, report: bytes) -> None:
+    from benchsage.agent import spawn
+
+    exec_time, why = spawn._read_report(report, str(tmp_path), "/bin/true", None, None)
+    assert exec_time is None and why and "\n" not in why
+    assert spawn._read_report(b"12.5|", str(tmp_path), "/bin/true", None, None) == (12.5, "")

@@ -15,10 +15,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchsage.agent.wait import Tail
+from benchsage.agent.wait import NO_PIDFD_ENV, Tail
+from benchsage.execute.local import LocalWorker
+from benchsage.execute.worker import ProcessRequest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from proctools import gone  # noqa: E402
+from proctools import PYTHON38, gone, needs_python38  # noqa: E402
 from proctools import trial as run  # noqa: E402
 
 
@@ -125,3 +127,37 @@ def test_interrupt_kills_the_trial_and_reraises(tmp_path: Path) -> None:
         signal.signal(signal.SIGALRM, old)
     assert gone(int((tmp_path / "bg.pid").read_text()))
     assert gone(int((tmp_path / "sh.pid").read_text()))
+
+
+def _catches_sigchld(pid: int) -> bool:
+    """Whether process `pid` has a handler for SIGCHLD (its SigCgt mask, /proc/PID/status)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) >> (signal.SIGCHLD - 1) & 1)
+    raise AssertionError(f"no SigCgt line for pid {pid}")
+
+
+@pytest.mark.parametrize("python", [
+    pytest.param(sys.executable, id="this-python"),
+    pytest.param(PYTHON38, id="python3.8", marks=needs_python38),
+])
+def test_without_pidfds_every_exit_is_heard_however_soon_it_comes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  python: str) -> None:
+    # The agent waits through its SIGCHLD self-pipe, as on Python 3.8 or a kernel before 5.3.
+    monkeypatch.setenv(NO_PIDFD_ENV, "1")
+    with LocalWorker(python=[python]) as worker:
+        agent = worker.connect()["pid"]
+        assert _catches_sigchld(agent)  # installed before the agent's first child
+        cwd = str(tmp_path)
+        # Trials that are gone almost at once, one after another: none may be missed (a false
+        # timeout, or an agent that hangs past the reply's deadline).
+        for k in range(300):
+            r = worker.run(ProcessRequest("/bin/true", cwd, timeout=20, trial=k % 3 == 0))
+            assert r.ok and not r.timed_out and r.spawn == "exec" and r.wall_time < 10, (k, r)
+        assert worker.run(ProcessRequest("exit 3", cwd, timeout=20)).exit_status == 3
+        failed = worker.run(ProcessRequest("/bin/true", str(tmp_path / "missing"), timeout=20))
+        assert failed.error is not None and "working directory" in failed.error
+        assert worker.run(ProcessRequest("true", cwd, timeout=20)).ok  # right after a child that never started
+        late = worker.run(ProcessRequest("sleep 5", cwd, timeout=0.3))
+        assert late.timed_out and 0.3 <= late.wall_time < 5
+        assert worker.run(ProcessRequest("echo done", cwd, timeout=20)).stdout == b"done\n"

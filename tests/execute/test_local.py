@@ -40,3 +40,20 @@ def test_snapshot_names_the_worker_and_hashes_the_test_files(tmp_path: Path) -> 
     assert snap["worker"] == "node-a"
     assert snap["files"][str(script)] == hashlib.sha256(b"echo t\n").hexdigest()
     assert snap["kernel"] and snap["host"]
+
+
+def test_a_folder_whose_name_starts_with_two_dots_is_inside_the_specs_folder_on_the_host(tmp_path: Path) -> None:
+    import sys
+
+    from benchsage.execute.agentworker import AgentWorker
+    from benchsage.execute.transports.local import LocalTransport
+
+    spec_folder, host_dir = tmp_path / "spec", tmp_path / "host"
+    for folder in (spec_folder / "..data", host_dir / "..data", tmp_path / "outside"):
+        folder.mkdir(parents=True)
+    with AgentWorker("copy", LocalTransport(sys.executable), python=[sys.executable], folder=str(spec_folder),
+                     host_dir=str(host_dir)) as worker:
+        inside = worker.run(ProcessRequest("pwd", str(spec_folder / "..data")))
+        outside = worker.run(ProcessRequest("pwd", str(tmp_path / "outside")))
+    assert inside.stdout.decode().strip() == str(host_dir / "..data")
+    assert outside.stdout.decode().strip() == str(tmp_path / "outside")  # a path outside the folder is the host's own

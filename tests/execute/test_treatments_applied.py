@@ -93,6 +93,8 @@ def test_every_trial_runs_under_its_runs_treatment(tmp_path: Path) -> None:
         assert got["wrapped"] == ("yes" if cell["observer"] == "tagged" else None)
         assert got["cpus"] == [int(cell["cpus"])]
     assert seen_contexts == {"c1", "c2"}
+    # The longer working directories are gone once the experiment ends.
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".") and p.name.strip("_") == "."]
     # Setups before every run; a build only when the worker's last build was another context's.
     builds = [(run_id, what) for run_id, kind, what, _c, status in setups if kind == "build"]
     contexts_in_time = [cell_of[r]["context"] for r, *_ in runs]
@@ -174,3 +176,22 @@ def test_a_wrapper_runs_a_command_with_shell_syntax_through_the_shell_the_agent_
     assert wrap("strace -f --", "echo $HOME | cat") == "strace -f -- /bin/sh -c 'echo $HOME | cat'"
     assert wrap("strace -f --", "FOO=1 env") == "strace -f -- /bin/sh -c 'FOO=1 env'"
     assert wrap("  ", "echo $HOME") == "echo $HOME"
+
+
+def test_a_factor_level_reaches_its_setup_command_as_one_word_whatever_it_holds(tmp_path: Path) -> None:
+    spec = tmp_path / "experiment.toml"
+    spec.write_text(
+        '[experiment]\nname = "quoted"\nruns = 2\nseed = 3\n'
+        '[[test]]\nname = "show"\ncommand = "cat setup.txt"\n'
+        '[[factor]]\nname = "mode"\nlevels = ["two words; touch injected", "plain"]\n'
+        'setup = "printf %s {level} > setup.txt"\n'
+    )
+    done = bench(tmp_path, "run", str(spec), "-o", "out", "--json")
+    assert done.returncode == 0, done.stderr
+    meta, runs, trials, setups = _journal(tmp_path / "out")
+    assert not (tmp_path / "injected").exists()  # the level's ';' did not end the setup command
+    level_of = {run_id: meta["treatments"][t]["factors"]["mode"] for run_id, _, _, t in runs}
+    assert {level_of[run_id] for run_id, *_ in trials} == {"two words; touch injected", "plain"}
+    for run_id, _name, status, out, _err in trials:
+        assert status == "ok" and bytes(out).decode() == level_of[run_id]
+    assert all(status == "ok" for *_, status in setups)

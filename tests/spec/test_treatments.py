@@ -27,6 +27,8 @@ def spec_of(tmp_path: Path, body: str, runs: int = 8):
     ('[[factor]]\nname = "smt"\nlevels = ["on"]\nenv = "SMT"\n', 8, "must list exactly two levels"),
     ('[[factor]]\nname = "smt"\nlevels = ["off", "on"]\n', 8, "needs 'setup'"),
     ('[context]\nenv_bytes = [4096, 0]\n', 8, "[context]: key 'env_bytes' must be [low, high] with 0 <= low <= high, got [4096, 0] (inverted)"),
+    ('[context]\nenv_bytes = [0, 200000]\n', 8, "[context]: key 'env_bytes': at most 131053 bytes, got 200000 (one environment "
+                                                "variable, BENCHSAGE_ENV_PAD, holds them: Linux refuses"),
     ('[context]\ncwd_bytes = []\n', 8, "[context]: key 'cwd_bytes' must be [low, high]"),
     ('[context]\ncpus = []\n', 8, "[context]: key 'cpus' must be a non-empty array"),
     ('[context]\naslr = []\n', 8, "[context]: key 'aslr' must be a non-empty array"),
@@ -52,3 +54,12 @@ def test_runs_on_the_command_line_are_checked_against_the_treatments(tmp_path: P
     done = subprocess.run([sys.executable, "-m", "benchsage", "plan", str(path), "--runs", "3"], capture_output=True, text=True)
     assert done.returncode == 2
     assert "--runs 3 cannot cover the 8 treatments" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def test_env_bytes_beyond_what_one_variable_can_hold_is_refused_by_the_command_line(tmp_path: Path) -> None:
+    path = tmp_path / "experiment.toml"
+    path.write_text('[experiment]\nname = "t"\nruns = 8\n' + TESTS + '[context]\nvariants = 2\nenv_bytes = [0, 1048576]\n')
+    done = subprocess.run([sys.executable, "-m", "benchsage", "plan", str(path)], capture_output=True, text=True)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "experiment.toml" in done.stderr and "key 'env_bytes': at most 131053 bytes, got 1048576" in done.stderr

@@ -112,3 +112,20 @@ def test_opening_something_else_is_a_data_error(tmp_path: Path) -> None:
     (tmp_path / "journal.sqlite").write_bytes(b"this is not sqlite at all" * 100)
     with pytest.raises(DataError, match="not a readable benchsage journal"):
         Journal.open(tmp_path)
+
+
+def test_a_failing_rollback_never_hides_the_error_that_ended_the_transaction(tmp_path: Path) -> None:
+    from benchsage.store.journal import _transaction
+
+    conn = sqlite3.connect(tmp_path / "j.sqlite", isolation_level=None)
+    try:
+        with pytest.raises(ZeroDivisionError) as info:
+            with _transaction(conn):
+                conn.execute("COMMIT")  # the transaction ends early: its ROLLBACK will fail
+                1 / 0
+        assert any("rolling the journal's transaction back failed too" in note and "no transaction is active" in note
+                   for note in getattr(info.value, "__notes__", ()))
+        with _transaction(conn):  # the connection is usable again
+            conn.execute("CREATE TABLE t (x)")
+    finally:
+        conn.close()

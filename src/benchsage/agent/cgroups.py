@@ -260,8 +260,8 @@ def _kernel_at_least(version: Tuple[int, int]) -> bool:
 
 
 class Cgroups:
-    """The agent's folder, benchsage-<pid>, under each of `support.parents`, and the trial
-    cgroups (trial-1, trial-2, ...) made in it. Nothing happens until the first trial().
+    """The agent's folder, benchsage-<pid>-... (_own_name), under each of `support.parents`, and
+    the trial cgroups (trial-1, trial-2, ...) made in it. Nothing happens until the first trial().
 
     On v1 a trial's cgroup is recycled for the next trial when the trial left it empty, with no
     cgroups of its own and almost nothing charged (RECYCLE_BYTES): a fresh set of cgroups makes
@@ -271,7 +271,7 @@ class Cgroups:
     before Linux 6.12).
 
     On v2 in the agent's own subtree, the first trial() moves the agent into a leaf
-    (benchsage-<pid>/agent) and gives the memory controller to the subtree; close() undoes it.
+    (benchsage-<pid>-.../agent) and gives the memory controller to the subtree; close() undoes it.
     """
 
     def __init__(self, support: Support) -> None:
@@ -279,7 +279,7 @@ class Cgroups:
             raise CgroupError("no cgroups: " + support.reason)
         self.support = support
         self.v2 = support.method == V2
-        self.bases = []  # type: List[Tuple[str, str]]  # (controller, benchsage-<pid> folder)
+        self.bases = []  # type: List[Tuple[str, str]]  # (controller, benchsage-<pid>-... folder)
         self._count = 0
         self._live = {}  # type: Dict[int, TrialCgroup]  # id() -> trial, handed out and not removed
         self._spare = []  # type: List[TrialCgroup]  # v1: emptied cgroups ready for another trial
@@ -327,12 +327,12 @@ class Cgroups:
                 own_path = own_cgroups(f.read()).get("")
             if own_path not in (None, "/") and parent.rstrip("/").endswith(own_path.rstrip("/")):
                 own_dir = parent
-        made = {}  # type: Dict[str, str]  # parent -> benchsage-<pid>; co-mounted v1 controllers share one
+        made = {}  # type: Dict[str, str]  # parent -> benchsage-<pid>-...; co-mounted v1 controllers share one
         try:
             for controller, parent in self.support.parents:
                 if parent not in made:
                     _sweep_stale(parent)
-                    made[parent] = _mkdir_unique(parent, "%s%d" % (PREFIX, os.getpid()))
+                    made[parent] = _mkdir_unique(parent, _own_name())
                 self.bases.append((controller, made[parent]))
             if self.v2:
                 parent, base = next(iter(made.items()))
@@ -701,19 +701,67 @@ def _remove_tree(path: str, timeout: float = 1.0) -> Optional[str]:
         delay = min(delay * 2, 0.01)
 
 
+def _own_name() -> str:
+    """The agent's folder name: benchsage-<pid>-t<start time>-n<pid namespace>, so that another
+    agent can tell whether it still runs (_sweep_stale)."""
+    return "%s%d-t%d-n%d" % (PREFIX, os.getpid(), _start_time(os.getpid()) or 0, _pid_namespace())
+
+
+def _owner(name: str) -> Optional[Tuple[int, int, int]]:
+    """(pid, start time, pid namespace) of the agent a folder name says made it, or None for
+    names that do not say (a probe's, or of an agent before they said it)."""
+    if not name.startswith(PREFIX):
+        return None
+    words = name[len(PREFIX):].split("-")
+    if len(words) < 3 or not words[0].isdigit() or words[1][:1] != "t" or words[2][:1] != "n" \
+            or not words[1][1:].isdigit() or not words[2][1:].isdigit():
+        return None
+    return int(words[0]), int(words[1][1:]), int(words[2][1:])
+
+
+def _start_time(pid: int) -> Optional[int]:
+    """When `pid` started, in clock ticks since boot (/proc/PID/stat, field 22); None if it
+    does not run (here)."""
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    try:
+        fields = stat[stat.rindex(b")") + 2:].split()  # the name in parentheses may hold anything
+        return int(fields[19])  # fields 3, 4, ... of stat(5): field 22 is the 20th
+    except (ValueError, IndexError):
+        return None
+
+
+def _pid_namespace() -> int:
+    """The inode of this process's PID namespace (0: unknown). A pid means a process only
+    within one namespace: another agent's, on the same host, may be in another."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
+
+
 def _sweep_stale(parent: str) -> None:
-    """Remove the folders of agents that died without closing (their pid no longer runs),
-    killing what their trials left running."""
+    """Remove the folders of agents that died without closing, killing what their trials left
+    running. An agent is known dead only when it was in this PID namespace and its pid now runs
+    no process, or one started at another time (the pid was reused). The folders of agents in
+    another namespace (another container), or of names that do not say, are left alone: their
+    agent may be running, and its trials with it."""
     try:
         names = os.listdir(parent)
     except OSError:
         return
+    here = _pid_namespace()
     for name in names:
-        if not name.startswith(PREFIX) or name.startswith(PREFIX + "probe-"):
+        owner = _owner(name)
+        if owner is None or not here or owner[2] != here:
             continue
-        pid = name[len(PREFIX):].split("-")[0]
-        if not pid.isdigit() or _alive(int(pid)):
-            continue
+        pid, started, _ = owner
+        now = _start_time(pid)
+        if not started or now == started or (now is None and _alive(pid)):
+            continue  # running, or cannot be told apart from a process that does
         folder = os.path.join(parent, name)
         for sub in list(_tree(folder)):
             _kill(set(_pids_in(sub)))

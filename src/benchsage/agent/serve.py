@@ -15,6 +15,7 @@ from benchsage.agent import measurement, protocol
 from benchsage.agent.host import boot_id, take_snapshot
 from benchsage.agent.protocol import ControllerGone, RequestChannel
 from benchsage.agent.spawn import run_process
+from benchsage.agent.wait import prepare_exit_waits
 from benchsage.vocabulary import DEFAULT_OUTPUT_LIMIT
 
 TYPE_CHECKING = False
@@ -86,6 +87,7 @@ def main() -> None:
     os.dup2(2, 1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the controller decides when to stop
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    prepare_exit_waits()  # before the agent has any child: no child's exit can go unheard
     try:
         Agent(RequestChannel(0), out_fd).serve()
     finally:

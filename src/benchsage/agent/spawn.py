@@ -15,7 +15,7 @@ import signal
 import time
 
 from benchsage.agent.measurement import measurement
-from benchsage.agent.wait import exit_code, exit_waiter, kill_group, read_all, wait_for
+from benchsage.agent.wait import exit_code, exit_waiter, kill_group, prepare_exit_waits, read_all, wait_for
 from benchsage.vocabulary import DEFAULT_OUTPUT_LIMIT, EXEC, SHELL
 
 TYPE_CHECKING = False
@@ -97,7 +97,7 @@ def _child(path: str, argv: List[str], env: Mapping[str, str], cwd: str, fds: Tu
     The child reports the monotonic time just before execve (the trial's clock starts at its
     exec, so the cost of forking the agent is not measured), or why it could not start. A
     cgroup it could not join is reported with a leading "!" and the trial runs without it."""
-    stage = "chdir"
+    stage = "setpgid"
     try:
         os.setpgid(0, 0)
         if join is not None:
@@ -175,15 +175,7 @@ def padded_cwd(cwd: str, extra: int) -> str:
         return cwd
     if extra <= 2:
         return cwd + "/."[:extra]
-    parts = []
-    left = extra
-    while left > 0:
-        size = min(left, 256)  # "/" + up to 255 bytes
-        if left - size in (1, 2):  # never leave a remainder too short for a component
-            size -= 3
-        parts.append("_" * (size - 1))
-        left -= size
-    parts[0] = "." + parts[0][1:]
+    parts = _pad_parts(extra)
     top = os.path.join(cwd, parts[0])
     path = os.path.join(cwd, *parts)
     os.makedirs(path, exist_ok=True)
@@ -199,6 +191,25 @@ def padded_cwd(cwd: str, extra: int) -> str:
             except OSError:
                 pass
     return path
+
+
+def _pad_parts(extra: int) -> List[str]:
+    """The folder names below cwd that make its path `extra` (> 2) bytes longer."""
+    parts = []
+    left = extra
+    while left > 0:
+        size = min(left, 256)  # "/" + up to 255 bytes
+        if left - size in (1, 2):  # never leave a remainder too short for a component
+            size -= 3
+        parts.append("_" * (size - 1))
+        left -= size
+    parts[0] = "." + parts[0][1:]
+    return parts
+
+
+def pad_folder(extra: int) -> Optional[str]:
+    """The hidden folder padded_cwd(cwd, extra) makes in cwd (None: it makes none)."""
+    return _pad_parts(extra)[0] if extra > 2 else None
 
 
 def _is_pad(name: str) -> bool:
@@ -255,6 +266,7 @@ def run_process(
     rep_r, rep_w = os.pipe()
     if control is not None:
         control.before()
+    prepare_exit_waits()
     t0 = time.perf_counter()
     try:
         pid = os.fork()
@@ -282,14 +294,13 @@ def run_process(
                 control.give_up_cgroups("the trial could not join its cgroup %s" % cgroup.dirs[0])
                 cgroup = None
         pidfd = exit_waiter(pid)
-        stamp, bar, failure_text = report.partition(b"|")
-        if not bar:  # failed before the exec time was written
-            stamp, failure_text = b"", report
-        if failure_text or not stamp:
+        exec_time, why = _read_report(report, cwd, path, cpus, aslr)
+        if exec_time is None:
+            kill_group(pid)  # a report it cannot read: whatever the child became, it is not measured
             os.wait4(pid, 0)
             finished = True
-            return _failed("cannot start %r: %s" % (command, _why_not_started(failure_text, cwd, path, cpus, aslr)), started, how)
-        t0 = float(stamp)
+            return _failed("cannot start %r: %s" % (command, why), started, how)
+        t0 = exec_time
         os.set_blocking(out_r, False)
         os.set_blocking(err_r, False)
         status, usage, t_end, timed_out, tails = wait_for(pid, pidfd, out_r, err_r, t0, timeout, output_limit, channel)
@@ -327,7 +338,9 @@ def _prepare(command: str, cwd: str, env: Optional[Mapping[str, str]], aslr: Opt
         except OSError as exc:
             return cwd, full_env, _failed("cannot start %r: cannot create a working directory %d bytes longer than %r: %s"
                                           % (command, cwd_pad, cwd, exc.strerror), time.time(), EXEC)
-        full_env["PWD"] = cwd
+    # $PWD names the trial's working directory, as a shell's cd would leave it (a program
+    # exec'd without a shell would otherwise see the agent's).
+    full_env["PWD"] = cwd if os.path.isabs(cwd) else os.path.abspath(cwd)
     if aslr is not None and _libc is None:
         try:
             _personality(0xFFFFFFFF)  # loads libc here rather than in the forked child; reads only
@@ -337,11 +350,36 @@ def _prepare(command: str, cwd: str, env: Optional[Mapping[str, str]], aslr: Opt
     return cwd, full_env, None
 
 
+_STAGES = ("setpgid", "cpus", "aslr", "chdir", "exec")
+
+
+def _read_report(report: bytes, cwd: str, path: str, cpus: Optional[List[int]],
+                 aslr: Optional[bool]) -> Tuple[Optional[float], str]:
+    """What the forked child reported: (the perf_counter time just before its exec, ""), or
+    (None, why it did not start) — also when the report cannot be read."""
+    stamp, bar, failure = report.partition(b"|")
+    if not bar:  # failed before the exec time was written
+        stamp, failure = b"", report
+    if not failure and stamp:
+        try:
+            return float(stamp), ""
+        except ValueError:
+            pass
+    elif failure:
+        return None, _why_not_started(failure, cwd, path, cpus, aslr)
+    if not report:
+        return None, "its forked child ended before it could say why"
+    return None, "its forked child's report cannot be read: %r" % report[:100]
+
+
 def _why_not_started(failure: bytes, cwd: str, path: str, cpus: Optional[List[int]], aslr: Optional[bool]) -> str:
     """What the child reported ("stage:errno") as a reason: what it could not use, and why."""
-    stage, _, code = failure.decode().partition(":")
-    reason = os.strerror(int(code or 0))
-    where = {"chdir": "working directory %r" % cwd, "cpus": "CPUs %s" % cpus,
+    stage, colon, code = failure.decode("ascii", "replace").partition(":")
+    if not colon or stage not in _STAGES or not code.isdigit():
+        return "its forked child's report cannot be read: %r" % failure[:100]
+    reason = os.strerror(int(code))
+    where = {"setpgid": "a process group of its own (setpgid)", "chdir": "working directory %r" % cwd,
+             "cpus": "CPUs %s" % cpus,
              "aslr": "address-space randomisation %s (personality)" % ("on" if aslr else "off")}.get(stage, repr(path))
     return "%s: %s" % (where, reason)
 

@@ -1,8 +1,13 @@
 """Waiting for a trial: wait4 on its exit, its two pipes read into bounded tails, its deadline.
 
 The agent blocks in poll() on the trial's pipes, an fd that becomes readable when the trial
-exits (a pidfd, or a SIGCHLD self-pipe where os.pidfd_open is missing) and its own stdin: no
-threads, no periodic wakeups. A trial past its deadline is killed with its whole process group.
+exits (a pidfd, or a SIGCHLD self-pipe where os.pidfd_open is missing or the kernel predates
+pidfds) and its own stdin: no threads, no periodic wakeups. A trial past its deadline is killed
+with its whole process group.
+
+The self-pipe's handler is installed by prepare_exit_waits(), which the agent calls at start
+and run_process before every fork: it is in place before any child can exist, so no child's
+SIGCHLD goes unheard.
 """
 
 from __future__ import annotations
@@ -27,7 +32,13 @@ _DRAIN_CHUNKS = 64
 _POLLIN = select.POLLIN | select.POLLPRI
 _POLLEND = select.POLLHUP | select.POLLERR | select.POLLNVAL
 
-_chld_wakeup: Optional[int] = None  # SIGCHLD self-pipe where os.pidfd_open is missing (Python 3.8)
+# Set (to anything but "" or "0") in the agent's environment, this makes the agent wait for its
+# children through the SIGCHLD self-pipe even where pidfds work: the path that Python 3.8 and
+# kernels before 5.3 take, so that it can be tested on any host.
+NO_PIDFD_ENV = "BENCHSAGE_AGENT_NO_PIDFD"
+
+_pidfds: Optional[bool] = None  # whether exits are waited for through pidfds; decided once
+_chld_wakeup: Optional[int] = None  # the SIGCHLD self-pipe's read end, where pidfds are not used
 
 
 class Tail:
@@ -54,22 +65,54 @@ class Tail:
         return kept, self.total - len(kept)
 
 
+def uses_pidfds() -> bool:
+    """Whether this agent waits for its children through pidfds: os.pidfd_open exists (Python
+    3.9+), the kernel has it (Linux 5.3+) and NO_PIDFD_ENV does not turn it off."""
+    global _pidfds
+    if _pidfds is None:
+        _pidfds = False
+        if hasattr(os, "pidfd_open") and os.environ.get(NO_PIDFD_ENV, "") in ("", "0"):
+            try:
+                os.close(os.pidfd_open(os.getpid()))
+                _pidfds = True
+            except OSError:
+                pass
+    return _pidfds
+
+
+def prepare_exit_waits() -> None:
+    """Before a child can exist: where pidfds are not used, install the SIGCHLD handler and
+    its self-pipe (once), and empty the pipe of what exits before this one wrote, so that a
+    wake-up means some child exited since."""
+    if uses_pidfds():
+        return
+    if _chld_wakeup is None:
+        _install_chld_wakeup()
+    else:
+        _read_all_nonblocking(_chld_wakeup)
+
+
+def _install_chld_wakeup() -> None:
+    global _chld_wakeup
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    os.set_blocking(w, False)
+    # A full pipe already says "a child exited": the bytes that do not fit are not needed.
+    signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+    _chld_wakeup = r
+
+
 def exit_waiter(pid: int) -> int:
     """An fd that becomes readable when `pid` exits: a pidfd, else -1 and the SIGCHLD
-    self-pipe (installed on first use) is what wait_for watches."""
-    global _chld_wakeup
-    if hasattr(os, "pidfd_open"):
+    self-pipe (prepare_exit_waits, before the fork) is what wait_for watches."""
+    if uses_pidfds():
         try:
             return os.pidfd_open(pid)
         except OSError:
             pass
     if _chld_wakeup is None:
-        r, w = os.pipe()
-        os.set_blocking(r, False)
-        os.set_blocking(w, False)
-        signal.set_wakeup_fd(w)
-        signal.signal(signal.SIGCHLD, lambda signum, frame: None)
-        _chld_wakeup = r
+        _install_chld_wakeup()  # no pidfd for this child after all: the handler comes late
     return -1
 
 
@@ -101,8 +144,9 @@ def wait_for(
     timed_out = exited = False
     status, usage, t_end = 0, None, 0.0
     if pidfd < 0:
-        # The self-pipe hears only of exits after its handler was installed (at the first
-        # trial): a trial already gone by then would never wake the poll.
+        # A trial gone before the poll starts has already written its wake-up; it is reaped
+        # here all the same, so that a handler installed late (pidfd_open failing for this
+        # one child) cannot miss it either.
         got, status, usage = os.wait4(pid, os.WNOHANG)
         exited, t_end = got == pid, time.perf_counter()
     while not exited:

@@ -152,7 +152,7 @@ class AgentWorker:
         rel = os.path.relpath(path, self.folder)
         if rel == ".":
             return self.host_dir
-        if rel.startswith(".."):
+        if rel == os.pardir or rel.startswith(os.pardir + os.sep):  # outside the folder ("..data" is inside)
             return path
         return os.path.join(self.host_dir, rel)
 

@@ -170,6 +170,7 @@ class Runner:
                     f"{self._directory}; continue with `benchsage resume {self._directory}`"
                 ) from None
         self.progress.stop()
+        self._tidy_up()
         if self._lost:
             raise ExperimentError(self._lost_message())
         if any(self._failed_contexts.values()):
@@ -400,6 +401,23 @@ class Runner:
                 return False
             raise _ResetFailed(f"{self._prefix(worker)}{step.what}: the setup `{step.request.command}` failed before run {number} ({why})")
         return True
+
+    def _tidy_up(self) -> None:
+        """Remove the longer working directories the contexts made in the tests' folders, on
+        every worker still connected; a failure is a warning (what was measured stands)."""
+        requests = self._applier.tidy_up()
+        for worker in self.workers:
+            if worker.name in self._lost:
+                continue
+            for request in requests:
+                try:
+                    result = worker.run(request)
+                    problem = None if result.ok else result.error or _last_line(result.stderr) or f"exit status {result.exit_status}"
+                except WorkerError as exc:
+                    problem = _strip(exc, worker.name)
+                if problem:
+                    self.progress.message(f"warning: {self._prefix(worker)}cannot remove the longer working directories "
+                                          f"in {request.cwd}: {problem}")
 
     def _prefix(self, worker: Any) -> str:
         return f"worker {worker.name}: " if len(self.workers) > 1 or worker.kind != "local" else ""

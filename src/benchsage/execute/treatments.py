@@ -6,7 +6,8 @@ worker's host, so every variant is really applied and the same way on every work
 - environment padding: the variable BENCHSAGE_ENV_PAD holding env_bytes bytes, in every run
   (empty at 0 bytes, so contexts differ only in its size, as in Mytkowicz et al.);
 - working-directory length: the agent runs the trial in a real directory whose path is
-  cwd_bytes longer than the test's (agent/spawn.py: padded_cwd);
+  cwd_bytes longer than the test's (agent/spawn.py: padded_cwd), removed when the experiment
+  ends;
 - CPU pinning: the context's CPU list replaces the test's;
 - ASLR: personality(ADDR_NO_RANDOMIZE) set or cleared in the trial's process before exec;
 - link order: the user's build command with {objects} in the drawn order, run on the worker
@@ -16,8 +17,8 @@ worker's host, so every variant is really applied and the same way on every work
 - instrumentation: the level's wrapper words before the test's command (a command with shell
   syntax is wrapped as `/bin/sh -c '...'`), every wrapper checked on every worker before
   anything runs;
-- factors: each factor's setup command with {level} before every run at that level, and/or
-  its level exported to the tests in the factor's variable.
+- factors: each factor's setup command with {level} (shell-quoted, as the objects are) before
+  every run at that level, and/or its level exported to the tests in the factor's variable.
 """
 
 from __future__ import annotations
@@ -27,14 +28,14 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from benchsage.agent.spawn import SHELL_PATH, needs_shell
+from benchsage.agent.spawn import SHELL_PATH, needs_shell, pad_folder
 from benchsage.design.treatments import Treatment
 from benchsage.errors import WorkerSetupError
 from benchsage.execute.worker import ProcessRequest
 from benchsage.spec import Spec
 from benchsage.spec.load import DEFAULT_RESET_TIMEOUT
+from benchsage.vocabulary import ENV_PAD
 
-ENV_PAD = "BENCHSAGE_ENV_PAD"  # the environment variable whose size a context varies
 BUILD_TIMEOUT = 600.0  # seconds a link-order build may take
 
 
@@ -110,9 +111,21 @@ class Applier:
             setup = self._factor_setup.get(name)
             if setup:
                 out.append(Step("setup", f"factor {name}={level}", ProcessRequest(
-                    command=setup.replace("{level}", level), cwd=self.spec.folder, timeout=DEFAULT_RESET_TIMEOUT)))
+                    command=setup.replace("{level}", shlex.quote(level)), cwd=self.spec.folder, timeout=DEFAULT_RESET_TIMEOUT)))
         return out
 
+    def tidy_up(self) -> list[ProcessRequest]:
+        """What removes, at the end of the experiment, the longer working directories its
+        contexts' trials ran in (hidden folders of underscores in each test's cwd)."""
+        if not self.active:
+            return []
+        folders = sorted({name for cell in self.cells if cell.context is not None and cell.context.cwd_bytes
+                          for name in [pad_folder(cell.context.cwd_bytes)] if name is not None})
+        if not folders:
+            return []
+        command = "rm -rf -- " + " ".join(shlex.quote(name) for name in folders)
+        return [ProcessRequest(command=command, cwd=cwd, timeout=DEFAULT_RESET_TIMEOUT)
+                for cwd in sorted({request.cwd for request in self.base})]
 
 
 def wrap(wrapper: str, command: str) -> str:

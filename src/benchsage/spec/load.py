@@ -335,8 +335,10 @@ def check_files(spec: Spec) -> None:
 
 
 def _shown(path: str) -> str:
-    """The spec's path as its errors name it: relative to here unless it lies above."""
-    return os.path.relpath(path) if not os.path.relpath(path).startswith("..") else path
+    """The spec's path as its errors name it: relative to here unless it lies above (`..`
+    itself as its first part; a folder named `..data` lies below)."""
+    shown = os.path.relpath(path)
+    return path if shown == os.pardir or shown.startswith(os.pardir + os.sep) else shown
 
 
 def read_spec_text(path: str, shown: str) -> str:

@@ -22,11 +22,10 @@ from typing import Any, Mapping
 from benchsage.errors import SpecError
 from benchsage.spec import fields
 from benchsage.spec.model import CompareSpec, ContextSpec, FactorSpec, LinkOrder, ObserverSpec, TestSpec, Treatments
-from benchsage.vocabulary import CONTEXT_DIMENSIONS, HARNESS_METRIC_UNITS, parse_cpu_list
+from benchsage.vocabulary import CONTEXT_DIMENSIONS, ENV_PAD, HARNESS_METRIC_UNITS, MAX_ENV_BYTES, parse_cpu_list
 
 DEFAULT_VARIANTS = 8
 MAX_CWD_BYTES = 3000  # the drawn directory stays well inside PATH_MAX (4096) with the base path
-MAX_ENV_BYTES = 1 << 20
 
 _CONTEXT_KEYS = {"variants", *CONTEXT_DIMENSIONS}
 _LINK_KEYS = {"objects", "build"}
@@ -84,7 +83,8 @@ def _range(w: fields.Where, table: Mapping[str, Any], key: str, limit: int) -> t
         raise w.error("[context]", f"key '{key}' must be [low, high] with 0 <= low <= high, got [{low}, {high}]"
                                    + (" (inverted)" if high < low else ""))
     if high > limit:
-        raise w.error("[context]", f"key '{key}': at most {limit} bytes, got {high}")
+        why = {"env_bytes": f" (one environment variable, {ENV_PAD}, holds them: Linux refuses to start a program with a longer one)"}
+        raise w.error("[context]", f"key '{key}': at most {limit} bytes, got {high}" + why.get(key, ""))
     return (low, high)
 
 

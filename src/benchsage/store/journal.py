@@ -503,7 +503,16 @@ class _transaction:
         return self.conn
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        self.conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
+        if exc_type is None:
+            self.conn.execute("COMMIT")
+            return
+        # The error inside the transaction is the one to see; a rollback that fails as well
+        # (SQLite may have rolled back already) is added to it, never raised in its place.
+        try:
+            self.conn.execute("ROLLBACK")
+        except sqlite3.Error as second:
+            if isinstance(exc, BaseException):
+                exc.add_note(f"rolling the journal's transaction back failed too: {type(second).__name__}: {second}")
 
 
 def check_directory_for(directory: str, spec_digest: str) -> None:

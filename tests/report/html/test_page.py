@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import hashlib
+import os
 import re
 from pathlib import Path
 
@@ -161,3 +162,24 @@ def test_write_report_replaces_atomically_and_reports_bad_paths(tiny: tuple[Anal
     assert sorted(p.name for p in tmp_path.iterdir()) == ["r.html"]
     with pytest.raises(UsageError, match="cannot write the report to .*missing"):
         write_report(analysis, table, tmp_path / "missing" / "r.html")
+
+
+def test_write_report_never_writes_through_a_file_planted_where_its_temporary_file_goes(
+        tiny: tuple[Analysis, TrialTable], tmp_path: Path) -> None:
+    analysis, table = tiny
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    # Where a report was written before: a name anybody who can write the folder could guess.
+    (tmp_path / f".r.html.{os.getpid()}.tmp").symlink_to(victim)
+    dest = tmp_path / "r.html"
+    write_report(analysis, table, dest)
+    assert victim.read_text() == "precious"
+    assert not dest.is_symlink() and dest.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert oct(dest.stat().st_mode & 0o777) == oct(0o666 & ~_umask_now())
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f".r.html.{os.getpid()}.tmp", "r.html", "victim"]
+
+
+def _umask_now() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

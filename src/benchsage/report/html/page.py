@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import tempfile
 from pathlib import Path
 from typing import Any, Mapping, Protocol
 
@@ -55,20 +56,38 @@ SECTIONS: tuple[Section, ...] = (
 def write_report(analysis: Analysis, table: TrialTable, path: str | os.PathLike[str]) -> None:
     """Write the HTML report of `analysis` (computed from `table`) to `path`.
 
-    The file is written next to its destination and renamed into place, so a reader never
-    sees half a report.
+    The file is written next to its destination, in a temporary file of a name nobody can
+    foresee (created anew, never one that was there), and renamed into place, so a reader never
+    sees half a report. It gets the permissions a new file gets (0666 less the umask).
     """
     text = render_report(analysis, table)
     dest = Path(path)
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+    tmp = None
     try:
-        tmp.write_text(text, encoding="utf-8")
+        fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            os.fchmod(f.fileno(), 0o666 & ~_umask())
+            f.write(text)
         os.replace(tmp, dest)
+        tmp = None
     except OSError as exc:
         raise UsageError(f"cannot write the report to {dest}: {exc.strerror or exc}") from exc
     finally:
-        if tmp.exists():
-            tmp.unlink()
+        if tmp is not None:
+            os.unlink(tmp)
+
+
+def _umask() -> int:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # no way to read it without setting it
+    os.umask(mask)
+    return mask
 
 
 def render_report(analysis: Analysis, table: TrialTable) -> str:
