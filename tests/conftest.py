@@ -79,6 +79,16 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return ByModuleFixture(config, log)
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A test of the OrderSage artifact data is skipped, saying why, where the data is not."""
+    if item.get_closest_marker("artifact") is not None and not _artifact().is_dir():
+        pytest.skip("the OrderSage artifact data is not here: set BENCHSAGE_TEST_ARTIFACT to its folder (.ci/run does)")
+
+
+def _artifact() -> Path:
+    return Path(os.environ.get("BENCHSAGE_TEST_ARTIFACT") or "/nonexistent")
+
+
 def _module_fixture(item: pytest.Item) -> Optional[str]:
     """The module-scoped fixture the test's others of that scope are built on (the first by
     name if several), or None: tests sharing it share a worker."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
+import os
 import re
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from benchsage.report.terminal import make_console, render_analysis
 from benchsage.report.words import verdict_sentence
 from benchsage.store.table import MetricInfo, TrialTable
 
-ARTIFACT = Path("/work/shared/data/ordersage-artifact")
+ARTIFACT = Path(os.environ.get("BENCHSAGE_TEST_ARTIFACT") or "/nonexistent")  # the OrderSage artifact data; .ci/run sets it
 ANSI = re.compile(r"\x1b\[")
 
 
@@ -64,6 +65,7 @@ def _render(analysis, **console_args) -> str:
     return console.file.getvalue()
 
 
+@pytest.mark.artifact
 @pytest.mark.parametrize("width", [80, 160])
 def test_primary_table_holds_paper_table3(memcached, width):
     out = _render(memcached, width=width)  # 80 columns: still one line per test
@@ -79,6 +81,7 @@ def test_primary_table_holds_paper_table3(memcached, width):
     assert out.index("./cmd_set_test.sh") < out.index("./cmd_get_test.sh") < out.index("./get_hits_test.sh")
 
 
+@pytest.mark.artifact
 def test_verdict_then_warnings(memcached):
     out = _render(memcached)
     assert verdict_sentence(memcached) in out
@@ -87,6 +90,7 @@ def test_verdict_then_warnings(memcached):
     assert "Where the effect comes from" not in out  # no diagnostics in this analysis
 
 
+@pytest.mark.artifact
 def test_plain_output_has_no_ansi_codes(memcached):
     analysis = dataclasses.replace(memcached, diagnostics=_diagnostics(True))
     assert not ANSI.search(_render(analysis))  # not a terminal
@@ -96,6 +100,7 @@ def test_plain_output_has_no_ansi_codes(memcached):
     assert ANSI.search(_render(analysis, force_terminal=True, color_system="standard"))
 
 
+@pytest.mark.artifact
 def test_make_console_respects_no_color(monkeypatch, memcached):
     monkeypatch.setenv("NO_COLOR", "1")
     console = make_console(force_terminal=True)
@@ -112,6 +117,7 @@ def test_make_console_respects_no_color(monkeypatch, memcached):
     assert not coloured.no_color
 
 
+@pytest.mark.artifact
 def test_make_console_is_plain_when_not_a_tty(capsys, memcached):
     console = make_console()
     assert not console.is_terminal
@@ -123,6 +129,7 @@ def test_make_console_is_plain_when_not_a_tty(capsys, memcached):
     assert capsys.readouterr().err == "to stderr\n"
 
 
+@pytest.mark.artifact
 def test_diagnostics_section_with_significant_findings(memcached):
     out = _render(dataclasses.replace(memcached, diagnostics=_diagnostics(True)))
     section = out[out.index("Where the effect comes from"):]
@@ -137,6 +144,7 @@ def test_diagnostics_section_with_significant_findings(memcached):
     assert section.index("Where the effect comes from") < section.index("Warnings (1):")
 
 
+@pytest.mark.artifact
 def test_binned_positions_show_as_a_range(memcached):
     d = _diagnostics(True)
     binned = dataclasses.replace(d.position_effects[0], position=10, position_last=19)
@@ -145,6 +153,7 @@ def test_binned_positions_show_as_a_range(memcached):
     assert row[2] == "10-19"
 
 
+@pytest.mark.artifact
 def test_diagnostics_section_without_significant_findings(memcached):
     out = _render(dataclasses.replace(memcached, diagnostics=_diagnostics(False)))
     assert "Position effects: none significant (2 examined)." in out
@@ -236,6 +245,7 @@ def test_a_fleet_on_the_terminal(tmp_path: Path) -> None:
     assert not ANSI.search(text)
 
 
+@pytest.mark.artifact
 def test_an_identical_fleet_and_one_worker_say_so_or_nothing(tmp_path: Path, memcached) -> None:
     text = _render(_fleet_analysis(tmp_path), width=120)
     assert "Identity: the 3 workers ran the same software on the same kind of machine" in text

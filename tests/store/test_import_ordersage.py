@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import os
 import shutil
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from benchsage.errors import DataError
 from benchsage.store.importers import read_ordersage
 from benchsage.store.table import FIRST, FIXED_CODE, RANDOM_CODE
 
-ARTIFACT = Path(__file__).resolve().parents[3] / "shared" / "data" / "ordersage-artifact"  # ../shared next to the repository
+ARTIFACT = Path(os.environ.get("BENCHSAGE_TEST_ARTIFACT") or "/nonexistent")  # the OrderSage artifact data; .ci/run sets it
 MEMCACHED = ARTIFACT / "memcached-table3" / "all_exp_results.csv"
 NPBENCH = ARTIFACT / "npbench-table4" / "all_test_results.csv"
 needs_artifact = pytest.mark.skipif(not MEMCACHED.is_file(), reason="the OrderSage artifact data is not here")
