@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from benchsage.agent import energy
 from benchsage.agent.energy import EnergyError, Rapl
 
 sys.path.insert(0, str(Path(__file__).parent))

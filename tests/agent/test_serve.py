@@ -3,17 +3,11 @@ controller that goes away mid-trial or sleeps while the agent measures."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from benchsage import agent
 from benchsage.errors import WorkerSetupError

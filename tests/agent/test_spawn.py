@@ -9,12 +9,9 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from benchsage.agent.spawn import ADDR_NO_RANDOMIZE, needs_shell, padded_cwd, plan_spawn, run_process
 from benchsage.execute.local import LocalWorker

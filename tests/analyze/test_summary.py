@@ -3,34 +3,24 @@ hand-made analyses; report/words/verdict.py says it."""
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import os
+import sys
 from pathlib import Path
 
-import pytest
-
 import numpy as np
+import pytest
 
 from benchsage.analyze import summary
 from benchsage.analyze.order import analyze_table
 from benchsage.store.table import TrialTable
 
-ARTIFACT = Path(os.environ.get("BENCHSAGE_TEST_ARTIFACT") or "/nonexistent")  # the OrderSage artifact data; .ci/run sets it
-
-
-def _memcached() -> TrialTable:
-    with open(ARTIFACT / "memcached-table3" / "all_exp_results.csv", newline="") as f:
-        rows = list(csv.DictReader(f))
-    return TrialTable.from_columns(
-        test=[r["exp_command"] for r in rows], arm=[r["order_type"] for r in rows], value=[float(r["result"]) for r in rows],
-        metric=["result"] * len(rows),
-    )
+sys.path.insert(0, str(Path(__file__).parent))
+from verdict_data import artifact_table, two_metrics_and_an_untested_test  # noqa: E402
 
 
 @pytest.mark.artifact
 def test_an_order_effect_names_its_comparisons_and_counts_the_ci_cases() -> None:
-    analysis = analyze_table(_memcached())
+    analysis = analyze_table(artifact_table("memcached-table3", "all_exp_results.csv", "exp_command"))
     s = analysis.summary
     assert s.kind == summary.ORDER_MATTERS and (s.primary, s.tested, s.untested) == (3, 3, 0)
     assert [v.test for v in s.significant] == ["./get_hits_test.sh"] and not s.several_metrics
@@ -43,21 +33,13 @@ def test_the_kinds_of_no_verdict() -> None:
     s = analyze_table(table).summary
     assert (s.kind, s.primary, s.tested, s.untested, s.ci_cases) == (summary.NONE_TESTED, 2, 0, 2, (0, 0, 0, 2))
     assert analyze_table(TrialTable.from_columns(test=[], arm=[], value=[])).summary.kind == summary.NO_TRIALS
-    analysis = analyze_table(_memcached())
+    analysis = analyze_table(artifact_table("memcached-table3", "all_exp_results.csv", "exp_command"))
     secondary = tuple(dataclasses.replace(v, primary=False) for v in analysis.tests)
     assert dataclasses.replace(analysis, tests=secondary).summary.kind == summary.NO_PRIMARY
 
 
 def test_several_metrics_of_a_test_and_untested_comparisons_are_counted() -> None:
-    rng = np.random.default_rng(1)
-    n = 40
-    values = np.r_[rng.normal(10, 1, n), rng.normal(14, 1, n), rng.normal(10, 1, n), rng.normal(10, 1, n), [1.0, 2.0]]
-    table = TrialTable.from_columns(
-        test=["a"] * (4 * n) + ["b"] * 2,
-        metric=["x"] * (2 * n) + ["y"] * (2 * n) + ["x"] * 2,
-        arm=(["fixed"] * n + ["random"] * n) * 2 + ["fixed", "random"],
-        value=values,
-    )
+    table = two_metrics_and_an_untested_test()
     s = analyze_table(table).summary
     assert s.kind == summary.ORDER_MATTERS and s.several_metrics and (s.primary, s.tested, s.untested) == (3, 2, 1)
     assert [(v.test, v.metric) for v in s.significant] == [("a", "x")]

@@ -15,7 +15,7 @@ from benchsage.execute.local import LocalWorker
 from benchsage.execute.metrics import MetricError, extract, harness_metrics
 from benchsage.execute.worker import ProcessRequest, ProcessResult
 from benchsage.spec import MetricSpec
-from benchsage.store.table import HARNESS_METRICS
+from benchsage.vocabulary import HARNESS_METRICS
 
 
 def result(stdout: bytes | str = b"", files: dict[str, bytes | None] | None = None, **kw: Any) -> ProcessResult:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import numpy as np
 
@@ -100,7 +100,6 @@ def analyze_loaded(table: TrialTable, options: Options = Options(), treatments: 
         context_effects=context_effects, observer=treated.observer, factorial=treated.factorial,
         sequential=_sequential(prov), **counts,
     )
-
 
 
 def _sequential(provenance: Any) -> Any:

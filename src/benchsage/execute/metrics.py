@@ -135,7 +135,7 @@ def extract(metric: MetricSpec, result: ProcessResult) -> float:
 
 
 def harness_metrics(result: ProcessResult) -> dict[str, float]:
-    """What the harness measured itself, for every trial (names as store.table.HARNESS_METRICS)."""
+    """What the harness measured itself, for every trial (names as vocabulary.HARNESS_METRICS)."""
     return {
         "wall_time": float(result.wall_time),
         "user_time": float(result.user_time),

@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from benchsage.vocabulary import ARMS, FIXED, HARNESS_METRIC_UNITS, HARNESS_METRICS, OPTIONAL_HARNESS_METRICS, RANDOM
+from benchsage.vocabulary import ARMS, FIXED, HARNESS_METRIC_UNITS, RANDOM
 
 # An arm's code in the arm column is its index in ARMS.
 FIXED_CODE = ARMS.index(FIXED)

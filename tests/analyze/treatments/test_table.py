@@ -13,7 +13,6 @@ from benchsage.analyze.treatments.notes import ObserverBaselineOnly
 from benchsage.store.importers.tidy import read_tidy
 from benchsage.store.table import TrialTable
 from benchsage.report.json import analysis_json
-from benchsage.report.words import said
 
 sys.path.insert(0, str(Path(__file__).parent))
 from treatment_data import build, claims, columns_of, const  # noqa: E402

@@ -2,33 +2,24 @@
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import os
+import sys
 from pathlib import Path
 
-import pytest
-
 import numpy as np
+import pytest
 
 from benchsage.analyze.order import analyze_table
 from benchsage.report.words import verdict_sentence
 from benchsage.store.table import TrialTable
 
-ARTIFACT = Path(os.environ.get("BENCHSAGE_TEST_ARTIFACT") or "/nonexistent")  # the OrderSage artifact data; .ci/run sets it
-
-
-def _artifact(folder: str, name: str, column: str) -> TrialTable:
-    with open(ARTIFACT / folder / name, newline="") as f:
-        rows = list(csv.DictReader(f))
-    return TrialTable.from_columns(
-        test=[r[column] for r in rows], arm=[r["order_type"] for r in rows], value=[float(r["result"]) for r in rows], metric=["result"] * len(rows)
-    )
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "analyze"))
+from verdict_data import artifact_table, two_metrics_and_an_untested_test  # noqa: E402
 
 
 @pytest.mark.artifact
 def test_order_matters_sentence():
-    analysis = analyze_table(_artifact("memcached-table3", "all_exp_results.csv", "exp_command"))
+    analysis = analyze_table(artifact_table("memcached-table3", "all_exp_results.csv", "exp_command"))
     assert verdict_sentence(analysis) == (
         "Order matters: 1 of 3 tests (./get_hits_test.sh) differ between fixed and random order "
         "(Kruskal-Wallis, Bonferroni family-wise α = 0.05, corrected α = 0.0167)."
@@ -37,7 +28,7 @@ def test_order_matters_sentence():
 
 @pytest.mark.artifact
 def test_no_effect_sentence():
-    analysis = analyze_table(_artifact("npbench-table4", "all_test_results.csv", "test_command"))
+    analysis = analyze_table(artifact_table("npbench-table4", "all_test_results.csv", "test_command"))
     assert verdict_sentence(analysis) == (
         "No order effect detected in 3 tests (Kruskal-Wallis, Bonferroni family-wise α = 0.05, corrected α = 0.0167)."
     )
@@ -45,7 +36,7 @@ def test_no_effect_sentence():
 
 @pytest.mark.artifact
 def test_holm_is_named():
-    analysis = analyze_table(_artifact("npbench-table4", "all_test_results.csv", "test_command"), correction="holm", alpha=0.1)
+    analysis = analyze_table(artifact_table("npbench-table4", "all_test_results.csv", "test_command"), correction="holm", alpha=0.1)
     assert "Holm family-wise α = 0.1, strictest corrected α = 0.0333" in verdict_sentence(analysis)
 
 
@@ -58,15 +49,7 @@ def test_no_verdict_when_nothing_is_testable():
 
 
 def test_untested_comparisons_are_mentioned_and_metrics_named():
-    rng = np.random.default_rng(1)
-    n = 40
-    values = np.r_[rng.normal(10, 1, n), rng.normal(14, 1, n), rng.normal(10, 1, n), rng.normal(10, 1, n), [1.0, 2.0]]
-    table = TrialTable.from_columns(
-        test=["a"] * (4 * n) + ["b"] * 2,
-        metric=["x"] * (2 * n) + ["y"] * (2 * n) + ["x"] * 2,
-        arm=(["fixed"] * n + ["random"] * n) * 2 + ["fixed", "random"],
-        value=values,
-    )
+    table = two_metrics_and_an_untested_test()
     sentence = verdict_sentence(analyze_table(table))
     assert sentence.startswith("Order matters: 1 of 2 comparisons (a [x]) differ")
     assert "; 1 more could not be tested (see the warnings)." in sentence
@@ -74,7 +57,7 @@ def test_untested_comparisons_are_mentioned_and_metrics_named():
 
 @pytest.mark.artifact
 def test_many_significant_names_are_summarised():
-    analysis = analyze_table(_artifact("memcached-table3", "all_exp_results.csv", "exp_command"))
+    analysis = analyze_table(artifact_table("memcached-table3", "all_exp_results.csv", "exp_command"))
     hit = next(v for v in analysis.tests if v.significant)
     many = tuple(dataclasses.replace(hit, test=f"t{i}") for i in range(8))
     sentence = verdict_sentence(dataclasses.replace(analysis, tests=many))
@@ -83,6 +66,6 @@ def test_many_significant_names_are_summarised():
 
 @pytest.mark.artifact
 def test_no_primary_metrics():
-    analysis = analyze_table(_artifact("memcached-table3", "all_exp_results.csv", "exp_command"))
+    analysis = analyze_table(artifact_table("memcached-table3", "all_exp_results.csv", "exp_command"))
     secondary = tuple(dataclasses.replace(v, primary=False) for v in analysis.tests)
     assert verdict_sentence(dataclasses.replace(analysis, tests=secondary)).startswith("No verdict: no primary metric")

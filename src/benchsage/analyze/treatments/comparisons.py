@@ -8,14 +8,14 @@ the strata.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
 from benchsage.analyze.treatments.options import SPEC_CLAIM, CompareRequest, TreatmentOptions
 from benchsage.analyze.treatments.table import CONTEXT_PREFIX, num, provenance
 from benchsage.errors import UsageError
-from benchsage.stats.compare import MIN_VALUES, Comparison, ContextSummary, compare, summarize_contexts
+from benchsage.stats.compare import Comparison, ContextSummary, compare, summarize_contexts
 from benchsage.stats.correction import adjust
 from benchsage.store.table import ARMS, TrialTable
 from benchsage.vocabulary import CONTEXT, FACTOR_PREFIX

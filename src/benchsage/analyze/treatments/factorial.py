@@ -5,7 +5,7 @@ allocation of variation (Jain; Nogueira, Matias & Vicente), per test and metric.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Mapping
 
 import numpy as np
 

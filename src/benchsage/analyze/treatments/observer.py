@@ -5,7 +5,7 @@ Each level is compared with the lightest one, the baseline (Mytkowicz et al.).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 

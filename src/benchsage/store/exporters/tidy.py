@@ -6,10 +6,9 @@ import os
 
 import pyarrow as pa
 
-from benchsage.vocabulary import cell_columns
 from benchsage.store.importers.benchsage import trial_boot_ids
 from benchsage.store.journal import Journal
-from benchsage.store.table import OPTIONAL_HARNESS_METRICS
+from benchsage.vocabulary import OPTIONAL_HARNESS_METRICS, cell_columns
 
 COLUMNS = ("test", "order", "metric", "value", "unit", "run", "position", "predecessor", "worker", "boot_id", "time", "status", "reason")
 

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from benchsage.store.journal import Journal
-from benchsage.store.table import FIRST, FIXED_CODE, HARNESS_METRICS, RANDOM_CODE, MetricInfo, TrialTable, encode_treatments
-from benchsage.vocabulary import CONTEXT_DIMENSIONS, FINISHED, FIXED, OK, SHUFFLE, cell_columns
+from benchsage.store.table import FIRST, FIXED_CODE, RANDOM_CODE, MetricInfo, TrialTable, encode_treatments
+from benchsage.vocabulary import CONTEXT_DIMENSIONS, FINISHED, FIXED, HARNESS_METRICS, OK, SHUFFLE, cell_columns
 
 
 def read_experiment(path: str | os.PathLike[str]) -> TrialTable:
