@@ -29,6 +29,7 @@ class Agent:
     def __init__(self, channel: RequestChannel, out_fd: int) -> None:
         self.channel = channel
         self.out_fd = out_fd
+        self.window = None  # type: Any  # collectors.Window, made at the first window
 
     def handle(self, request: Mapping[str, Any]) -> Tuple[Dict[str, Any], bool]:
         """(reply, keep serving)."""
@@ -53,6 +54,13 @@ class Agent:
         if op == "snapshot":
             commands = [(c, w) for c, w in request.get("commands") or ()]
             return {"snapshot": take_snapshot(commands, list(request.get("files") or ()), request.get("cwd") or "/")}, True
+        if op == "window":  # a trial's window on this host: its collectors read at the open and the close
+            if self.window is None:
+                from benchsage.agent.collectors import Window  # only on hosts with collectors
+
+                self.window = Window()
+            collectors = list(request.get("collectors") or ())
+            return (self.window.open(collectors) if request.get("phase") == "open" else self.window.close(collectors)), True
         if op == "ping":
             return {"pong": time.time()}, True
         if op == "bye":

@@ -22,7 +22,8 @@ from benchsage.vocabulary import VERSION
 def create_experiment(spec: Spec, plan: ExperimentPlan, directory: str) -> Journal:
     """Write `plan` into a new journal in `directory` (which must not hold another experiment)."""
     check_directory_for(directory, plan.digest)
-    tests = [{"name": t.name, "command": t.command, "metrics": _metrics_meta(t)} for t in spec.tests]
+    collected = [{"name": c.name, "unit": c.unit, "better": c.better, "primary": False} for c in spec.collectors]
+    tests = [{"name": t.name, "command": t.command, "metrics": _metrics_meta(t) + collected} for t in spec.tests]
     return Journal.create(directory, experiment_meta(spec, plan), tests, plan.runs())
 
 
@@ -49,6 +50,7 @@ def experiment_meta(spec: Spec, plan: ExperimentPlan) -> dict[str, Any]:
         "created": time.time(),
         "tool_version": VERSION,
         "workers": [{"name": w.name, "kind": w.kind, "target": w.target, "seed": w.plan.seed} for w in plan.workers],
+        **({"roles": {ws.name: {role: m.target for role, m in ws.roles} for ws in spec.workers}} if spec.roles else {}),
         **analysis_meta(spec),
     }
 

@@ -7,9 +7,11 @@ from __future__ import annotations
 import os
 import shlex
 import threading
+from typing import Any
 
 from benchsage.errors import WorkerError, WorkerSetupError
 from benchsage.execute.agentworker import AgentWorker
+from benchsage.execute.group import GroupWorker
 from benchsage.execute.local import LocalWorker
 from benchsage.execute.transports import CommandTransport, SlurmTransport, SshTransport
 from benchsage.spec import Spec, WorkerSpec, check_files
@@ -19,7 +21,7 @@ WORKER_LOGS = "workers"  # folder of the experiment directory with each worker's
 
 def make_worker(ws: WorkerSpec, folder: str, log_dir: str | None = None) -> AgentWorker:
     """The worker a [[worker]] table describes (not connected yet)."""
-    log = os.path.join(log_dir, f"{ws.name}.log") if log_dir else None
+    log = os.path.join(log_dir, f"{ws.name.replace('/', '.')}.log") if log_dir else None
     python = ws.python or "python3"
     words = shlex.split(python)
     common = dict(python=words, boot_id_command=ws.boot_id, log=log)
@@ -40,20 +42,22 @@ def make_worker(ws: WorkerSpec, folder: str, log_dir: str | None = None) -> Agen
     )
 
 
-def make_workers(spec: Spec, directory: str | None = None) -> list[AgentWorker]:
-    """The spec's workers; SpecError (exit 2) when a file they need is missing (an ssh_config)."""
+def make_workers(spec: Spec, directory: str | None = None) -> list[Any]:
+    """The spec's workers (a group of role hosts for a worker with roles); SpecError (exit 2)
+    when a file they need is missing (an ssh_config)."""
     check_files(spec)
     log_dir = os.path.join(directory, WORKER_LOGS) if directory else None
-    return [make_worker(ws, spec.folder, log_dir) for ws in spec.workers]
+    return [GroupWorker(ws.name, [(role, make_worker(member, spec.folder, log_dir)) for role, member in ws.roles], spec)
+            if ws.roles else make_worker(ws, spec.folder, log_dir) for ws in spec.workers]
 
 
-def connect_all(workers: list[AgentWorker]) -> None:
+def connect_all(workers: list[Any]) -> None:
     """Connect every worker at once. Raises WorkerSetupError (exit 2) if any worker is
     misconfigured, else WorkerError (exit 3) if any cannot be reached, naming each; the
     workers already connected are closed again."""
     errors: dict[str, BaseException] = {}
 
-    def connect(worker: AgentWorker) -> None:
+    def connect(worker: Any) -> None:
         try:
             worker.connect()
         except (WorkerError, WorkerSetupError) as exc:
@@ -82,7 +86,7 @@ def connect_all(workers: list[AgentWorker]) -> None:
     raise WorkerError(message)
 
 
-def check_cpus(spec: Spec, workers: list[AgentWorker]) -> None:
+def check_cpus(spec: Spec, workers: list[Any]) -> None:
     """Every `cpus` of the spec exists on every worker's host and its agent may use it; else
     WorkerSetupError (exit 2) naming the worker, the test and the CPUs, before anything runs."""
     from benchsage.agent.cpus import HostCpus, check
@@ -108,7 +112,7 @@ def check_cpus(spec: Spec, workers: list[AgentWorker]) -> None:
         raise WorkerSetupError("; ".join(problems) + "; nothing ran")
 
 
-def close_all(workers: list[AgentWorker]) -> None:
+def close_all(workers: list[Any]) -> None:
     for worker in workers:
         try:
             worker.close()

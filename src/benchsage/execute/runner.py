@@ -66,7 +66,10 @@ def classify(test: TestSpec, result: ProcessResult) -> TrialOutcome:
             values[metric.name] = extract(metric, result)
         except MetricError as exc:
             return TrialOutcome("bad-output", str(exc), {})
-    return TrialOutcome("ok", None, values)
+    # A collector without a value leaves that metric out; the trial itself stands, the reason journaled.
+    values.update(result.collected)
+    missing = "; ".join(f"collector '{name}': {why}" for name, why in sorted(result.uncollected.items()))
+    return TrialOutcome("ok", missing or None, values)
 
 
 REBOOT_COMMAND_TIMEOUT = 120.0  # seconds the reboot command itself may take before it returns
@@ -102,6 +105,7 @@ class Runner:
                 collect=tuple(m.file for m in t.metrics if m.file is not None),
                 cpus=t.cpus,
                 trial=True,
+                role=t.role,
             )
             for t in spec.tests
         ]
@@ -427,6 +431,9 @@ class Runner:
         if reset is None:
             self.journal.record_reset(attempt_id, "none", None, None, b"", b"")
             return
+        if reset.steps and hasattr(worker, "members"):
+            self._reset_steps(worker, number, attempt_id)
+            return
         if reset.kind == "reboot":
             self._reboot(worker, number, attempt_id)
             return
@@ -441,11 +448,38 @@ class Runner:
             last = _last_line(result.stderr) or _last_line(result.stdout)
             raise _ResetFailed(f"{self._prefix(worker)}reset failed before run {number} ({why}{': ' + last if last else ''})")
 
-    def _reboot(self, worker: Any, number: int, attempt_id: int) -> None:
+    def _reset_steps(self, worker: Any, number: int, attempt_id: int) -> None:
+        """A group's reset: each step on its role's host (a step without a role on every role's
+        host, in declared order), a reboot verified per host; what they printed is journaled
+        together, each under its host."""
+        assert self.spec.reset is not None
+        t0 = time.monotonic()
+        out: list[bytes] = []
+        for step in self.spec.reset.steps:
+            for role in [step.role] if step.role else worker.roles:
+                member = worker.member(role)
+                if step.kind == "reboot":
+                    self._reboot(member, number, attempt_id, step)
+                    out.append(f"[{member.name}] rebooted and verified\n".encode())
+                    continue
+                result = member.run(ProcessRequest(command=step.command, cwd=step.cwd, env=step.env, timeout=step.timeout))
+                out.append(f"[{member.name}] {step.command}\n".encode() + result.stdout + result.stderr)
+                if not result.ok:
+                    status = "timeout" if result.timed_out else "failed"
+                    self.journal.record_reset(attempt_id, status, result.exit_status, time.monotonic() - t0, b"".join(out), b"")
+                    why = result.error or (f"did not finish within {step.timeout:g} s" if result.timed_out
+                                           else f"exit status {result.exit_status}")
+                    last = _last_line(result.stderr) or _last_line(result.stdout)
+                    raise _ResetFailed(f"worker {member.name}: reset step `{step.command}` failed before run {number} "
+                                       f"({why}{': ' + last if last else ''})")
+        self.journal.record_reset(attempt_id, "ok", 0, time.monotonic() - t0, b"".join(out), b"")
+
+    def _reboot(self, worker: Any, number: int, attempt_id: int, step: Any = None) -> None:
         """Reboot the host and verify it: a new boot id when the agent answers again, within the
         reset's timeout. A reboot command that fails, a host that never comes back, or one that
-        comes back with the same boot id is a failed reset."""
-        reset = self.spec.reset
+        comes back with the same boot id is a failed reset. `step`: a group's reset step (its
+        command, timeout, cwd and env), else the spec's [reset]."""
+        reset = step or self.spec.reset
         assert reset is not None
         t0 = time.monotonic()
         before = worker.boot_id()
@@ -578,6 +612,7 @@ def _record(
         boot_id=boot_id,
         spawn=result.spawn or None,
         leftovers=result.leftovers,
+        hosts=result.hosts,
     )
 
 

@@ -31,7 +31,7 @@ from typing import Any, Sequence
 from benchsage.agent.spawn import SHELL_PATH, needs_shell, pad_folder
 from benchsage.design.treatments import Treatment
 from benchsage.errors import WorkerSetupError
-from benchsage.execute.worker import ProcessRequest
+from benchsage.execute.worker import EVERY_ROLE, ProcessRequest
 from benchsage.spec import Spec
 from benchsage.spec.load import DEFAULT_RESET_TIMEOUT
 from benchsage.vocabulary import ENV_PAD
@@ -62,6 +62,7 @@ class Applier:
         factors = {f.name: f for f in spec.treatments.factors}
         self._factor_env = {name: f.env for name, f in factors.items() if f.env}
         self._factor_setup = {name: f.setup for name, f in factors.items() if f.setup}
+        self._factor_role = {name: f.role or EVERY_ROLE for name, f in factors.items()}
 
     def request(self, test_id: int, cell: int | None) -> ProcessRequest:
         """The request of a test's trial under a treatment (the test's own without one)."""
@@ -111,7 +112,8 @@ class Applier:
             setup = self._factor_setup.get(name)
             if setup:
                 out.append(Step("setup", f"factor {name}={level}", ProcessRequest(
-                    command=setup.replace("{level}", shlex.quote(level)), cwd=self.spec.folder, timeout=DEFAULT_RESET_TIMEOUT)))
+                    command=setup.replace("{level}", shlex.quote(level)), cwd=self.spec.folder, timeout=DEFAULT_RESET_TIMEOUT,
+                    role=self._factor_role[name])))
         return out
 
     def tidy_up(self) -> list[ProcessRequest]:

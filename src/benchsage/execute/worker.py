@@ -12,6 +12,8 @@ from typing import Any, Mapping, Protocol, Sequence
 
 from benchsage.vocabulary import DEFAULT_OUTPUT_LIMIT
 
+EVERY_ROLE = "*"  # ProcessRequest.role: run on every role's host, in declared order
+
 
 @dataclass(frozen=True)
 class ProcessRequest:
@@ -27,6 +29,7 @@ class ProcessRequest:
     trial: bool = False  # a trial, not a reset: its own cgroup and energy where the host allows; leftovers killed
     aslr: bool | None = None  # address-space randomisation on/off for the command (personality); None: unchanged
     cwd_pad: int = 0  # run in a real directory whose path is this many bytes longer than cwd (agent/spawn.py: padded_cwd)
+    role: str | None = None  # a worker with roles: the role whose host runs it (EVERY_ROLE: each in turn); None: the tests' role
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,9 @@ class ProcessResult:
     leftovers: int | None = None  # processes the trial left running, killed when it ended; None: not known
     oom_kills: int = 0  # processes of the trial the kernel's OOM killer killed (known with a cgroup)
     note: str | None = None  # the agent changed how it measures (said once), e.g. cgroups given up
+    collected: Mapping[str, float] = field(default_factory=dict)  # collectors' values during the trial's window
+    uncollected: Mapping[str, str] = field(default_factory=dict)  # collectors without a value, and why
+    hosts: Mapping[str, Any] | None = None  # a worker with roles: each role's host, its boot id and window (its clock)
 
     @property
     def ok(self) -> bool:

@@ -6,8 +6,8 @@ experiment or knows how one is planned.
 """
 
 from benchsage.spec.load import check_files, load_spec, missing_files, read_spec_text
-from benchsage.spec.model import (CompareSpec, ContextSpec, FactorSpec, LinkOrder, MetricSpec, ObserverSpec, ResetSpec, Spec,
+from benchsage.spec.model import (CollectorSpec, CompareSpec, ContextSpec, FactorSpec, LinkOrder, MetricSpec, ObserverSpec, ResetSpec, ResetStep, Spec,
                                   TestSpec, Treatments, WorkerSpec)
 
-__all__ = ["CompareSpec", "ContextSpec", "FactorSpec", "LinkOrder", "MetricSpec", "ObserverSpec", "ResetSpec", "Spec", "TestSpec",
+__all__ = ["CollectorSpec", "CompareSpec", "ResetStep", "ContextSpec", "FactorSpec", "LinkOrder", "MetricSpec", "ObserverSpec", "ResetSpec", "Spec", "TestSpec",
            "Treatments", "WorkerSpec", "check_files", "load_spec", "missing_files", "read_spec_text"]

@@ -15,8 +15,10 @@ from typing import Any, Mapping
 
 from benchsage.errors import SpecError
 from benchsage.spec import fields
-from benchsage.spec.model import MetricSpec, ResetSpec, Spec, TestSpec, WorkerSpec
+from benchsage.spec.model import MetricSpec, ResetSpec, ResetStep, Spec, TestSpec
+from benchsage.spec.roles import check_roles, parse_collectors, parse_steps
 from benchsage.spec.treatments import check_coverage, parse_treatments
+from benchsage.spec.workers import parse_workers
 from benchsage.vocabulary import (CORRECTIONS, DEFAULT_ALPHA, DEFAULT_CORRECTION, DEFAULT_MIN_EFFECT, DEFAULT_OUTPUT_LIMIT, DEFAULT_RUNS,
                                   FIXED_STOP, HARNESS_METRIC_UNITS, RANDOM_ORDERS, SEQUENTIAL_STOP, SHUFFLE, WILLIAMS)
 
@@ -25,20 +27,13 @@ GENERATOR_TIMEOUT = 60.0
 
 _EXPERIMENT_KEYS = {"name", "runs", "seed", "alpha", "correction", "timeout", "env", "cwd", "output_limit", "cpus", "random_orders",
                    "stop", "looks", "min_effect"}
-_TEST_KEYS = {"name", "command", "timeout", "env", "cwd", "metric", "cpus"}
+_TEST_KEYS = {"name", "command", "timeout", "env", "cwd", "metric", "cpus", "role"}
 _METRIC_KEYS = {"name", "regex", "json", "file", "line", "unit", "better"}
-_RESET_KEYS = {"command", "timeout", "env", "cwd", "kind"}
+_RESET_KEYS = {"command", "timeout", "env", "cwd", "kind", "step"}
 _GENERATOR_KEYS = {"command", "timeout"}
-_WORKER_COMMON = {"name", "kind", "dir", "python", "boot_id", "reconnect_timeout"}
-_WORKER_KEYS = {
-    "local": _WORKER_COMMON,
-    "ssh": _WORKER_COMMON | {"host", "ssh_config"},
-    "slurm": _WORKER_COMMON | {"node", "srun_args"},
-    "command": _WORKER_COMMON | {"transport"},
-}
 DEFAULT_REBOOT_COMMAND = "sudo reboot"
 DEFAULT_REBOOT_TIMEOUT = 900.0
-_TOP_KEYS = {"experiment", "reset", "test", "metric", "generator", "worker", "context", "observer", "factor", "compare"}
+_TOP_KEYS = {"experiment", "reset", "test", "metric", "generator", "worker", "context", "observer", "factor", "compare", "collector"}
 
 
 def _metrics(w: fields.Where, where: str, items: Any) -> tuple[MetricSpec, ...]:
@@ -178,11 +173,16 @@ def load_spec(
                       "with 1); remove it or add tests")
     treatments = parse_treatments(w, doc, tests)
     check_coverage(w, treatments, settings["runs"])
+    workers = parse_workers(w, doc.get("worker"), folder)
+    reset = _reset(w, doc.get("reset"), defaults, bool(workers[0].roles))
+    collectors = parse_collectors(w, doc.get("collector"), defaults.cwd, defaults.env, {m.name for t in tests for m in t.metrics})
+    check_roles(w, workers, tests, reset.steps if reset else (), treatments.factors, collectors)
     return Spec(
         path=path,
         tests=tuple(tests),
-        reset=_reset(w, doc.get("reset"), defaults),
-        workers=_workers(w, doc.get("worker"), folder),
+        reset=reset,
+        workers=workers,
+        collectors=collectors,
         text=text,
         generator=generator.get("command") if isinstance(generator, dict) else None,
         generated=tuple(generated or ()),
@@ -244,6 +244,7 @@ def _tests(w: fields.Where, items: Any, defaults: _Defaults) -> list[TestSpec]:
                 cwd=fields.cwd(w, here, item, defaults.cwd),
                 metrics=own if "metric" in item else defaults.metrics,  # `metric = []` opts out of the global ones
                 cpus=fields.cpus(w, here, item, defaults.cpus),
+                role=fields.string(w, here, item, "role"),
             )
         )
     return tests
@@ -272,12 +273,14 @@ def _check_names(w: fields.Where, tests: list[TestSpec]) -> list[str]:
     return warnings
 
 
-def _reset(w: fields.Where, reset_doc: Any, defaults: _Defaults) -> ResetSpec | None:
+def _reset(w: fields.Where, reset_doc: Any, defaults: _Defaults, roles: bool) -> ResetSpec | None:
     if reset_doc is None:
         return None
     if not isinstance(reset_doc, dict):
         raise w.error("", f"'reset' must be a table ([reset]), got {fields.type_name(reset_doc)}")
     fields.check_keys(w, "[reset]", reset_doc, _RESET_KEYS)
+    if "step" in reset_doc:
+        return _reset_steps(w, reset_doc, defaults, roles)
     reset_kind = fields.string(w, "[reset]", reset_doc, "kind", default="command")
     if reset_kind not in ("command", "reboot"):
         raise w.error("[reset]", f"key 'kind' must be \"command\" or \"reboot\", got {reset_kind!r}")
@@ -288,13 +291,30 @@ def _reset(w: fields.Where, reset_doc: Any, defaults: _Defaults) -> ResetSpec | 
         reset_command = fields.string(w, "[reset]", reset_doc, "command", required=True)
         default_reset_timeout = DEFAULT_RESET_TIMEOUT
     assert reset_command is not None
-    return ResetSpec(
-        command=reset_command,
-        timeout=fields.number(w, "[reset]", reset_doc, "timeout", default_reset_timeout) or default_reset_timeout,
-        cwd=fields.cwd(w, "[reset]", reset_doc, defaults.cwd),
-        env=fields.env(w, "[reset]", reset_doc, defaults.env),
-        kind=reset_kind or "command",
-    )
+    timeout = fields.number(w, "[reset]", reset_doc, "timeout", default_reset_timeout) or default_reset_timeout
+    cwd = fields.cwd(w, "[reset]", reset_doc, defaults.cwd)
+    env = fields.env(w, "[reset]", reset_doc, defaults.env)
+    kind = reset_kind or "command"
+    # With roles, a plain reset runs on every role's host, in declared order.
+    steps = (ResetStep(None, reset_command, timeout, cwd, env, kind),) if roles else ()
+    return ResetSpec(command=reset_command, timeout=timeout, cwd=cwd, env=env, kind=kind, steps=steps)
+
+
+def _reset_steps(w: fields.Where, reset_doc: Mapping[str, Any], defaults: _Defaults, roles: bool) -> ResetSpec:
+    """[reset] with [[reset.step]]s: each step on its role's host, in order."""
+    if not roles:
+        raise w.error("[reset]", "key 'step' needs workers with roles ([worker.roles.NAME]); without roles give [reset] a "
+                                 "`command`")
+    for key in ("command", "kind"):
+        if key in reset_doc:
+            raise w.error("[reset]", f"key '{key}' cannot be given with [[reset.step]]: put it in the steps")
+    timeout = fields.number(w, "[reset]", reset_doc, "timeout", DEFAULT_RESET_TIMEOUT) or DEFAULT_RESET_TIMEOUT
+    cwd = fields.cwd(w, "[reset]", reset_doc, defaults.cwd)
+    env = fields.env(w, "[reset]", reset_doc, defaults.env)
+    steps = parse_steps(w, reset_doc["step"], timeout, cwd, env, (DEFAULT_REBOOT_COMMAND, DEFAULT_REBOOT_TIMEOUT))
+    command = "; ".join(f"{s.role}: {s.command}" for s in steps)
+    kind = "reboot" if any(s.kind == "reboot" for s in steps) else "command"
+    return ResetSpec(command=command, timeout=max(s.timeout for s in steps), cwd=cwd, env=env, kind=kind, steps=steps)
 
 
 def _stopping(w: fields.Where, exp: Mapping[str, Any], runs: int) -> tuple[str, int | None, float]:
@@ -355,61 +375,3 @@ def read_spec_text(path: str, shown: str) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         raise SpecError(f"{shown}: not a text file (expected TOML in UTF-8)") from None
-
-
-def _workers(w: fields.Where, items: Any, folder: str) -> tuple[WorkerSpec, ...]:
-    if items is None:
-        return (WorkerSpec("local"),)
-    out: list[WorkerSpec] = []
-    names: dict[str, int] = {}
-    for i, here, item in fields.tables(w, items, "worker"):
-        kind = fields.string(w, here, item, "kind", default="local") or "local"
-        if kind not in _WORKER_KEYS:
-            raise w.error(here, f"unknown worker kind {kind!r} (expected one of: {', '.join(sorted(_WORKER_KEYS))})")
-        fields.check_keys(w, f"{here} (kind \"{kind}\")", item, _WORKER_KEYS[kind])
-        host = node = None
-        transport: tuple[str, ...] = ()
-        if kind == "ssh":
-            host = fields.string(w, here, item, "host", required=True)
-            default_name = host
-        elif kind == "slurm":
-            node = fields.string(w, here, item, "node", required=True)
-            default_name = node
-        elif kind == "command":
-            transport = fields.string_list(w, here, item, "transport", required=True)
-            default_name = f"command-{i}"
-        else:
-            default_name = "local"
-        name = fields.string(w, here, item, "name", default=default_name) or default_name
-        if not name.strip() or any(c in name for c in "/\n\0"):
-            raise w.error(here, f"key 'name' must be a non-empty label without '/' or newlines, got {name!r}")
-        if name in names:
-            raise w.error(here, f"duplicate worker name '{name}' (also worker #{names[name]}); give each worker its own `name`")
-        names[name] = i
-        ssh_config = fields.string(w, here, item, "ssh_config")
-        if ssh_config is not None:  # it may not exist yet: `plan` runs before the fleet is set up (missing_files)
-            ssh_config = os.path.normpath(os.path.join(folder, os.path.expanduser(ssh_config)))
-        python = fields.string(w, here, item, "python")
-        if python is not None and not python.strip():
-            raise w.error(here, "key 'python' must not be empty")
-        directory = fields.string(w, here, item, "dir")
-        if directory is not None and not directory.startswith("/"):
-            raise w.error(here, f"key 'dir' must be an absolute path on the host, got {directory!r}")
-        out.append(
-            WorkerSpec(
-                name=name,
-                kind=kind,
-                host=host,
-                ssh_config=ssh_config,
-                node=node,
-                srun_args=fields.string_list(w, here, item, "srun_args"),
-                transport=transport,
-                dir=directory,
-                python=python,
-                boot_id=fields.string(w, here, item, "boot_id"),
-                reconnect_timeout=fields.number(w, here, item, "reconnect_timeout", 60.0) or 60.0,
-            )
-        )
-    if not out:
-        raise w.error("", "'worker' is empty; remove it to run locally")
-    return tuple(out)

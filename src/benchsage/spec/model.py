@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping
 
 from benchsage.vocabulary import CONTEXT_DIMENSIONS, DEFAULT_MIN_EFFECT, DEFAULT_OUTPUT_LIMIT, FIXED_STOP, SHUFFLE
@@ -55,6 +55,7 @@ class FactorSpec:
     levels: tuple[str, str]  # low (first listed), high (second)
     setup: str | None = None  # run before a run at a level; {level} is replaced by it
     env: str | None = None  # the level is exported to the tests under this name
+    role: str | None = None  # with roles: the role whose host runs the setup; None: every role
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,7 @@ class TestSpec:
     cwd: str  # absolute
     metrics: tuple[MetricSpec, ...] = ()
     cpus: tuple[int, ...] | None = None  # pin the test's trials to these CPUs (taskset list syntax in the spec)
+    role: str | None = None  # with roles: the role whose host runs it; None: the first role declared
 
     @property
     def primary_metrics(self) -> tuple[str, ...]:
@@ -136,6 +138,20 @@ class ResetSpec:
     """What runs before every run: a command, or a reboot of the worker's host (kind "reboot":
     verified by a new boot id when the host answers again)."""
 
+    command: str
+    timeout: float
+    cwd: str
+    env: Mapping[str, str]
+    kind: str = "command"  # "command" | "reboot"
+    steps: tuple[ResetStep, ...] = ()  # with roles: what runs before every run, in order, each on its role's host
+
+
+@dataclass(frozen=True)
+class ResetStep:
+    """One step of a reset with roles: a command on one role's host (role None: every role's
+    host, in declared order), or that host's reboot."""
+
+    role: str | None
     command: str
     timeout: float
     cwd: str
@@ -158,10 +174,17 @@ class WorkerSpec:
     python: str | None = None  # interpreter for the agent on the host (words); None: python3 (local: this one)
     boot_id: str | None = None  # command printing the host's boot identity; None: the kernel's boot_id
     reconnect_timeout: float = 60.0
+    roles: tuple[tuple[str, WorkerSpec], ...] = ()  # a group of hosts in named roles (each a worker of its own kind)
+
+    @property
+    def role_names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.roles)
 
     @property
     def target(self) -> str:
         """What the worker reaches, for plans and messages."""
+        if self.roles:
+            return ", ".join(f"{name}: {ws.target}" for name, ws in self.roles)
         if self.kind == "ssh":
             return f"ssh {self.host}"
         if self.kind == "slurm":
@@ -169,6 +192,25 @@ class WorkerSpec:
         if self.kind == "command":
             return " ".join(self.transport)
         return "this machine"
+
+
+@dataclass(frozen=True)
+class CollectorSpec:
+    """A value measured on a role's host during every trial's window (the window opens right
+    before the trial is spawned and closes right after it exits): `energy` (J of the host's CPU
+    packages, RAPL), `cpu` (s of CPU time the whole host spent, /proc/stat), or `command` (the
+    last number a command prints at the window's close, or close - open with `delta`)."""
+
+    name: str
+    role: str
+    kind: str  # "energy" | "cpu" | "command"
+    command: str | None = None
+    delta: bool = False
+    unit: str = ""
+    better: str = "lower"
+    cwd: str = "/"
+    env: Mapping[str, str] = field(default_factory=dict)
+    timeout: float = 10.0
 
 
 @dataclass(frozen=True)
@@ -192,6 +234,12 @@ class Spec:
     stop: str = FIXED_STOP  # "fixed" or "sequential"
     looks: int | None = None  # sequential: interim analyses; None: design.sequential.default_looks(runs)
     min_effect: float = DEFAULT_MIN_EFFECT  # sequential: percent; a smaller shift is decided "no-effect"
+    collectors: tuple[CollectorSpec, ...] = ()  # measured on role hosts during every trial (roles.py)
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        """The role names of the workers (each worker has the same ones); () without roles."""
+        return self.workers[0].role_names if self.workers else ()
 
     @property
     def folder(self) -> str:

@@ -30,7 +30,7 @@ MAX_CWD_BYTES = 3000  # the drawn directory stays well inside PATH_MAX (4096) wi
 _CONTEXT_KEYS = {"variants", *CONTEXT_DIMENSIONS}
 _LINK_KEYS = {"objects", "build"}
 _OBSERVER_KEYS = {"levels"}
-_FACTOR_KEYS = {"name", "levels", "setup", "env"}
+_FACTOR_KEYS = {"name", "levels", "setup", "env", "role"}
 _COMPARE_KEYS = {"a", "b", "metric"}
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -189,7 +189,7 @@ def _factors(w: fields.Where, value: Any) -> tuple[FactorSpec, ...]:
         if not (setup or "").strip() and env is None:
             raise w.error(here, "needs 'setup' (a command run before each run at a level, {level} replaced) or 'env' "
                                 "(a variable the tests see), or both: otherwise its levels change nothing")
-        out.append(FactorSpec(name, (low, high), setup or None, env))
+        out.append(FactorSpec(name, (low, high), setup or None, env, fields.string(w, here, item, "role")))
     return tuple(out)
 
 

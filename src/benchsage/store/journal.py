@@ -106,7 +106,9 @@ CREATE TABLE IF NOT EXISTS trials (
     stderr_bytes_dropped INTEGER NOT NULL DEFAULT 0,
     boot_id TEXT,                    -- the host's boot identity while the trial ran
     spawn TEXT,                      -- exec (no shell) | shell (/bin/sh -c)
-    leftovers INTEGER                -- processes it left running, killed when it ended; NULL: not known
+    leftovers INTEGER,               -- processes it left running, killed when it ended; NULL: not known
+    hosts TEXT                       -- a worker with roles: JSON {role: {boot_id, started/ended or open/close}}, each on
+                                     -- that host's clock; NULL: one host
 );
 CREATE TABLE IF NOT EXISTS trial_values (
     trial_id INTEGER NOT NULL REFERENCES trials(id),
@@ -144,6 +146,7 @@ class TrialRecord:
     boot_id: str | None = None
     spawn: str | None = None
     leftovers: int | None = None
+    hosts: Mapping[str, Any] | None = None
 
 
 def journal_path(directory: str | os.PathLike[str]) -> str:
@@ -157,6 +160,7 @@ _ADDED_COLUMNS = (
     ("trials", "spawn", "TEXT"),
     ("trials", "leftovers", "INTEGER"),
     ("runs", "treatment", "INTEGER"),
+    ("trials", "hosts", "TEXT"),
 )
 
 
@@ -414,15 +418,15 @@ class Journal:
             cur = conn.execute(
                 """INSERT INTO trials(run_id, attempt_id, worker, test_id, position, predecessor_id, started, ended, duration,
                        exit_status, status, reason, wall_time, user_time, sys_time, max_rss, stdout_tail, stderr_tail,
-                       stdout_bytes_dropped, stderr_bytes_dropped, boot_id, spawn, leftovers)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                       stdout_bytes_dropped, stderr_bytes_dropped, boot_id, spawn, leftovers, hosts)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 (
                     t.run_id, t.attempt_id, t.worker, t.test_id, t.position, t.predecessor_id, t.started, t.ended,
                     t.duration, t.exit_status, t.status, t.reason, t.wall_time, t.user_time, t.sys_time, t.max_rss,
                     t.stdout_tail[-TAIL_BYTES:], t.stderr_tail[-TAIL_BYTES:],
                     # bytes of output the journal does not hold: the worker's and its own trimming
                     t.stdout_dropped + max(0, len(t.stdout_tail) - TAIL_BYTES), t.stderr_dropped + max(0, len(t.stderr_tail) - TAIL_BYTES),
-                    t.boot_id, t.spawn, t.leftovers,
+                    t.boot_id, t.spawn, t.leftovers, json.dumps(t.hosts) if t.hosts is not None else None,
                 ),
             )
             trial_id = int(cur.lastrowid or 0)
