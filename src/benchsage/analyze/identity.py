@@ -121,6 +121,8 @@ def compare_workers(
     None when fewer than two workers have snapshots: there is nothing to compare.
     """
     run_workers = run_workers or {}
+    if any(isinstance(snap, Mapping) and isinstance(snap.get("roles"), Mapping) for snap in snapshots.values()):
+        return _compare_roles(snapshots, run_workers, data_workers)
     per_worker: dict[str, dict[str, Counter[str]]] = {}
     raw: dict[str, Any] = {}
     for run, snap in snapshots.items():
@@ -152,6 +154,32 @@ def compare_workers(
             differences.append(IdentityDifference(what, values))
     missing = tuple(w for w in data_workers if w not in per_worker)
     return Identity(not differences, tuple(differences), workers, missing)
+
+
+def _compare_roles(snapshots: Mapping[Any, Mapping[str, Any] | None], run_workers: Mapping[Any, str],
+                   data_workers: Sequence[str]) -> Identity | None:
+    """Workers with roles: each role's hosts compared with the same role's hosts of the other
+    groups ("pair1/server" with "pair2/server": the blog's out-of-sync binary was on a server),
+    never a server with a client."""
+    by_role: dict[str, dict[Any, Mapping[str, Any]]] = {}
+    labels: dict[str, dict[Any, str]] = {}
+    for run, snap in snapshots.items():
+        if not isinstance(snap, Mapping):
+            continue
+        worker = str(run_workers.get(run) or worker_of("", snap))
+        roles = snap.get("roles")
+        for role, member in (roles.items() if isinstance(roles, Mapping) else [("", snap)]):
+            if isinstance(member, Mapping):
+                by_role.setdefault(str(role), {})[run] = member
+                labels.setdefault(str(role), {})[run] = f"{worker}/{role}" if role else worker
+    found = [compare_workers(snaps, labels[role]) for role, snaps in by_role.items()]
+    compared = [identity for identity in found if identity is not None]
+    if not compared:
+        return None
+    differences = tuple(d for identity in compared for d in identity.differences)
+    workers = tuple(sorted(w for identity in compared for w in identity.workers))
+    seen = {str(run_workers.get(run) or worker_of("", snap)) for run, snap in snapshots.items() if isinstance(snap, Mapping)}
+    return Identity(not differences, differences, workers, tuple(w for w in data_workers if w not in seen))
 
 
 def _text(value: Any) -> str:

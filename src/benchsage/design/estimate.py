@@ -23,11 +23,13 @@ def describe_plan(spec: Spec, *, runs: int | None = None, seed: int | None = Non
     plan = plan_experiment(spec, runs=runs, seed=seed)
     cells = plan.cells
     workers = []
+    specs = {ws.name: ws for ws in spec.workers}
     for w in plan.workers:
         workers.append({
             "name": w.name,
             "kind": w.kind,
             "target": w.target,
+            **({"roles": _roles(spec, specs[w.name])} if specs[w.name].roles else {}),
             "seed": w.plan.seed,
             "runs": [{"run": r.index + 1, "arm": r.arm, "order": w.plan.describe_order(r),
                       **({"treatment": cells[r.treatment].describe()} if cells else {})} for r in w.plan.runs],
@@ -61,17 +63,38 @@ def describe_plan(spec: Spec, *, runs: int | None = None, seed: int | None = Non
     }
 
 
+def _roles(spec: Spec, ws: Any) -> list[dict[str, Any]]:
+    """A group's roles: each one's host, and what runs or is measured there."""
+    first = next((t.role for t in spec.tests if t.role), ws.role_names[0])
+    out = []
+    for role, member in ws.roles:
+        out.append({
+            "role": role,
+            "name": member.name,
+            "kind": member.kind,
+            "target": member.target,
+            "tests": [t.name for t in spec.tests if (t.role or first) == role],
+            "collectors": [f"{c.name} ({c.kind})" for c in spec.collectors if c.role == role],
+        })
+    return out
+
+
 def _run_checks(spec: Spec) -> list[str]:
     """What `run` checks before the first trial and the plan does not: the plan needs neither
     the hosts nor their ssh configuration, so a fleet can be planned before it exists."""
-    remote = [w for w in spec.workers if w.kind != "local"]
+    hosts = [m for w in spec.workers for _, m in w.roles] + [w for w in spec.workers if not w.roles]
+    remote = [w for w in hosts if w.kind != "local"]
     if not remote:
         return []
-    checks = [f"`run` connects to every worker first ({', '.join(w.target for w in remote)}) and stops before the first "
+    checks = [f"`run` connects to every worker first ({', '.join(_shown(w) for w in remote)}) and stops before the first "
               "trial, naming each, if one cannot be reached, refuses the login or its host key, or has no Python 3.8+; "
               "the plan checked none of that"]
     checks += [f"{missing}: `run` needs it" for missing in missing_files(spec)]
     return checks
+
+
+def _shown(ws: Any) -> str:
+    return f"{ws.name}: {ws.target}" if "/" in ws.name else ws.target
 
 
 def _sequential(plan: SequentialPlan | None, spec: Spec) -> dict[str, Any] | None:

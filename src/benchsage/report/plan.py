@@ -36,7 +36,7 @@ def render_plan(doc: dict[str, Any], console: Console) -> None:
     for check in doc.get("run_checks") or ():
         console.print(f"Before running: {check}", markup=False, highlight=False)
     workers = doc.get("workers") or []
-    if len(workers) > 1:
+    if len(workers) > 1 or any("roles" in w for w in workers):
         _render_workers(workers, console)
     for w in workers[:1] if len(workers) > SHOWN_WORKERS else workers:
         if len(workers) > 1:
@@ -78,14 +78,26 @@ def _stopping(doc: dict[str, Any]) -> str:
 
 
 def _render_workers(workers: list[dict[str, Any]], console: Console) -> None:
-    console.print(f"{len(workers)} workers, each carrying out the whole plan in parallel:", markup=False, highlight=False)
+    if len(workers) > 1:
+        console.print(f"{len(workers)} workers, each carrying out the whole plan in parallel:", markup=False, highlight=False)
     table = Table(show_edge=False, header_style="bold" if console.is_terminal else "")
     table.add_column("worker")
+    roles = any("roles" in w for w in workers)
+    if roles:
+        table.add_column("role")
     table.add_column("kind")
     table.add_column("where")
+    if roles:
+        table.add_column("runs there")
     table.add_column("seed of its random orders", justify="right")
     for w in workers:
-        table.add_row(w["name"], w["kind"], w["target"], str(w["seed"]))
+        if "roles" not in w:
+            table.add_row(w["name"], *([""] if roles else []), w["kind"], w["target"], *([""] if roles else []), str(w["seed"]))
+            continue
+        for i, r in enumerate(w["roles"]):
+            there = ", ".join([f"tests {', '.join(r['tests'])}"] * bool(r["tests"]) + [f"collectors {', '.join(r['collectors'])}"]
+                              * bool(r["collectors"]))
+            table.add_row(w["name"] if i == 0 else "", r["role"], r["kind"], r["target"], there, str(w["seed"]) if i == 0 else "")
     console.print(table)
 
 
