@@ -196,3 +196,24 @@ def test_node_crash_loses_that_worker_alone_and_resume_finishes(slurm_cluster: s
     assert count(out, "SELECT COUNT(*) FROM attempts WHERE worker = 'c2' AND status = 'done'") == 4
     assert measured <= set(rows(out, MEASURED))
     wait_for(lambda: no_jobs(slurm_cluster), "a job step outlived the resumed experiment")
+
+
+def test_a_pair_of_roles_on_two_nodes(slurm_cluster: slurmcluster.Cluster, tmp_path: Path) -> None:
+    """A group whose roles are Slurm nodes: the server on c1, the client on c2, each role's agent a
+    job step on its node; the client runs the tests, the server's collector reads its node."""
+    text = ('[experiment]\nname = "slurm-pair"\nruns = 2\nseed = 5\n[reset]\ncommand = "echo reset on $SLURMD_NODENAME"\n'
+            '[[worker]]\nname = "pair"\n[worker.roles.server]\nkind = "slurm"\nnode = "c1"\n'
+            '[worker.roles.client]\nkind = "slurm"\nnode = "c2"\n'
+            '[[test]]\nname = "load"\nrole = "client"\ncommand = "echo $SLURMD_NODENAME"\n'
+            '[[collector]]\nname = "server_node"\nrole = "server"\nkind = "command"\n'
+            'command = "sh -c \'echo $SLURMD_NODENAME | tr -d c\'"\n')
+    spec = tmp_path / "experiment.toml"
+    spec.write_text(text)
+    done = cli(slurm_cluster, "run", str(spec), "-o", "out", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "out"
+    assert {stdout for (stdout,) in rows(out, "SELECT stdout_tail FROM trials")} == {b"c2\n"}
+    assert {v for (v,) in rows(out, "SELECT value FROM trial_values WHERE metric = 'server_node'")} == {1.0}
+    resets = [stdout for (stdout,) in rows(out, "SELECT reset_stdout FROM attempts")]
+    assert len(resets) == 4 and all(b"[pair/server] echo" in r and b"reset on c1" in r and b"reset on c2" in r for r in resets)
+    wait_for(lambda: no_jobs(slurm_cluster), "a role's job step outlived the experiment")
