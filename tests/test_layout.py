@@ -31,10 +31,11 @@ RULES: dict[str, set[str] | None] = {
     "errors": set(),
     "stats": set(),
     "agent": {"vocabulary"},  # the bundle sent to every host is the agent's folder and vocabulary.py
-    "spec": LEAVES,
+    "spec": LEAVES | {"parsers"},  # spec learns a parser's metrics; execute reads trials with it
+    "parsers": LEAVES,
     "design": LEAVES | {"spec", "stats"},
     "store": LEAVES,
-    "execute": LEAVES | {"spec", "design", "store", "agent", "stats"},
+    "execute": LEAVES | {"spec", "design", "store", "agent", "stats", "parsers"},
     "analyze": LEAVES | {"store", "stats", "design"},
     "report": LEAVES | {"analyze", "store", "design"},
     "_runtime": set(),  # process settings of the command line (stdlib only)

@@ -68,6 +68,10 @@ HARNESS_METRIC_UNITS = {
 }
 LOWER = "lower"
 HIGHER = "higher"
+# -- a load generator's schedule (output parsers of tools that take a rate: wrk2 -R, pgbench -R, memtier) --
+RATE_ASKED = "rate_asked"  # 1/s: the rate the test's command asked of the load generator
+RATE_DELIVERED = "rate_delivered"  # achieved / asked, per trial
+RATE_DELIVERED_FLOOR = 0.95  # below this a trial did not deliver the load it was asked for
 DIRECTIONS = (LOWER, HIGHER)
 
 # -- treatment dimensions (the trial table's columns) ------------------------------------------

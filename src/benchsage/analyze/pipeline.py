@@ -37,6 +37,7 @@ def analyze_loaded(table: TrialTable, options: Options = Options(), treatments: 
     from benchsage.analyze.measurement import rss_floor_notes
     from benchsage.analyze.notes import distinct
     from benchsage.analyze.order import analyze_table, count_runs
+    from benchsage.analyze.rates import rate_shortfalls
     from benchsage.analyze.sorted_values import sort_values
     from benchsage.analyze.treatments import TreatmentOptions, analyze_treatments
 
@@ -46,6 +47,7 @@ def analyze_loaded(table: TrialTable, options: Options = Options(), treatments: 
     alpha = options.alpha if options.alpha is not None else float(prov.get("alpha") or 0.05)
     correction = options.correction or str(prov.get("correction") or "bonferroni")
     treated = analyze_treatments(table, alpha=alpha, correction=correction, options=treatments)
+    shortfalls = rate_shortfalls(table)  # every trial, whatever treatment it had
     table = treated.order_table
     # The order analysis and the diagnostics share one sort of the values. On a large table the
     # diagnostics' effects run in a thread while this one does the order analysis and the
@@ -79,7 +81,7 @@ def analyze_loaded(table: TrialTable, options: Options = Options(), treatments: 
         diagnostics = parts.combine(parts.effects(), parts.design())
     tests, floor_warnings = rss_floor_notes(table, analysis.tests)
     analysis = dataclasses.replace(analysis, tests=tests)
-    warnings = list(analysis.warnings) + floor_warnings
+    warnings = list(analysis.warnings) + floor_warnings + shortfalls
     if analysis.combined is None:
         warnings.extend(_snapshot_warnings(table))
     else:

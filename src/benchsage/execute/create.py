@@ -71,7 +71,7 @@ def analysis_meta(spec: Spec) -> dict[str, Any]:
 
 def _metrics_meta(test: TestSpec) -> list[dict[str, Any]]:
     primary = set(test.primary_metrics)
-    declared = [{"name": m.name, "unit": m.unit, "better": m.better, "primary": True} for m in test.metrics]
+    declared = [{"name": m.name, "unit": m.unit, "better": m.better, "primary": m.name in primary} for m in test.metrics]
     harness = [
         {"name": n, "unit": info.unit, "better": info.better, "primary": n in primary} for n, info in HARNESS_METRIC_INFO.items()
     ]

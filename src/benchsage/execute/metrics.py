@@ -14,7 +14,8 @@ from functools import lru_cache
 from typing import Any
 
 from benchsage.execute.worker import ProcessResult
-from benchsage.spec import MetricSpec
+from benchsage.parsers import PARSERS, ParseError, TrialOutput, units
+from benchsage.spec import MetricSpec, TestSpec
 
 
 class MetricError(Exception):
@@ -59,7 +60,17 @@ def _from_regex(metric: MetricSpec, stdout: bytes) -> float:
     group = last.group(1) if last.re.groups else last.group(0)
     if group is None:
         raise MetricError(f"metric '{metric.name}': regex {metric.regex!r} matched, but its group did not")
-    return _number(group, f"metric '{metric.name}': the match")
+    value = _number(group, f"metric '{metric.name}': the match")
+    if last.re.groups >= 2 and metric.unit in units.UNITS:  # the second group is the value's unit
+        return _converted(metric, group, last.group(2), last.group(0))
+    return value
+
+
+def _converted(metric: MetricSpec, number: str, unit: str | None, matched: str) -> float:
+    if unit is None or not units.convertible(unit, metric.unit):
+        what = "matched no unit" if unit is None else f"read the unit {unit!r}, which cannot be converted to {metric.unit!r}"
+        raise MetricError(f"metric '{metric.name}': the regex's unit group {what} (in {_excerpt(matched)})")
+    return units.convert(number, unit, metric.unit)
 
 
 def _json_object(stdout: bytes) -> dict[str, Any]:
@@ -132,6 +143,22 @@ def extract(metric: MetricSpec, result: ProcessResult) -> float:
     if metric.file is not None:
         return _from_file(metric, result)
     raise MetricError(f"metric '{metric.name}' has no source (regex, json or file)")
+
+
+def from_output(test: TestSpec, result: ProcessResult) -> dict[str, float]:
+    """The values the test's output parser reads from a finished trial, or MetricError saying
+    which line it could not read or which section is missing."""
+    assert test.output is not None
+    output = TrialOutput(_text(result.stdout), test.command, {k: v for k, v in result.files.items()})
+    try:
+        return PARSERS[test.output].read(output)
+    except ParseError as exc:
+        raise MetricError(f"output = {test.output!r}: {exc}") from None
+
+
+def collected_files(test: TestSpec) -> tuple[str, ...]:
+    """The results files the test's output parser reads, collected after each trial."""
+    return PARSERS[test.output].files(test.command) if test.output is not None else ()
 
 
 def harness_metrics(result: ProcessResult) -> dict[str, float]:

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 from benchsage.design.treatments import Treatment
 from benchsage.errors import ExperimentError, SpecError, WorkerError, WorkerLost, WorkerSetupError
-from benchsage.execute.metrics import MetricError, extract
+from benchsage.execute.metrics import MetricError, collected_files, extract, from_output
 from benchsage.execute.progress import Progress
 from benchsage.execute.sequential import Looks
 from benchsage.execute.treatments import Applier
@@ -61,11 +61,14 @@ def classify(test: TestSpec, result: ProcessResult) -> TrialOutcome:
         name: float(value) for name, value in (("peak_memory", result.peak_memory), ("cpu_time", result.cpu_time),
                                                ("energy", result.energy)) if value is not None
     }
-    for metric in test.metrics:
-        try:
-            values[metric.name] = extract(metric, result)
-        except MetricError as exc:
-            return TrialOutcome("bad-output", str(exc), {})
+    try:
+        for metric in test.metrics:
+            if metric.parser is None:
+                values[metric.name] = extract(metric, result)
+        if test.output is not None:
+            values.update(from_output(test, result))
+    except MetricError as exc:
+        return TrialOutcome("bad-output", str(exc), {})
     # A collector without a value leaves that metric out; the trial itself stands, the reason journaled.
     values.update(result.collected)
     missing = "; ".join(f"collector '{name}': {why}" for name, why in sorted(result.uncollected.items()))
@@ -102,7 +105,7 @@ class Runner:
                 env=t.env,
                 timeout=t.timeout,
                 output_limit=spec.output_limit,
-                collect=tuple(m.file for m in t.metrics if m.file is not None),
+                collect=tuple(m.file for m in t.metrics if m.file is not None) + collected_files(t),
                 cpus=t.cpus,
                 trial=True,
                 role=t.role,
@@ -570,8 +573,9 @@ def _last_line(data: bytes) -> str:
 def _shown(test: TestSpec, result: ProcessResult, outcome: TrialOutcome) -> str:
     if outcome.status != "ok":
         return ""
-    if test.metrics:
-        m = test.metrics[0]
+    shown = [m for m in test.metrics if m.name in outcome.values]
+    if shown:
+        m = next((m for m in shown if m.name == test.primary_metrics[0]), shown[0])
         return f"{m.name}={outcome.values[m.name]:.6g}{(' ' + m.unit) if m.unit else ''}"
     return f"{result.wall_time:.4g} s"
 

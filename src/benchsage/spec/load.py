@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from benchsage.errors import SpecError
-from benchsage.spec import fields
+from benchsage.spec import fields, outputs
 from benchsage.spec.model import MetricSpec, ResetSpec, ResetStep, Spec, TestSpec
 from benchsage.spec.roles import check_roles, parse_collectors, parse_steps
 from benchsage.spec.treatments import check_coverage, parse_treatments
@@ -27,7 +27,7 @@ GENERATOR_TIMEOUT = 60.0
 
 _EXPERIMENT_KEYS = {"name", "runs", "seed", "alpha", "correction", "timeout", "env", "cwd", "output_limit", "cpus", "random_orders",
                    "stop", "looks", "min_effect"}
-_TEST_KEYS = {"name", "command", "timeout", "env", "cwd", "metric", "cpus", "role"}
+_TEST_KEYS = {"name", "command", "timeout", "env", "cwd", "metric", "cpus", "output", "primary", "role"}
 _METRIC_KEYS = {"name", "regex", "json", "file", "line", "unit", "better"}
 _RESET_KEYS = {"command", "timeout", "env", "cwd", "kind", "step"}
 _GENERATOR_KEYS = {"command", "timeout"}
@@ -67,6 +67,7 @@ def _metrics(w: fields.Where, where: str, items: Any) -> tuple[MetricSpec, ...]:
                 raise w.error(here, f"key 'regex' is not a valid regular expression: {exc}") from None
             if compiled.groups < 1:
                 raise w.error(here, "key 'regex' must have one capturing group around the number, e.g. 'ops/s: ([0-9.]+)'")
+            outputs.check_regex_unit(w, here, compiled, fields.string(w, here, item, "unit", default="") or "")
         better = fields.string(w, here, item, "better", default="lower")
         if better not in ("lower", "higher"):
             raise w.error(here, f"key 'better' must be \"lower\" or \"higher\", got {better!r}")
@@ -235,6 +236,14 @@ def _tests(w: fields.Where, items: Any, defaults: _Defaults) -> list[TestSpec]:
         test_name = fields.string(w, here, item, "name", default=command) or command
         here = f"[[test]] #{i} ('{test_name}')"
         own = _metrics(w, here, item.get("metric"))
+        metrics = own if "metric" in item else defaults.metrics  # `metric = []` opts out of the global ones
+        output, parsed, default_primary = outputs.parser_metrics(w, here, item, command)
+        if parsed:
+            clash = sorted({m.name for m in parsed} & {m.name for m in metrics})
+            if clash:
+                raise w.error(here, f"metric '{clash[0]}' is given by output = {output!r} too; rename the [[metric]]")
+            default_primary += tuple(m.name for m in metrics)
+            metrics = parsed + metrics
         tests.append(
             TestSpec(
                 name=test_name,
@@ -242,9 +251,11 @@ def _tests(w: fields.Where, items: Any, defaults: _Defaults) -> list[TestSpec]:
                 timeout=fields.number(w, here, item, "timeout", defaults.timeout),
                 env=fields.env(w, here, item, defaults.env),
                 cwd=fields.cwd(w, here, item, defaults.cwd),
-                metrics=own if "metric" in item else defaults.metrics,  # `metric = []` opts out of the global ones
+                metrics=metrics,
                 cpus=fields.cpus(w, here, item, defaults.cpus),
                 role=fields.string(w, here, item, "role"),
+                output=output,
+                primary=outputs.primary(w, here, item, metrics, default_primary),
             )
         )
     return tests

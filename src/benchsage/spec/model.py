@@ -96,7 +96,9 @@ class MetricSpec:
 
     Exactly one source: `regex` (first group of the last match in stdout), `json` (a dotted
     key path into a JSON object printed on stdout), or `file` (a results file written by the
-    test, one number per line, OrderSage style; `line` picks which, 0-based).
+    test, one number per line, OrderSage style; `line` picks which, 0-based), or `parser` (the
+    name of the output parser of the test, parsers/, that gives it). A regex with a second group
+    reads it as the value's unit and converts the value to `unit` (parsers/units.py).
     """
 
     name: str
@@ -106,9 +108,12 @@ class MetricSpec:
     json: str | None = None
     file: str | None = None
     line: int = 0
+    parser: str | None = None
 
     @property
     def source(self) -> str:
+        if self.parser is not None:
+            return "parser"
         return "regex" if self.regex is not None else "json" if self.json is not None else "file"
 
 
@@ -126,11 +131,13 @@ class TestSpec:
     metrics: tuple[MetricSpec, ...] = ()
     cpus: tuple[int, ...] | None = None  # pin the test's trials to these CPUs (taskset list syntax in the spec)
     role: str | None = None  # with roles: the role whose host runs it; None: the first role declared
+    output: str | None = None  # the output parser of the test's tool (parsers.PARSERS), whose metrics are in `metrics`
+    primary: tuple[str, ...] = ()  # the correction family as chosen (`primary`, or the parser's defaults); () for the rule below
 
     @property
     def primary_metrics(self) -> tuple[str, ...]:
-        """The correction family: declared metrics, or wall_time for a test that declares none."""
-        return tuple(m.name for m in self.metrics) or ("wall_time",)
+        """The correction family: the chosen metrics, else the declared ones, else wall_time."""
+        return self.primary or tuple(m.name for m in self.metrics) or ("wall_time",)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from typing import Any
 
 from benchsage.analyze.identity import DIGEST_PREFIX, FILE_PREFIX, IdentityDiffers
 from benchsage.analyze.measurement import RssAtFloor
+from benchsage.analyze.rates import RateShortfall
 from benchsage.analyze.notes import (
     AllEqual,
     EmptyArm,
@@ -108,6 +109,14 @@ def _rss_at_floor(note: RssAtFloor) -> str:
     if note.has_peak_memory:
         return head + "; read peak_memory for the trial's own memory"
     return head + "; peak_memory would show it (a cgroup per trial: see `benchsage env`)"
+
+
+@words(RateShortfall)
+def _rate_shortfall(note: RateShortfall) -> str:
+    """A load generator that could not keep its schedule measured a lighter load than asked."""
+    return (f"test '{note.test}': the load generator delivered less than {note.floor:.0%} of the rate its command asked in "
+            f"{note.short} of {count(note.trials, 'trial')} (lowest {note.lowest:.1%}; metric rate_delivered): those trials "
+            "measured a lighter load than asked; lower the rate, or add load generator threads or hosts")
 
 
 # Warnings about the data and the arms.
