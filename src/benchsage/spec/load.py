@@ -16,6 +16,7 @@ from typing import Any, Mapping
 from benchsage.errors import SpecError
 from benchsage.spec import fields
 from benchsage.spec.model import MetricSpec, ResetSpec, Spec, TestSpec, WorkerSpec
+from benchsage.spec.sweeps import expand_sweeps, parse_sweeps
 from benchsage.spec.treatments import check_coverage, parse_treatments
 from benchsage.vocabulary import (CORRECTIONS, DEFAULT_ALPHA, DEFAULT_CORRECTION, DEFAULT_MIN_EFFECT, DEFAULT_OUTPUT_LIMIT, DEFAULT_RUNS,
                                   FIXED_STOP, HARNESS_METRIC_UNITS, RANDOM_ORDERS, SEQUENTIAL_STOP, SHUFFLE, WILLIAMS)
@@ -38,7 +39,7 @@ _WORKER_KEYS = {
 }
 DEFAULT_REBOOT_COMMAND = "sudo reboot"
 DEFAULT_REBOOT_TIMEOUT = 900.0
-_TOP_KEYS = {"experiment", "reset", "test", "metric", "generator", "worker", "context", "observer", "factor", "compare"}
+_TOP_KEYS = {"experiment", "reset", "test", "metric", "generator", "worker", "context", "observer", "factor", "compare", "sweep"}
 
 
 def _metrics(w: fields.Where, where: str, items: Any) -> tuple[MetricSpec, ...]:
@@ -161,7 +162,8 @@ def load_spec(
         metrics=_metrics(w, "", doc.get("metric")),
         cpus=fields.cpus(w, "[experiment]", exp, None),
     )
-    tests = _tests(w, doc.get("test", []), defaults)
+    sweeps = parse_sweeps(w, doc.get("sweep"))
+    tests = expand_sweeps(w, sweeps, _tests(w, doc.get("test", []), defaults))
     generator = doc.get("generator")
     if generator is not None:
         if not isinstance(generator, dict):
@@ -188,6 +190,7 @@ def load_spec(
         generated=tuple(generated or ()),
         warnings=tuple(warnings),
         treatments=treatments,
+        sweeps=sweeps,
         **settings,
     )
 
