@@ -139,6 +139,13 @@ class TestSpec:
     sweep: tuple[tuple[str, str], ...] = ()  # an expanded test's (sweep, level), in the sweeps' declared order
 
     @property
+    def base_name(self) -> str:
+        """The name of the [[test]] a sweep expanded this test from; its own name otherwise."""
+        if not self.sweep:
+            return self.name
+        return self.name.removesuffix("[" + ",".join(f"{name}={level}" for name, level in self.sweep) + "]")
+
+    @property
     def primary_metrics(self) -> tuple[str, ...]:
         """The correction family: declared metrics, or wall_time for a test that declares none."""
         return tuple(m.name for m in self.metrics) or ("wall_time",)

@@ -23,7 +23,7 @@ from benchsage.analyze.treatments.options import SPEC_CLAIM, CompareRequest, Tre
 from benchsage.analyze.treatments.table import CONTEXT_PREFIX, NUMERIC_DIMENSIONS, observer_baseline, order_rows
 from benchsage.stats.compare import MIN_VALUES  # the fewest values of a test a comparison tests
 from benchsage.store.table import TrialTable
-from benchsage.vocabulary import CONTEXT, FACTOR_PREFIX, OBSERVER
+from benchsage.vocabulary import CONTEXT, FACTOR_PREFIX, OBSERVER, SWEEP_PREFIX
 
 __all__ = [
     "CONTEXT",
@@ -72,7 +72,8 @@ def analyze_treatments(table: TrialTable, *, alpha: float = 0.05, correction: st
     metric the data does not hold.
     """
     requests = claims(table, options)
-    if not table.dims and not requests:
+    # A sweep's level is constant within each (expanded) test: no treatment varied between runs.
+    if all(d.startswith(SWEEP_PREFIX) for d in table.dims) and not requests:
         return TreatmentAnalysis(table)
     finite = np.isfinite(table.value)
     clean = table if finite.all() else table.select(finite)
