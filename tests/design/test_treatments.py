@@ -119,3 +119,13 @@ def test_plan_json_lists_each_runs_treatment(tmp_path: Path) -> None:
     names = [t["name"] for t in doc["tests"]]
     assert recorded == [(r["arm"], [names.index(n) for n in r["order"]], [c["context"] for c in doc["treatments"]].index(r["treatment"]["context"]))
                         for r in doc["runs"]]
+
+
+def test_factors_of_any_number_of_levels_cross_fully_and_each_cell_is_in_both_arms(tmp_path: Path) -> None:
+    spec = spec_of(tmp_path, '[[factor]]\nname = "threads"\nlevels = [1, 2, 4]\nenv = "T"\n'
+                             '[[factor]]\nname = "gov"\nlevels = ["perf", "save"]\nenv = "G"\n', runs=12)
+    assert spec.treatments.cells == 6 and spec.treatments.describe_cells() == "3 x 2 factor levels"
+    cells = treatment_cells(spec.treatments, seed=4)
+    assert [c.factors for c in cells] == [(("threads", t), ("gov", g)) for t in ("1", "2", "4") for g in ("perf", "save")]
+    plan = make_plan(["o3", "o2"], 12, seed=4, treatments=cells)
+    assert Counter((r.arm, r.treatment) for r in plan.runs) == {(arm, c): 2 for arm in ("fixed", "random") for c in range(6)}

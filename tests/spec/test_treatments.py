@@ -22,9 +22,13 @@ def spec_of(tmp_path: Path, body: str, runs: int = 8):
 
 
 @pytest.mark.parametrize("body, runs, expected", [
-    ('[[factor]]\nname = "smt"\nlevels = ["off", "on", "auto"]\nenv = "SMT"\n', 8,
-     "[[factor]] #1 ('smt'): key 'levels' must list exactly two levels (a 2^k design), got 3"),
-    ('[[factor]]\nname = "smt"\nlevels = ["on"]\nenv = "SMT"\n', 8, "must list exactly two levels"),
+    ('[[factor]]\nname = "smt"\nlevels = ["on"]\nenv = "SMT"\n', 8,
+     "[[factor]] #1 ('smt'): key 'levels' must list at least two levels (two: a 2^k design), got 1"),
+    ('[[factor]]\nname = "smt"\nlevels = ["off", "on", "off"]\nenv = "SMT"\n', 8, "key 'levels' must list different levels, got 'off' twice"),
+    ('[[factor]]\nname = "smt"\nlevels = [1, 2, 4]\nenv = "SMT"\n', 2,
+     "[experiment]: key 'runs' = 2 cannot cover the 3 treatments (3 factor levels)"),
+    ('[[factor]]\nname = "a"\nlevels = [1, 2, 4]\nenv = "A"\n[[factor]]\nname = "b"\nlevels = ["x", "y"]\nenv = "B"\n', 4,
+     "cannot cover the 6 treatments (3 x 2 factor levels)"),
     ('[[factor]]\nname = "smt"\nlevels = ["off", "on"]\n', 8, "needs 'setup'"),
     ('[context]\nenv_bytes = [4096, 0]\n', 8, "[context]: key 'env_bytes' must be [low, high] with 0 <= low <= high, got [4096, 0] (inverted)"),
     ('[context]\nenv_bytes = [0, 200000]\n', 8, "[context]: key 'env_bytes': at most 131053 bytes, got 200000 (one environment "

@@ -60,6 +60,7 @@ def describe_plan(spec: Spec, *, runs: int | None = None, seed: int | None = Non
         "stop": spec.stop,
         "sequential": _sequential(plan.sequential, spec),
         "run_checks": _run_checks(spec),
+        "sweeps": _sweeps(spec),
     }
 
 
@@ -76,6 +77,18 @@ def _roles(spec: Spec, ws: Any) -> list[dict[str, Any]]:
             "tests": [t.name for t in spec.tests if (t.role or first) == role],
             "collectors": [f"{c.name} ({c.kind})" for c in spec.collectors if c.role == role],
         })
+    return out
+
+
+def _sweeps(spec: Spec) -> list[dict[str, Any]]:
+    """Each sweep's levels, the [[test]]s that name it, how many tests they became, and the
+    other sweeps those tests cross it with."""
+    out = []
+    for s in spec.sweeps:
+        expanded = [t for t in spec.tests if any(name == s.name for name, _ in t.sweep)]
+        crossed = [o.name for o in spec.sweeps if o.name != s.name and any(any(n == o.name for n, _ in t.sweep) for t in expanded)]
+        out.append({"name": s.name, "levels": list(s.levels), "tests": list(dict.fromkeys(t.base_name for t in expanded)),
+                    "expanded": len(expanded), "crossed_with": crossed})
     return out
 
 

@@ -2,8 +2,8 @@
 
 The journal is written before the first trial and holds the whole plan (every worker's runs,
 orders and treatment cells, the sequential looks) and what the analysis reads besides the
-trials: the claims to compare, the observer's lightest level, the factors' levels and the
-context's dimensions. An analysis then reads data only: it never loads the spec again, so a
+trials: the claims to compare, the observer's lightest level, the factors' levels, the
+context's dimensions and the sweeps' levels of each expanded test. An analysis then reads data only: it never loads the spec again, so a
 journal analysed on another machine gives the same result and never runs anything of its spec.
 """
 
@@ -58,7 +58,8 @@ def experiment_meta(spec: Spec, plan: ExperimentPlan) -> dict[str, Any]:
 def analysis_meta(spec: Spec) -> dict[str, Any]:
     """What the analyses of treatments read of the spec: the declared comparisons (metric None:
     the tests' primary), the observer's levels in declared order and its lightest, the
-    factors' levels in declared order (low, high), the context's dimensions."""
+    factors' levels in declared order (with two: low, high), the context's dimensions, the
+    sweeps' levels in declared order and each expanded test's levels (by test name)."""
     t = spec.treatments
     return {
         "compare": [{"a": c.a, "b": c.b, "metric": c.metric} for c in t.compare],
@@ -66,6 +67,8 @@ def analysis_meta(spec: Spec) -> dict[str, Any]:
         "observer_baseline": t.observer.baseline if t.observer else None,
         "factors": [{"name": f.name, "levels": list(f.levels)} for f in t.factors],
         "context_dimensions": list(t.context.dimensions) if t.context else [],
+        "sweeps": [{"name": s.name, "levels": list(s.levels)} for s in spec.sweeps],
+        "test_sweeps": {test.name: dict(test.sweep) for test in spec.tests if test.sweep},
     }
 
 

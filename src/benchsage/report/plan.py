@@ -6,6 +6,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from benchsage.design.williams import Squares
 from benchsage.vocabulary import format_duration
@@ -21,6 +22,8 @@ def render_plan(doc: dict[str, Any], console: Console) -> None:
     console.print(_random_orders(doc), markup=False, highlight=False)
     if doc.get("sequential"):
         console.print(_stopping(doc), markup=False, highlight=False)
+    for sweep in doc.get("sweeps") or ():
+        console.print(_sweep_text(sweep), markup=False, highlight=False)
     cells = doc.get("treatments") or []
     if cells:
         console.print(f"Treatments: {len(cells)}, each run carries one (both runs of a pair the same), "
@@ -59,6 +62,14 @@ def render_plan(doc: dict[str, Any], console: Console) -> None:
         render_advice(doc["advice"], doc["advice_summary"], doc["runs_per_arm"], console)
 
 
+def _sweep_text(sweep: dict[str, Any]) -> str:
+    """"sweep conns: 2, 8, 32 (3 levels; test wrk -> 3 tests)"."""
+    tests = sweep["tests"]
+    crossed = f", crossed with {', '.join(sweep['crossed_with'])}" if sweep["crossed_with"] else ""
+    return (f"sweep {sweep['name']}: {', '.join(sweep['levels'])} ({len(sweep['levels'])} levels; "
+            f"test{'s' if len(tests) > 1 else ''} {', '.join(tests)} -> {sweep['expanded']} tests{crossed})")
+
+
 def _random_orders(doc: dict[str, Any]) -> str:
     squares = doc.get("squares")
     if doc.get("random_orders") != "williams" or squares is None:
@@ -92,12 +103,12 @@ def _render_workers(workers: list[dict[str, Any]], console: Console) -> None:
     table.add_column("seed of its random orders", justify="right")
     for w in workers:
         if "roles" not in w:
-            table.add_row(w["name"], *([""] if roles else []), w["kind"], w["target"], *([""] if roles else []), str(w["seed"]))
+            table.add_row(Text(w["name"]), *([""] if roles else []), w["kind"], Text(w["target"]), *([""] if roles else []), str(w["seed"]))
             continue
         for i, r in enumerate(w["roles"]):
             there = ", ".join([f"tests {', '.join(r['tests'])}"] * bool(r["tests"]) + [f"collectors {', '.join(r['collectors'])}"]
                               * bool(r["collectors"]))
-            table.add_row(w["name"] if i == 0 else "", r["role"], r["kind"], r["target"], there, str(w["seed"]) if i == 0 else "")
+            table.add_row(Text(w["name"]) if i == 0 else "", r["role"], r["kind"], Text(r["target"]), Text(there), str(w["seed"]) if i == 0 else "")
     console.print(table)
 
 
@@ -111,7 +122,7 @@ def _render_runs(runs: list[dict[str, Any]], console: Console) -> None:
     table.add_column("order")
     for r in runs:
         cell = [_cell_text(r["treatment"], short=True)] if treated else []
-        table.add_row(str(r["run"]), r["arm"], *cell, " → ".join(r["order"]))
+        table.add_row(str(r["run"]), r["arm"], *[Text(c) for c in cell], Text(" → ".join(r["order"])))  # names hold brackets: not markup
     console.print(table)
 
 
@@ -142,7 +153,7 @@ def render_advice(rows: list[dict[str, Any]], summary: dict[str, Any], planned: 
     for name in ("cv", "runs per arm", "power", "expected duration"):
         table.add_column(name, justify="right")
     for r in rows:
-        table.add_row(r["test"], r["metric"], "-" if r["cv"] is None else f"{r['cv']:.3g}", _runs(r["runs_per_arm"], summary),
+        table.add_row(Text(r["test"]), r["metric"], "-" if r["cv"] is None else f"{r['cv']:.3g}", _runs(r["runs_per_arm"], summary),
                       f"{r['power']:.2f}", "-" if r["expected_seconds"] is None else format_duration(r["expected_seconds"]))
     console.print(table)
     console.print(_advice_summary(rows, summary, planned), markup=False, highlight=False)

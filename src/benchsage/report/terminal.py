@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Column, Table
 from rich.text import Text
 
+from benchsage.analyze.treatments import AnovaResult, FactorialRow
 from benchsage.analyze.verdict import Analysis, Diagnostics, FleetRow, TestVerdict
 from benchsage.report.words import comparison_sentence, said, say, verdict_sentence, workers_sentence
 from benchsage.report.words.verdict import names as named
@@ -476,6 +477,9 @@ def _factorial(analysis: Analysis, console: Console, st: _Styles) -> None:
     rows = analysis.factorial
     if not rows:
         return
+    if any(f.anova for f in rows):
+        _anova(rows, console, st)
+        return
     levels = ", ".join(f"{name} ({lv[0]} → {lv[1]})" for name, lv in rows[0].levels.items())
     _line(console, f"Factorial design: {levels}; effects q (Jain: half the change from low to high) with "
                    "their CI, and the allocation of variation", st.title)
@@ -489,6 +493,27 @@ def _factorial(analysis: Analysis, console: Console, st: _Styles) -> None:
                           NULL if t.variation_pct is None else f"{t.variation_pct:.1f}")
         error = f.result.error_pct
         table.add_row(Text(f.test), Text(f.metric), Text("error"), "", "", NULL if error is None else f"{error:.1f}")
+    _print_table(console, table)
+    console.print()
+
+
+def _anova(rows: tuple[FactorialRow, ...], console: Console, st: _Styles) -> None:
+    """A full factorial design with a factor of more than two levels: each term's share of the
+    variation and its F test (Jain ch. 20-23)."""
+    levels = ", ".join(f"{name} ({', '.join(lv)})" for name, lv in rows[0].levels.items())
+    _line(console, f"Factorial design: {levels}; allocation of variation with an F test per term (ANOVA, Jain ch. 20-23; "
+                   "p corrected over every term shown)", st.title)
+    table = _table([("test", "left"), ("metric", "left"), ("term", "left"), ("df", "right"), ("F", "right"), ("p adj", "right"),
+                    ("sig", "center"), ("variation %", "right")], st)
+    for f in rows:
+        if not isinstance(f.result, AnovaResult):
+            table.add_row(Text(f.test), Text(f.metric), Text(NULL), NULL, NULL, NULL, NULL, Text(say(f.reason)))
+            continue
+        for t, p_adj, sig in zip(f.result.terms, f.p_adjusted, f.significant):
+            table.add_row(Text(f.test), Text(f.metric), Text(t.term), str(t.df), _g(t.f, 4), _p(p_adj),
+                          _yes_no(sig), NULL if t.variation_pct is None else f"{t.variation_pct:.1f}", style=st.significant if sig else "")
+        error = f.result.error_pct
+        table.add_row(Text(f.test), Text(f.metric), Text("error"), str(f.result.error_df), "", "", "", NULL if error is None else f"{error:.1f}")
     _print_table(console, table)
     console.print()
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Mapping
 
-from benchsage.analyze.treatments import ComparisonRow, ContextEffect, FactorialRow, ObserverEffect, StratumComparison
+from benchsage.analyze.treatments import AnovaResult, ComparisonRow, ContextEffect, FactorialRow, ObserverEffect, StratumComparison
 from benchsage.report.words import say
 
 
@@ -103,12 +103,35 @@ def observer_json(row: ObserverEffect) -> dict[str, Any]:
 
 
 def factorial_json(row: FactorialRow) -> dict[str, Any]:
-    """One test's 2^k r design, in "factorial"."""
+    """One test's 2^k r design, in "factorial"; a design with a factor of more levels in
+    anova_json."""
+    if row.anova:
+        return anova_json(row)
     out: dict[str, Any] = {"test": row.test, "metric": row.metric}
     out["terms"] = row.result.to_json()["terms"] if row.result is not None else []
     out["levels"] = {name: list(lv) for name, lv in row.levels.items()}
     if row.result is not None:
         out.update({"mean": row.result.q0, "r": row.result.r, "df": row.result.df, "ci_level": row.result.level})
+    out["reason"] = say(row.reason)
+    return out
+
+
+def anova_json(row: FactorialRow) -> dict[str, Any]:
+    """One test's full factorial design with a factor of more than two levels, in "factorial":
+    "design": "anova", each term's df, ss, ms, f, p, p_adjusted (over every term of every row),
+    significant and variation_pct, the error last (df, ss, ms, variation_pct), and each factor's main effect per level (mean at the level minus the grand mean)."""
+    out: dict[str, Any] = {"test": row.test, "metric": row.metric, "design": "anova"}
+    result = row.result
+    out["terms"] = []
+    if isinstance(result, AnovaResult):
+        terms = result.to_json()["terms"]
+        for term, p_adjusted, significant in zip(terms, row.p_adjusted, row.significant):
+            term.update({"p_adjusted": p_adjusted, "significant": significant})
+        out["terms"] = terms
+    out["levels"] = {name: list(lv) for name, lv in row.levels.items()}
+    if isinstance(result, AnovaResult):
+        out.update({"mean": result.mean, "r": result.r, "df": result.error_df,
+                    "effects": {name: dict(zip(lv, result.effects[name])) for name, lv in row.levels.items()}})
     out["reason"] = say(row.reason)
     return out
 

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from typing import Any, Iterator, Mapping
 
 from benchsage.errors import SpecError
 from benchsage.vocabulary import parse_cpu_list
+
+WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")  # a name of a factor, level or sweep: letters, digits, _ . -
 
 
 class Where:

@@ -17,6 +17,7 @@ from benchsage.errors import SpecError
 from benchsage.spec import fields, outputs
 from benchsage.spec.model import MetricSpec, ResetSpec, ResetStep, Spec, TestSpec
 from benchsage.spec.roles import check_roles, parse_collectors, parse_steps
+from benchsage.spec.sweeps import expand_sweeps, parse_sweeps
 from benchsage.spec.treatments import check_coverage, parse_treatments
 from benchsage.spec.workers import parse_workers
 from benchsage.vocabulary import (CORRECTIONS, DEFAULT_ALPHA, DEFAULT_CORRECTION, DEFAULT_MIN_EFFECT, DEFAULT_OUTPUT_LIMIT, DEFAULT_RUNS,
@@ -33,7 +34,8 @@ _RESET_KEYS = {"command", "timeout", "env", "cwd", "kind", "step"}
 _GENERATOR_KEYS = {"command", "timeout"}
 DEFAULT_REBOOT_COMMAND = "sudo reboot"
 DEFAULT_REBOOT_TIMEOUT = 900.0
-_TOP_KEYS = {"experiment", "reset", "test", "metric", "generator", "worker", "context", "observer", "factor", "compare", "collector"}
+_TOP_KEYS = {"experiment", "reset", "test", "metric", "generator", "worker", "context", "observer", "factor", "compare", "collector",
+             "sweep"}
 
 
 def _metrics(w: fields.Where, where: str, items: Any) -> tuple[MetricSpec, ...]:
@@ -157,7 +159,8 @@ def load_spec(
         metrics=_metrics(w, "", doc.get("metric")),
         cpus=fields.cpus(w, "[experiment]", exp, None),
     )
-    tests = _tests(w, doc.get("test", []), defaults)
+    sweeps = parse_sweeps(w, doc.get("sweep"))
+    tests = expand_sweeps(w, sweeps, _tests(w, doc.get("test", []), defaults))
     generator = doc.get("generator")
     if generator is not None:
         if not isinstance(generator, dict):
@@ -189,6 +192,7 @@ def load_spec(
         generated=tuple(generated or ()),
         warnings=tuple(warnings),
         treatments=treatments,
+        sweeps=sweeps,
         **settings,
     )
 

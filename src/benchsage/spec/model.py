@@ -7,6 +7,7 @@ comparisons); design turns one into a plan. Paths are absolute; defaults are app
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Mapping
@@ -52,10 +53,19 @@ class ObserverSpec:
 @dataclass(frozen=True)
 class FactorSpec:
     name: str
-    levels: tuple[str, str]  # low (first listed), high (second)
+    levels: tuple[str, ...]  # in declared order, at least two; with two: low (first listed), high (second)
     setup: str | None = None  # run before a run at a level; {level} is replaced by it
     env: str | None = None  # the level is exported to the tests under this name
     role: str | None = None  # with roles: the role whose host runs the setup; None: every role
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """A setting swept within every run (spec/sweeps.py): a test naming {name} becomes one
+    test per level, the levels as strings in declared order."""
+
+    name: str
+    levels: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -77,7 +87,7 @@ class Treatments:
         """How many distinct treatments a run can carry (the order arm aside)."""
         n = self.context.variants if self.context else 1
         n *= len(self.observer.levels) if self.observer else 1
-        return n * 2 ** len(self.factors)
+        return n * math.prod(len(f.levels) for f in self.factors)
 
     def describe_cells(self) -> str:
         parts = []
@@ -85,8 +95,10 @@ class Treatments:
             parts.append(f"{self.context.variants} contexts")
         if self.observer:
             parts.append(f"{len(self.observer.levels)} observer levels")
-        if self.factors:
+        if self.factors and all(len(f.levels) == 2 for f in self.factors):
             parts.append(f"2^{len(self.factors)} factor levels")
+        elif self.factors:
+            parts.append(f"{' x '.join(str(len(f.levels)) for f in self.factors)} factor levels")
         return " x ".join(parts)
 
 
@@ -133,6 +145,14 @@ class TestSpec:
     role: str | None = None  # with roles: the role whose host runs it; None: the first role declared
     output: str | None = None  # the output parser of the test's tool (parsers.PARSERS), whose metrics are in `metrics`
     primary: tuple[str, ...] = ()  # the correction family as chosen (`primary`, or the parser's defaults); () for the rule below
+    sweep: tuple[tuple[str, str], ...] = ()  # an expanded test's (sweep, level), in the sweeps' declared order
+
+    @property
+    def base_name(self) -> str:
+        """The name of the [[test]] a sweep expanded this test from; its own name otherwise."""
+        if not self.sweep:
+            return self.name
+        return self.name.removesuffix("[" + ",".join(f"{name}={level}" for name, level in self.sweep) + "]")
 
     @property
     def primary_metrics(self) -> tuple[str, ...]:
@@ -241,6 +261,7 @@ class Spec:
     stop: str = FIXED_STOP  # "fixed" or "sequential"
     looks: int | None = None  # sequential: interim analyses; None: design.sequential.default_looks(runs)
     min_effect: float = DEFAULT_MIN_EFFECT  # sequential: percent; a smaller shift is decided "no-effect"
+    sweeps: tuple[SweepSpec, ...] = ()  # [[sweep]]: already expanded into `tests` (spec/sweeps.py)
     collectors: tuple[CollectorSpec, ...] = ()  # measured on role hosts during every trial (roles.py)
 
     @property

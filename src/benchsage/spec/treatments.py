@@ -6,8 +6,9 @@
   drawn from the seed; a test's result should not depend on them.
 - `[observer]`: instrumentation levels (a wrapper command per level); does measuring change
   what is measured?
-- `[[factor]]`: two-level factors crossed in a full 2^k design (Jain ch. 17-18; Nogueira et al.),
-  a level applied by a setup command before a run and/or an environment variable.
+- `[[factor]]`: factors of two or more levels crossed in a full factorial design (two levels
+  each: 2^k, Jain ch. 17-18; Nogueira et al.; more: Jain ch. 20-23), a level applied by a setup
+  command before a run and/or an environment variable.
 - `[[compare]]`: claims "a is better than b" on a metric, answered per arm and per context.
 
 Parsed and validated here (every error names the file and the key, exit 2); design/treatments.py
@@ -32,7 +33,7 @@ _LINK_KEYS = {"objects", "build"}
 _OBSERVER_KEYS = {"levels"}
 _FACTOR_KEYS = {"name", "levels", "setup", "env", "role"}
 _COMPARE_KEYS = {"a", "b", "metric"}
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+_NAME = fields.WORD
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -176,12 +177,13 @@ def _factors(w: fields.Where, value: Any) -> tuple[FactorSpec, ...]:
             raise w.error(here, f"duplicate factor name '{name}'")
         levels = item.get("levels")
         if not isinstance(levels, list) or not all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in levels):
-            raise w.error(here, f"key 'levels' must be an array of exactly two levels, got {levels!r}")
-        if len(levels) != 2:
-            raise w.error(here, f"key 'levels' must list exactly two levels (a 2^k design), got {len(levels)}: {levels!r}")
-        low, high = (str(v) for v in levels)
-        if low == high:
-            raise w.error(here, f"key 'levels' must list two different levels, got {low!r} twice")
+            raise w.error(here, f"key 'levels' must be an array of at least two levels (numbers or strings), got {levels!r}")
+        if len(levels) < 2:
+            raise w.error(here, f"key 'levels' must list at least two levels (two: a 2^k design), got {len(levels)}: {levels!r}")
+        named = tuple(str(v) for v in levels)
+        twice = next((v for i, v in enumerate(named) if v in named[:i]), None)
+        if twice is not None:
+            raise w.error(here, f"key 'levels' must list different levels, got {twice!r} twice")
         setup = fields.string(w, here, item, "setup")
         env = fields.string(w, here, item, "env")
         if env is not None and not _ENV_NAME.match(env):
@@ -189,7 +191,7 @@ def _factors(w: fields.Where, value: Any) -> tuple[FactorSpec, ...]:
         if not (setup or "").strip() and env is None:
             raise w.error(here, "needs 'setup' (a command run before each run at a level, {level} replaced) or 'env' "
                                 "(a variable the tests see), or both: otherwise its levels change nothing")
-        out.append(FactorSpec(name, (low, high), setup or None, env, fields.string(w, here, item, "role")))
+        out.append(FactorSpec(name, named, setup or None, env, fields.string(w, here, item, "role")))
     return tuple(out)
 
 

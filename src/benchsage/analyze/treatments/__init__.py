@@ -1,6 +1,6 @@
 """The treatment analyses: declared A vs B comparisons (comparisons.py), the measurement context
-(Mytkowicz et al.; contexts.py), the observer effect of instrumentation (observer.py), and 2^k
-factorial designs (Jain; Nogueira et al.; factorial.py).
+(Mytkowicz et al.; contexts.py), the observer effect of instrumentation (observer.py), and
+factorial designs (2^k: Jain; Nogueira et al.; more levels: an ANOVA; factorial.py).
 
 Each reads the treatment dimensions of a TrialTable (table.py) and gives frozen rows, which
 report/treatments_json.py encodes as the analysis JSON's "comparisons", "context_effects",
@@ -16,16 +16,17 @@ import numpy as np
 
 from benchsage.analyze.treatments.comparisons import ComparisonRow, StratumComparison, claims, comparison_rows
 from benchsage.analyze.treatments.contexts import ContextEffect, context_effects
-from benchsage.analyze.treatments.factorial import FactorialRow, factorial_rows
+from benchsage.analyze.treatments.factorial import AnovaResult, FactorialRow, factorial_rows
 from benchsage.analyze.treatments.notes import ObserverBaselineOnly, TreatmentWarning
 from benchsage.analyze.treatments.observer import ObserverEffect, observer_effects, observer_warnings
 from benchsage.analyze.treatments.options import SPEC_CLAIM, CompareRequest, TreatmentOptions
 from benchsage.analyze.treatments.table import CONTEXT_PREFIX, NUMERIC_DIMENSIONS, observer_baseline, order_rows
 from benchsage.stats.compare import MIN_VALUES  # the fewest values of a test a comparison tests
 from benchsage.store.table import TrialTable
-from benchsage.vocabulary import CONTEXT, FACTOR_PREFIX, OBSERVER
+from benchsage.vocabulary import CONTEXT, FACTOR_PREFIX, OBSERVER, SWEEP_PREFIX
 
 __all__ = [
+    "AnovaResult",
     "CONTEXT",
     "CONTEXT_PREFIX",
     "FACTOR_PREFIX",
@@ -72,7 +73,8 @@ def analyze_treatments(table: TrialTable, *, alpha: float = 0.05, correction: st
     metric the data does not hold.
     """
     requests = claims(table, options)
-    if not table.dims and not requests:
+    # A sweep's level is constant within each (expanded) test: no treatment varied between runs.
+    if all(d.startswith(SWEEP_PREFIX) for d in table.dims) and not requests:
         return TreatmentAnalysis(table)
     finite = np.isfinite(table.value)
     clean = table if finite.all() else table.select(finite)
@@ -90,6 +92,6 @@ def analyze_treatments(table: TrialTable, *, alpha: float = 0.05, correction: st
         warnings.extend(observer_warnings(observer))
     factorial = None
     if any(d.startswith(FACTOR_PREFIX) for d in examined.dims):
-        factorial, notes = factorial_rows(examined)
+        factorial, notes = factorial_rows(examined, alpha, correction)
         warnings.extend(notes)
     return TreatmentAnalysis(order_table, comparisons, contexts, observer, factorial, tuple(warnings))

@@ -43,12 +43,23 @@ class FactorNotTwoLevels:
 
 
 @dataclass(frozen=True)
+class FactorLevelUndeclared:
+    """Why a factorial row has no result: the data hold `level` of `factor`, which the
+    experiment did not declare among its levels (more than two of them)."""
+
+    factor: str
+    level: str
+
+
+@dataclass(frozen=True)
 class UnbalancedDesign:
     """A factorial row's note: its cells hold `fewest` to `most` values, so the first `fewest`
-    of each cell were analysed (a 2^k r design needs the same r in every cell)."""
+    of each cell were analysed (a 2^k r design, or a full factorial design of any levels,
+    `design` "full factorial", needs the same r in every cell)."""
 
     fewest: int
     most: int
+    design: str = "2^k"
 
 
 @dataclass(frozen=True)

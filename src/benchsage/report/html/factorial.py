@@ -1,4 +1,5 @@
-"""Factorial designs (2^k r, Jain): each term's effect and its share of the variation."""
+"""Factorial designs (2^k r, Jain): each term's effect and its share of the variation; with a
+factor of more than two levels, each term's share of the variation and its F test."""
 
 from __future__ import annotations
 
@@ -16,15 +17,22 @@ TITLE = "Factorial"
 
 
 def view(material: Material) -> dict[str, Any] | None:
-    """Each term's effect q with its interval and share of the variation; None without factors."""
+    """Each term's effect q with its interval and share of the variation (an ANOVA design: its df,
+    F, corrected p and share of the variation); None without factors."""
     rows = material.doc.get("factorial")
     if rows is None:
         return None
     several = len({r["metric"] for r in rows}) > 1
+    anova = any(r.get("design") == "anova" for r in rows)
     lines = []
     for r in rows[:TREATMENT_ROWS]:
         if not r.get("terms"):
             lines.append({"test": r["test"], "metric": r["metric"], "term": None, "reason": r.get("reason") or DASH})
+            continue
+        if anova:
+            lines.extend({"test": r["test"], "metric": r["metric"], "term": t["term"], "df": t.get("df"), "f": t.get("f"),
+                          "p_adjusted": t.get("p_adjusted"), "significant": t.get("significant"),
+                          "variation_pct": t.get("variation_pct")} for t in r["terms"])
             continue
         for t in r["terms"]:
             ci = t.get("ci")
@@ -33,7 +41,7 @@ def view(material: Material) -> dict[str, Any] | None:
                           "variation_pct": t.get("variation_pct"), "excludes_zero": excludes})
     analysed = [r for r in rows if r.get("terms")]
     designs = list(dict.fromkeys(
-        "; ".join(f"{name}: {lv[0]} → {lv[1]}" for name, lv in (r.get("levels") or {}).items())
+        "; ".join(f"{name}: {', '.join(lv) if anova else f'{lv[0]} → {lv[1]}'}" for name, lv in (r.get("levels") or {}).items())
         + (f" (r = {r['r']} replications per cell)" if r.get("r") is not None else "") for r in analysed))
     figure = None
     if analysed:
@@ -43,4 +51,4 @@ def view(material: Material) -> dict[str, Any] | None:
         figure = plots.allocation_of_variation(
             [f"{r['test']} [{r['metric']}]" if several else str(r["test"]) for r in shown], terms, shares)
     more = max(0, len(rows) - TREATMENT_ROWS)
-    return {"lines": lines, "designs": designs, "figure": figure, "more": more, "total": len(rows)}
+    return {"lines": lines, "designs": designs, "figure": figure, "more": more, "total": len(rows), "anova": anova}

@@ -8,6 +8,7 @@ from __future__ import annotations
 from benchsage.analyze.treatments.notes import (
     ContextMethod,
     DimensionMethod,
+    FactorLevelUndeclared,
     FactorNotTwoLevels,
     ObserverBaselineOnly,
     ObserverPerturbs,
@@ -39,9 +40,14 @@ def factor_not_two_levels(n: FactorNotTwoLevels) -> str:
     return f"factor {n.factor!r} does not have exactly two levels in the data"
 
 
+@words(FactorLevelUndeclared)
+def factor_level_undeclared(n: FactorLevelUndeclared) -> str:
+    return f"factor {n.factor!r} has level {n.level!r} in the data, which the experiment does not declare"
+
+
 @words(UnbalancedDesign)
 def unbalanced_design(n: UnbalancedDesign) -> str:
-    return f"unbalanced 2^k design ({n.fewest}-{n.most} values per combination of levels): the first {n.fewest} of each analysed"
+    return f"unbalanced {n.design} design ({n.fewest}-{n.most} values per combination of levels): the first {n.fewest} of each analysed"
 
 
 @words(UnbalancedFactorial)

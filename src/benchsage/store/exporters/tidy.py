@@ -8,6 +8,7 @@ import pyarrow as pa
 
 from benchsage.store.importers.benchsage import trial_boot_ids
 from benchsage.store.journal import Journal
+from benchsage.store.sweeps import sweep_levels
 from benchsage.vocabulary import OPTIONAL_HARNESS_METRICS, cell_columns
 
 COLUMNS = ("test", "order", "metric", "value", "unit", "run", "position", "predecessor", "worker", "boot_id", "time", "status", "reason")
@@ -16,7 +17,8 @@ COLUMNS = ("test", "order", "metric", "value", "unit", "run", "position", "prede
 def tidy_table(directory: str | os.PathLike[str]) -> pa.Table:
     """Every trial of the completed run attempts, one row per metric, in time order; with
     treatments, a column per treatment dimension (context, context:env_bytes, ..., observer,
-    factor:NAME), as the tidy importer reads them back."""
+    factor:NAME), and with sweeps a column sweep:NAME (the level of the row's test), as the
+    tidy importer reads them back."""
     journal = Journal.open(directory, read_only=True)
     try:
         described = journal.meta().get("treatments") or []
@@ -25,6 +27,8 @@ def tidy_table(directory: str | os.PathLike[str]) -> pa.Table:
         extra: dict[str, list] = {d: [] for d in dims}
         tests = journal.tests()
         names = [t["name"] for t in tests]
+        swept = sweep_levels(journal.meta(), names)
+        extra.update({d: [] for d in swept})
         metrics = [[(m["name"], m.get("unit", "")) for m in t["metrics"]] for t in tests]
         boot_ids = trial_boot_ids(journal.conn)
         values: dict[int, dict[str, float]] = {}
@@ -54,6 +58,8 @@ def tidy_table(directory: str | os.PathLike[str]) -> pa.Table:
                 cell = cell_of_run.get(run_id)
                 for d in dims:
                     extra[d].append(cell_labels[cell].get(d) if cell is not None else None)
+                for d, levels in swept.items():
+                    extra[d].append(levels[test_id])
     finally:
         journal.close()
     schema = pa.schema(
@@ -61,6 +67,6 @@ def tidy_table(directory: str | os.PathLike[str]) -> pa.Table:
             ("test", pa.string()), ("order", pa.string()), ("metric", pa.string()), ("value", pa.float64()),
             ("unit", pa.string()), ("run", pa.int64()), ("position", pa.int64()), ("predecessor", pa.string()),
             ("worker", pa.string()), ("boot_id", pa.string()), ("time", pa.float64()), ("status", pa.string()), ("reason", pa.string()),
-        ] + [(d, pa.string()) for d in dims]
+        ] + [(d, pa.string()) for d in extra]
     )
     return pa.table({**cols, **extra}, schema=schema)

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from benchsage.store.journal import Journal
+from benchsage.store.sweeps import sweep_levels
 from benchsage.store.table import FIRST, FIXED_CODE, RANDOM_CODE, MetricInfo, TrialTable, encode_treatments
 from benchsage.vocabulary import CONTEXT_DIMENSIONS, FINISHED, FIXED, HARNESS_METRICS, OK, SHUFFLE, cell_columns
 
@@ -71,6 +72,9 @@ def _read(journal: Journal, directory: str) -> TrialTable:
     treatment = None
     if described:
         dims, dim_levels, treatment = _treatment_columns(described, runs, trials.run[src])
+    swept = sweep_levels(meta, test_names)
+    if swept:
+        dims, dim_levels, treatment = _with_sweeps(swept, len(test_names), trials.test[src], (dims, dim_levels, treatment))
     return TrialTable(
         test_names=test_names,
         metric_names=tuple(metric_names),
@@ -253,14 +257,26 @@ def _treatment_columns(described: list[dict[str, Any]], runs: list[dict[str, Any
     return dims_t, levels, np.ascontiguousarray(padded[per_row_cell])
 
 
-_ANALYSIS_KEYS = ("compare", "observer_baseline", "observer_levels", "factors", "context_dimensions")
+def _with_sweeps(swept: dict[str, list[str | None]], n_tests: int, row_tests: np.ndarray,
+                 cells: tuple[Any, Any, np.ndarray | None]) -> tuple[Any, Any, np.ndarray]:
+    """The treatment dimensions with a "sweep:NAME" dimension per sweep appended: each row the
+    level of its test (-1 for a test that does not sweep NAME)."""
+    dims, levels, codes = cells
+    sweep_dims, sweep_levels_, per_test = encode_treatments(swept, n_tests)
+    per_row = per_test[row_tests] if len(row_tests) else np.zeros((0, len(sweep_dims)), dtype=np.int32)
+    before = codes if codes is not None else np.zeros((len(row_tests), 0), dtype=np.int32)
+    return tuple(dims) + sweep_dims, tuple(levels) + sweep_levels_, np.ascontiguousarray(np.hstack([before, per_row]), dtype=np.int32)
+
+
+_ANALYSIS_KEYS = ("compare", "observer_baseline", "observer_levels", "factors", "context_dimensions", "sweeps", "test_sweeps")
 
 
 def analysis_meta(meta: dict[str, Any]) -> dict[str, Any]:
     """What the analyses of treatments read of the spec, as the journal recorded it when the
     experiment was created (execute/create.py): the declared comparisons, the observer's
     lightest level and its levels in declared order, the factors' levels in declared order,
-    the context's dimensions; only those the spec declares. A journal written before these
+    the context's dimensions, the sweeps' levels and each expanded test's; only those the spec
+    declares. A journal written before these
     were recorded holds them in its copy of the spec's text, whose tables are read as data
     (nothing of the spec runs and no file of the spec's folder is read)."""
     recorded = {key: meta[key] for key in _ANALYSIS_KEYS if key in meta} if "compare" in meta else _from_spec_text(meta)

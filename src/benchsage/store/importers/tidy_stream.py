@@ -190,9 +190,9 @@ class _PerComparison:
 
 
 def has_treatments(columns: Sequence[str]) -> bool:
-    """Whether a header names treatment columns (context, observer, context:NAME, factor:NAME):
+    """Whether a header names treatment columns (context, observer, context:NAME, factor:NAME, sweep:NAME):
     the in-memory reader gives every row its treatment, which compact rows do not carry."""
-    return any(c in ("context", "observer") or c.startswith(("context:", "factor:")) for c in columns)
+    return any(c in ("context", "observer") or c.startswith(("context:", "factor:", "sweep:")) for c in columns)
 
 
 def stream_tidy(path: str | Path, *, block_bytes: int = BLOCK_BYTES) -> CompactTrials | None:
