@@ -74,6 +74,7 @@ DIRECTIONS = (LOWER, HIGHER)
 CONTEXT = "context"
 OBSERVER = "observer"
 FACTOR_PREFIX = "factor:"  # "factor:threads"
+SWEEP_PREFIX = "sweep:"  # "sweep:conns"
 CONTEXT_DIMENSIONS = ("env_bytes", "cwd_bytes", "cpus", "aslr", "link_order")  # "context:env_bytes", ...
 ENV_PAD = "BENCHSAGE_ENV_PAD"  # the environment variable whose size a context's env_bytes sets
 # Linux refuses an exec (E2BIG) when one "NAME=value" string of its environment, with its NUL,

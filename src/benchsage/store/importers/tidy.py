@@ -4,8 +4,8 @@ Required columns: test, order (fixed|random), value. Optional: metric, run, posi
 time, status, boot_id (the host's boot identity, as benchsage's own export writes it). Only rows whose status is "ok" are analysed; the others are counted as excluded,
 but they still occupy their place in the run, so predecessors are derived from every row.
 Treatment columns, as benchsage's export writes them, become the table's treatment dimensions:
-context, context:NAME (the context's own settings), observer, factor:NAME; an empty cell is a
-level not known.
+context, context:NAME (the context's own settings), observer, factor:NAME, sweep:NAME; an empty
+cell is a level not known.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import numpy as np
 from benchsage.store.importers import _csv
 from benchsage.store.importers.base import Importer, check_arms, exclusion_summary
 from benchsage.store.table import NO_PREDECESSOR_INFO, UNKNOWN, TrialTable, derive_predecessors, encode_treatments
+from benchsage.vocabulary import SWEEP_PREFIX
 
 REQUIRED = ("test", "order", "value")
 OPTIONAL = ("metric", "run", "position", "worker", "time", "status", "boot_id")
@@ -44,7 +45,7 @@ REQUEST: dict[str, Any] = dict(
 
 def treatment_columns(columns: Sequence[str]) -> tuple[str, ...]:
     """The treatment columns of a header, in file order."""
-    return tuple(c for c in columns if c in ("context", "observer") or (c.startswith(("context:", "factor:")) and c.split(":", 1)[1]))
+    return tuple(c for c in columns if c in ("context", "observer") or (c.startswith(("context:", "factor:", SWEEP_PREFIX)) and c.split(":", 1)[1]))
 
 
 def sniff(columns: Sequence[str]) -> bool:
