@@ -238,3 +238,12 @@ def test_levels_of_a_curve_missing_a_series_are_left_out() -> None:
     assert all([p.level for p in c.points] == [8, 32] for c in schedutil)
     assert sorted({r.level for r in found.comparisons}) == [8, 32]
     assert list(itertools.chain.from_iterable([p.n for p in c.points] for c in schedutil)) == [12] * 4
+
+
+def test_a_test_without_sweep_levels_has_no_curve() -> None:
+    rng = np.random.default_rng(2)
+    tests = ["wrk[n=1]", "wrk[n=4]", "ping"] * 12
+    table = TrialTable.from_columns(test=tests, arm=["fixed"] * 18 + ["random"] * 18, value=rng.uniform(1, 2, 36),
+                                    treatments={"sweep:n": [t[6] if t != "ping" else None for t in tests]})
+    found = curve_analysis(table)
+    assert [(c.test, [p.level for p in c.points], [p.n for p in c.points]) for c in found.curves] == [("wrk", [1, 4], [12, 12])]

@@ -192,6 +192,8 @@ def curve_analysis(table: TrialTable, *, alpha: float = 0.05, correction: str = 
         factors = _dims(table, rows, FACTOR_PREFIX, factors_declared)
         columns = [d.column for d in sweeps + factors]
         rows &= np.all(table.treatment[:, columns] >= 0, axis=1)
+        if not rows.any():
+            continue
         found = _Family(table, family, np.flatnonzero(rows), sweeps, factors, ci_level, ci_method)
         curves.extend(found.curves())
         pending.extend(found.pairs())
