@@ -100,8 +100,17 @@ def analyze_loaded(table: TrialTable, options: Options = Options(), treatments: 
     return dataclasses.replace(
         analysis, diagnostics=diagnostics, warnings=tuple(distinct(warnings)), comparisons=treated.comparisons,
         context_effects=context_effects, observer=treated.observer, factorial=treated.factorial,
-        sequential=_sequential(prov), **counts,
+        sequential=_sequential(prov), curves=_curves(treated.order_table, options, treatments, alpha, correction), **counts,
     )
+
+
+def _curves(table: TrialTable, options: Options, treatments: TreatmentOptions, alpha: float, correction: str) -> Any:
+    """The response curves of swept tests (analyze/curves.py), from the rows the order analysis
+    examines; None without sweeps."""
+    from benchsage.analyze.curves import curve_analysis
+
+    return curve_analysis(table, alpha=alpha, correction=correction, ci_level=options.ci_level, ci_method=options.ci_method,
+                          compare_method=treatments.compare_method, ratio_ci=treatments.ratio_ci)
 
 
 def _sequential(provenance: Any) -> Any:

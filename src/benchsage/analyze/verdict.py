@@ -14,6 +14,7 @@ from benchsage.analyze.identity import Identity
 from benchsage.analyze.levels import AcrossLevels
 
 if TYPE_CHECKING:  # imported for annotations only: the treatment analyses load scipy
+    from benchsage.analyze.curves import CurveAnalysis
     from benchsage.analyze.diagnostics.notes import BalanceDetail, InterleavingDetail
     from benchsage.analyze.summary import Summary
     from benchsage.analyze.treatments.comparisons import ComparisonRow
@@ -292,6 +293,9 @@ class Analysis:
     context_effects: tuple[ContextEffect, ...] | None = None
     observer: tuple[ObserverEffect, ...] | None = None
     factorial: tuple[FactorialRow, ...] | None = None
+    # Response curves of swept tests (analyze/curves.py); None without sweeps, and the JSON
+    # then has no "curves" or "curve_comparisons" key.
+    curves: CurveAnalysis | None = None
     # A sequential experiment's looks; None otherwise, and the JSON has no "sequential" key.
     sequential: Sequential | None = None
     # The trial table the analysis read: its values (rows), and the runs they come from.

@@ -17,6 +17,7 @@ from typing import Any
 
 from benchsage.analyze.identity import Identity
 from benchsage.analyze.verdict import Analysis, FleetRow, Rows, TestVerdict, WorkerVerdicts
+from benchsage.report.curves_json import curves_json
 from benchsage.report.treatments_json import TREATMENT_JSON
 from benchsage.report.words import said, say
 
@@ -44,6 +45,8 @@ def analysis_json(analysis: Analysis) -> dict[str, Any]:
         rows = getattr(analysis, name)
         if rows is not None:
             out[name] = [TREATMENT_JSON[name](row) for row in rows]
+    if analysis.curves is not None:
+        out.update(curves_json(analysis.curves))
     if analysis.sequential is not None:
         out["sequential"] = dict(analysis.sequential.summary)
         for row in out["tests"]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Iterable
 
 from rich import box
 from rich.console import Console
@@ -20,6 +20,7 @@ from rich.text import Text
 from benchsage.analyze.treatments import AnovaResult, FactorialRow
 from benchsage.analyze.verdict import Analysis, Diagnostics, FleetRow, TestVerdict
 from benchsage.report.words import comparison_sentence, said, say, verdict_sentence, workers_sentence
+from benchsage.report.words.curves import curve_pair_sentence, fixed_text, pairs, series_name
 from benchsage.report.words.verdict import names as named
 
 NULL = "–"  # a value that could not be computed; the warnings say why
@@ -518,10 +519,47 @@ def _anova(rows: tuple[FactorialRow, ...], console: Console, st: _Styles) -> Non
     console.print()
 
 
+def _curves(analysis: Analysis, console: Console, st: _Styles) -> None:
+    """Response curves of the primary metrics: per curve a table of each level's median [CI]
+    per series, then one sentence per pair of series saying where they differ."""
+    found = analysis.curves
+    if found is None:
+        return
+    shown = [c for c in found.curves if c.primary]
+    _line(console, f"Response curves: median [{found.ci_level:.0%} CI] per level and series; series compared per level by "
+                   f"the ratio of medians, {found.correction.capitalize()} over levels and curves", st.title)
+    groups: dict[tuple[object, ...], list[Any]] = {}
+    for c in shown:
+        groups.setdefault((c.test, c.metric, c.sweep, tuple(c.fixed.items())), []).append(c)
+    for (test, metric, sweep, _), curves in groups.items():
+        unit = f" ({curves[0].unit})" if curves[0].unit else ""
+        _line(console, f"{metric}{unit} of {test} along {sweep}{fixed_text(curves[0].fixed)}")
+        table = _table([(sweep, "right")] + [(series_name(c.series), "right") for c in curves], st)
+        levels = list(dict.fromkeys(p.level for c in curves for p in c.points))
+        at = [{p.level: p for p in c.points} for c in curves]
+        for level in levels:
+            cells = [_point_text(points.get(level)) for points in at]
+            table.add_row(str(level), *cells)
+        _print_table(console, table)
+    for rows in pairs(r for r in found.comparisons if r.primary):
+        _line(console, f"  {curve_pair_sentence(rows)}", st.warning if any(r.better for r in rows) else "")
+    others = len(found.curves) - len(shown)
+    if others:
+        _line(console, f"({others} curves of other metrics not shown; see --json)", st.dim)
+    console.print()
+
+
+def _point_text(point: Any) -> str:
+    if point is None:
+        return NULL
+    ci = f" [{_g(point.ci[0], 4)}, {_g(point.ci[1], 4)}]" if point.ci is not None else ""
+    return f"{_g(point.median, 4)}{ci}"
+
+
 def render_analysis(analysis: Analysis, console: Console) -> None:
     """Print the analysis: the declared comparisons (the headline), a table per primary metric
     (paper Tables 3-5), the other metrics, the verdict sentence, a fleet's per-worker verdicts,
-    the context, observer and factorial analyses, the diagnostics when present (a fleet's
+    the context, observer and factorial analyses, the response curves, the diagnostics when present (a fleet's
     identity and agreement among them), then the warnings."""
     st = _styles(console)
     _comparisons(analysis, console, st)
@@ -532,7 +570,7 @@ def render_analysis(analysis: Analysis, console: Console) -> None:
     console.print()
     _sequential(analysis, console, st)
     _workers(analysis, console, st)
-    for section in (_context_effects, _observer, _factorial):
+    for section in (_context_effects, _observer, _factorial, _curves):
         section(analysis, console, st)
     if analysis.diagnostics is not None:
         _fleet(analysis.diagnostics, console, st)

@@ -22,6 +22,7 @@ from benchsage.errors import UsageError
 from benchsage.report.html import (
     comparisons,
     contexts,
+    curves,
     detail,
     diagnostics,
     factorial,
@@ -48,7 +49,7 @@ class Section(Protocol):
 
 
 SECTIONS: tuple[Section, ...] = (
-    verdict, comparisons, tables, figures, detail, workers, contexts, observer, factorial, sequential, diagnostics,
+    verdict, comparisons, tables, figures, detail, workers, contexts, observer, factorial, curves, sequential, diagnostics,
     provenance, warnings,
 )
 

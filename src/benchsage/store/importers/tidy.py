@@ -18,6 +18,7 @@ import numpy as np
 from benchsage.store.importers import _csv
 from benchsage.store.importers.base import Importer, check_arms, exclusion_summary
 from benchsage.store.table import NO_PREDECESSOR_INFO, UNKNOWN, TrialTable, derive_predecessors, encode_treatments
+from benchsage.vocabulary import SWEEP_PREFIX
 
 REQUIRED = ("test", "order", "value")
 OPTIONAL = ("metric", "run", "position", "worker", "time", "status", "boot_id")
@@ -44,7 +45,7 @@ REQUEST: dict[str, Any] = dict(
 
 def treatment_columns(columns: Sequence[str]) -> tuple[str, ...]:
     """The treatment columns of a header, in file order."""
-    return tuple(c for c in columns if c in ("context", "observer") or (c.startswith(("context:", "factor:", "sweep:")) and c.split(":", 1)[1]))
+    return tuple(c for c in columns if c in ("context", "observer") or (c.startswith(("context:", "factor:", SWEEP_PREFIX)) and c.split(":", 1)[1]))
 
 
 def sniff(columns: Sequence[str]) -> bool:

@@ -30,6 +30,7 @@ from benchsage.store.importers import _csv
 from benchsage.store.importers.base import exclusion_summary
 from benchsage.store.importers.tidy import REQUEST, is_ok
 from benchsage.store.table import ARMS, FIRST, NO_PREDECESSOR_INFO, RANDOM_CODE
+from benchsage.vocabulary import SWEEP_PREFIX
 
 BLOCK_BYTES = 4 << 20  # per piece of the file; the tests pass small pieces to cross many piece borders
 
@@ -190,9 +191,9 @@ class _PerComparison:
 
 
 def has_treatments(columns: Sequence[str]) -> bool:
-    """Whether a header names treatment columns (context, observer, context:NAME, factor:NAME, sweep:NAME):
-    the in-memory reader gives every row its treatment, which compact rows do not carry."""
-    return any(c in ("context", "observer") or c.startswith(("context:", "factor:", "sweep:")) for c in columns)
+    """Whether a header names treatment columns (context, observer, context:NAME, factor:NAME,
+    sweep:NAME): the in-memory reader gives every row its treatment, which compact rows do not carry."""
+    return any(c in ("context", "observer") or c.startswith(("context:", "factor:", SWEEP_PREFIX)) for c in columns)
 
 
 def stream_tidy(path: str | Path, *, block_bytes: int = BLOCK_BYTES) -> CompactTrials | None:
