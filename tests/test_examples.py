@@ -211,3 +211,59 @@ def test_factorial_runs_every_combination_and_stops_the_load(tmp_path: Path) -> 
         subprocess.run([sys.executable, "load.py", "off"], cwd=folder, check=True, timeout=60)
     assert not any(alive(p, "stress-ng") for p in pids(folder / "run" / "load.log"))
     assert os.path.exists(folder / "run") and not (folder / "run" / "load.pid").exists()
+
+
+@pytest.mark.slow
+@needs("wrk")
+def test_service_measures_nginx_from_a_client_role_and_collects_on_the_server(tmp_path: Path) -> None:
+    """examples/service on a fake fleet of two ssh hosts: nginx (1 or 2 workers) on the server
+    role, wrk on the client role over three connection counts; the server's own count of the
+    requests in each trial's window agrees with wrk's."""
+    absent = [p for p in ("/usr/sbin/sshd", "/usr/sbin/nginx") if not Path(p).exists()]
+    if absent:
+        pytest.skip(f"not installed: {', '.join(absent)} (Debian packages, see .ci/run)")
+    sys.path.insert(0, str(EXAMPLES / "fleet"))
+    import fakefleet
+
+    folder = copy_example("service", tmp_path)
+    port = _free_port()
+    spec = folder / "experiment.toml"
+    spec.write_text(spec.read_text().replace("18080", str(port)))
+    fleet = fakefleet.start(folder / "fleet", 2)
+    try:
+        runs = 2  # each nginx configuration once in each arm
+        analysis, rows = run_example(folder, runs)
+    finally:
+        subprocess.run(["./server.sh", "stop"], cwd=folder, timeout=60)
+        fleet.stop()
+    tests = {f"wrk[conns={n}]" for n in (2, 8, 32)}
+    assert_all_trials_ok(rows, "p99", tests, runs)
+    by_trial: dict[tuple[str, str], dict[str, float]] = {}
+    for r in rows:
+        by_trial.setdefault((r["run"], r["position"]), {})[r["metric"]] = float(r["value"])
+    assert len(by_trial) == 2 * runs * 3
+    for values in by_trial.values():
+        assert values["served"] == pytest.approx(values["sent"], rel=0.05)  # the window brackets the trial
+        assert 0 < values["p50"] <= values["p99"] < 1 and values["rps"] > 0
+    assert {r["sweep:conns"] for r in rows} == {"2", "8", "32"}
+    curves = [c for c in analysis["curves"] if c["metric"] == "p99"]
+    assert sorted(json.dumps(c["series"]) for c in curves) == ['{"workers": "1"}', '{"workers": "2"}']
+    assert all([p["level"] for p in c["points"]] == [2, 8, 32] for c in curves)
+    pairs = [c for c in analysis["curve_comparisons"] if c["metric"] == "p99"]
+    assert sorted(c["level"] for c in pairs) == [2, 8, 32]
+    identity = analysis["diagnostics"].get("identity")
+    assert identity is None or identity["workers"] == []  # one pair: nothing to compare
+    assert not alive_nginx(folder)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def alive_nginx(folder: Path) -> bool:
+    pid_file = folder / "nginx" / "nginx.pid"
+    return pid_file.exists() and alive(int(pid_file.read_text()), "nginx")

@@ -1,15 +1,14 @@
 #!/bin/bash
 # The service of this example: a real nginx (Debian's), in a folder of its own, on loopback.
 #
-#   ./server.sh start WORKERS   (re)start it with WORKERS worker processes, wait until it answers
-#   ./server.sh stop            stop it (by its pid file) and start a fresh access log
+#   ./server.sh start WORKERS [PORT]   (re)start it with WORKERS worker processes on 127.0.0.1:PORT
+#                                      (default 18080), and wait until it answers
+#   ./server.sh stop                   stop it (by its pid file) and start a fresh access log
 #
-# SERVICE_DIR (default: ./nginx beside this script) holds its config, logs and pid file;
-# SERVICE_PORT (default 18080) is the port on 127.0.0.1.
+# SERVICE_DIR (default: ./nginx beside this script) holds its config, logs and pid file.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 dir=${SERVICE_DIR:-$here/nginx}
-port=${SERVICE_PORT:-18080}
 nginx=${NGINX:-/usr/sbin/nginx}
 mkdir -p "$dir"
 
@@ -30,6 +29,7 @@ stop() {
 
 start() {
     workers=$1
+    port=${2:-18080}
     stop
     cat > "$dir/nginx.conf" <<CONF
 daemon on;
@@ -61,7 +61,7 @@ CONF
 }
 
 case "${1:-}" in
-    start) start "${2:?start needs the number of worker processes}" ;;
+    start) start "${2:?start needs the number of worker processes}" "${3:-18080}" ;;
     stop) stop ;;
-    *) echo "usage: $0 start WORKERS | stop" >&2; exit 2 ;;
+    *) echo "usage: $0 start WORKERS [PORT] | stop" >&2; exit 2 ;;
 esac

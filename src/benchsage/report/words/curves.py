@@ -19,13 +19,23 @@ MATCHES = "matches"
 
 
 def series_name(series: Mapping[str, object]) -> str:
-    """A series as a reader names it: its level alone with one factor ("schedutil"), else
-    "governor=schedutil, smt=on"; "all" without factors."""
+    """A series as a reader names it: its level alone with one factor whose level is a word
+    ("schedutil"), else with the factor's name ("workers=2", "governor=schedutil, smt=on");
+    "all" without factors."""
     if not series:
         return "all"
     if len(series) == 1:
-        return str(next(iter(series.values())))
+        (name, level), = series.items()
+        return str(level) if not _number(str(level)) else f"{name}={level}"
     return ", ".join(f"{k}={v}" for k, v in series.items())
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def fixed_text(fixed: Mapping[str, Level]) -> str:
