@@ -217,3 +217,36 @@ def test_a_pair_of_roles_on_two_nodes(slurm_cluster: slurmcluster.Cluster, tmp_p
     resets = [stdout for (stdout,) in rows(out, "SELECT reset_stdout FROM attempts")]
     assert len(resets) == 4 and all(b"[pair/server] echo" in r and b"reset on c1" in r and b"reset on c2" in r for r in resets)
     wait_for(lambda: no_jobs(slurm_cluster), "a role's job step outlived the experiment")
+
+
+def test_a_pair_of_roles_in_one_heterogeneous_allocation(slurm_cluster: slurmcluster.Cluster, tmp_path: Path) -> None:
+    """A group whose roles are the components of one heterogeneous allocation (`salloc ... : ...`):
+    each role's agent is `srun --het-group=N`, on the node Slurm gave that component."""
+    import re
+
+    part = f"--partition={slurm_cluster.partition}"
+    granted = slurm_cluster.run(["salloc", "--no-shell", part, "-N1", "-w", "c2", ":", part, "-N1", "-w", "c1"])
+    job = re.search(r"Granted job allocation (\d+)", granted.stderr)
+    assert job, granted.stderr
+    try:
+        text = ('[experiment]\nname = "het"\nruns = 2\nseed = 5\n[reset]\ncommand = "true"\n'
+                '[[worker]]\nname = "pair"\n[worker.roles.server]\nkind = "slurm"\nhet_group = 0\n'
+                '[worker.roles.client]\nkind = "slurm"\nhet_group = 1\n'
+                '[[test]]\nname = "load"\nrole = "client"\ncommand = "echo $SLURMD_NODENAME $SLURM_JOB_ID"\n'
+                '[[collector]]\nname = "server_node"\nrole = "server"\nkind = "command"\n'
+                'command = "sh -c \'echo $SLURMD_NODENAME | tr -d c\'"\n')
+        spec = tmp_path / "experiment.toml"
+        spec.write_text(text)
+        plan = subprocess.run(benchsage("plan", str(spec), "--json"), cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert plan.returncode == 0, plan.stderr
+        roles = json.loads(plan.stdout)["workers"][0]["roles"]
+        assert [(r["role"], r["target"]) for r in roles] == [("server", "slurm het-group 0"), ("client", "slurm het-group 1")]
+        done = subprocess.run(benchsage("run", str(spec), "-o", "out"), cwd=tmp_path, env={**slurm_cluster.env(), "SLURM_JOB_ID": job.group(1)},
+                              capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, done.stderr
+        out = tmp_path / "out"
+        assert {stdout for (stdout,) in rows(out, "SELECT stdout_tail FROM trials")} == {f"c1 {job.group(1)}\n".encode()}
+        assert {v for (v,) in rows(out, "SELECT value FROM trial_values WHERE metric = 'server_node'")} == {2.0}
+    finally:
+        slurm_cluster.run(["scancel", job.group(1)])
+    wait_for(lambda: slurm_cluster.run(["squeue", "-h"]).stdout == "", "the allocation outlived scancel")

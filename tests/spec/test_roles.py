@@ -163,3 +163,17 @@ def test_plan_lists_each_role_its_host_and_what_runs_there(tmp_path: Path) -> No
     assert any("pair1" in line and "server" in line and "ssh s1" in line and "collectors server_energy (energy), served (command)" in line
                for line in lines), done.stdout
     assert any("client" in line and "ssh c2" in line and "tests wrk" in line for line in lines), done.stdout
+
+
+def test_a_slurm_role_is_a_node_or_a_component_of_a_heterogeneous_allocation(tmp_path: Path) -> None:
+    base = '[experiment]\nname = "x"\n[[worker]]\nname = "p"\n[worker.roles.server]\nkind = "slurm"\n{}\n' \
+           '[worker.roles.client]\nkind = "slurm"\nhet_group = 1\n[[test]]\ncommand = "true"\n'
+    spec = load(tmp_path, base.format("het_group = 0"))
+    assert [(m.node, m.het_group, m.target) for _, m in spec.workers[0].roles] == [(None, 0, "slurm het-group 0"),
+                                                                                  (None, 1, "slurm het-group 1")]
+    assert "give either 'node' (a node by name) or 'het_group'" in error(tmp_path, base.format('het_group = 0\nnode = "c1"'))
+    assert "missing required key 'node'" in error(tmp_path, base.format(""))
+    assert "is also p/client: two groups" not in error(tmp_path, base.format("het_group = -1"))
+    twice = base.format("het_group = 0") + '[[worker]]\nname = "q"\n[worker.roles.server]\nkind = "slurm"\nhet_group = 0\n' \
+                                           '[worker.roles.client]\nkind = "slurm"\nnode = "c3"\n'
+    assert "slurm het-group 0 is also p/server: two groups cannot share a host" in error(tmp_path, twice)

@@ -195,6 +195,7 @@ class WorkerSpec:
     host: str | None = None  # ssh
     ssh_config: str | None = None  # ssh: absolute path of an ssh config file (ssh -F)
     node: str | None = None  # slurm
+    het_group: int | None = None  # slurm: the component of the heterogeneous allocation benchsage runs in (srun --het-group)
     srun_args: tuple[str, ...] = ()  # slurm
     transport: tuple[str, ...] = ()  # command
     dir: str | None = None  # the spec's folder on the host; None: the same path as here
@@ -215,7 +216,7 @@ class WorkerSpec:
         if self.kind == "ssh":
             return f"ssh {self.host}"
         if self.kind == "slurm":
-            return f"slurm node {self.node}"
+            return f"slurm node {self.node}" if self.node else f"slurm het-group {self.het_group}"
         if self.kind == "command":
             return " ".join(self.transport)
         return "this machine"

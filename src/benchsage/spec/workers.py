@@ -16,7 +16,7 @@ _WORKER_COMMON = {"name", "kind", "dir", "python", "boot_id", "reconnect_timeout
 WORKER_KEYS = {
     "local": _WORKER_COMMON,
     "ssh": _WORKER_COMMON | {"host", "ssh_config"},
-    "slurm": _WORKER_COMMON | {"node", "srun_args"},
+    "slurm": _WORKER_COMMON | {"node", "srun_args", "het_group"},
     "command": _WORKER_COMMON | {"transport"},
 }
 _ROLE_KEYS = {"name", "roles"}
@@ -81,14 +81,18 @@ def _one(w: fields.Where, here: str, item: Mapping[str, Any], folder: str, comma
     if kind not in WORKER_KEYS:
         raise w.error(here, f"unknown worker kind {kind!r} (expected one of: {', '.join(sorted(WORKER_KEYS))})")
     fields.check_keys(w, f"{here} (kind \"{kind}\")", item, WORKER_KEYS[kind])
-    host = node = None
+    host = node = het_group = None
     transport: tuple[str, ...] = ()
     if kind == "ssh":
         host = fields.string(w, here, item, "host", required=True)
         default_name = host
     elif kind == "slurm":
-        node = fields.string(w, here, item, "node", required=True)
-        default_name = node
+        het_group = fields.integer(w, here, item, "het_group", None, minimum=0)
+        if het_group is not None and "node" in item:
+            raise w.error(here, "give either 'node' (a node by name) or 'het_group' (a component of the allocation benchsage "
+                                "runs in), not both")
+        node = fields.string(w, here, item, "node", required=het_group is None)
+        default_name = node or f"het-group-{het_group}"
     elif kind == "command":
         transport = fields.string_list(w, here, item, "transport", required=True)
         default_name = command_name
@@ -112,6 +116,7 @@ def _one(w: fields.Where, here: str, item: Mapping[str, Any], folder: str, comma
         host=host,
         ssh_config=ssh_config,
         node=node,
+        het_group=het_group,
         srun_args=fields.string_list(w, here, item, "srun_args"),
         transport=transport,
         dir=directory,
@@ -127,7 +132,7 @@ def _host_of(ws: WorkerSpec) -> tuple[str, ...] | None:
     if ws.kind == "ssh":
         return ("ssh", ws.ssh_config or "", ws.host or "")
     if ws.kind == "slurm":
-        return ("slurm", ws.node or "")
+        return ("slurm", ws.node) if ws.node else ("slurm het-group", str(ws.het_group))
     if ws.kind == "command":
         return ("command", *ws.transport)
     return None
