@@ -9,7 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
-from benchsage.report.plots import TERM_COLOURS, Plot, _figure, _styled, render, short_axis_label, short_label
+from benchsage.report.plots import TERM_COLOURS, Plot, new_figure, styled, render, short_axis_label, short_label
 
 GEOMETRIC_STEP = 1.5  # consecutive levels this many times apart or more, steadily: a log axis
 STEADY = 1.5  # "steadily": the largest step at most this many times the smallest
@@ -77,14 +77,14 @@ def _panel(ax, p: CurvePanel) -> None:  # type: ignore[no-untyped-def]
     ax.grid(alpha=0.3)
 
 
-@_styled
+@styled
 def response_curves(key: str, title: str, sweep: str, panels: Sequence[CurvePanel], caption: str) -> Plot | None:
     """One row of panels, a metric each, against the sweep's levels; a line per series with
     its confidence band (fill_between); a legend of the series when there are several."""
     panels = [p for p in panels if any(np.isfinite(np.asarray(line.median, dtype=np.float64)).any() for line in p.lines)]
     if not panels:
         return None
-    fig = _figure(3.3 * len(panels) + 0.4, 2.9)
+    fig = new_figure(3.3 * len(panels) + 0.4, 2.9)
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
     for ax, p in zip(axes, panels):
         _panel(ax, p)

@@ -127,7 +127,7 @@ def render(fig: Figure, key: str, tight: bool = True) -> str:
     return svg.replace("<svg ", '<svg class="plot" role="img" ', 1).strip()
 
 
-def _figure(width: float, height: float) -> Figure:
+def new_figure(width: float, height: float) -> Figure:
     # A bare Figure, not pyplot: no global figure registry to leak into, no GUI backend to
     # pick (the user's own matplotlib setup is left alone), and the SVG writer needs neither.
     return Figure(figsize=(width, height))
@@ -143,7 +143,7 @@ def _fixed_margins(fig: Figure, rows: int, cols: int, *, left: float, right: flo
                         wspace=wgap / ax_w, hspace=hgap / ax_h)
 
 
-def _styled(func):  # type: ignore[no-untyped-def]
+def styled(func):  # type: ignore[no-untyped-def]
     """Draw under the report's rc settings (fonts, spines), without touching global state."""
 
     def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
@@ -202,7 +202,7 @@ _DELTA = _Ranking(
     "Δ% (% of the fixed mean; > 0: fixed measured more)", ((0.0, "", NEUTRAL_COLOUR),), bars=True)
 
 
-@_styled
+@styled
 def pvalues_sorted(verdicts: Sequence[TestVerdict], alpha: float, alpha_corrected: float | None) -> Plot | None:
     """Paper Figure 2: Kruskal-Wallis p-values of all tests, sorted, against alpha lines."""
     lines = ((alpha, f"alpha = {alpha:g}", NEUTRAL_COLOUR),)
@@ -211,13 +211,13 @@ def pvalues_sorted(verdicts: Sequence[TestVerdict], alpha: float, alpha_correcte
     return _sorted_values(verdicts, _finite(v.kw_p for v in verdicts), replace(_PVALUES, lines=lines))
 
 
-@_styled
+@styled
 def eta2_sorted(verdicts: Sequence[TestVerdict]) -> Plot | None:
     """Paper Figure 3: effect sizes eta²_H of all tests, sorted."""
     return _sorted_values(verdicts, _finite(v.eta2 for v in verdicts), _ETA2)
 
 
-@_styled
+@styled
 def delta_sorted(verdicts: Sequence[TestVerdict]) -> Plot | None:
     """Paper Figure 4: Δ% = (mean fixed − mean random) / mean fixed × 100, sorted."""
     return _sorted_values(verdicts, _finite(v.delta_pct for v in verdicts), _DELTA)
@@ -242,7 +242,7 @@ def _sorted_values(verdicts: Sequence[TestVerdict], values: np.ndarray, figure: 
         # Few tests: one named row each, first in the sort order at the top; names read
         # horizontally, however long they are.
         with_metric = len({v.metric for v in verdicts}) > 1
-        fig = _figure(6.0, max(2.4, 0.9 + 0.2 * n))
+        fig = new_figure(6.0, max(2.4, 0.9 + 0.2 * n))
         ax = fig.add_subplot()
         y = np.arange(n)[::-1]
         if log:
@@ -261,7 +261,7 @@ def _sorted_values(verdicts: Sequence[TestVerdict], values: np.ndarray, figure: 
         ax.set_xlabel(ylabel)
         ax.grid(axis="x", alpha=0.3)
     else:
-        fig = _figure(10.0, 4.2)
+        fig = new_figure(10.0, 4.2)
         ax = fig.add_subplot()
         x = np.arange(n)
         if log:
@@ -279,7 +279,7 @@ def _sorted_values(verdicts: Sequence[TestVerdict], values: np.ndarray, figure: 
     return Plot(key, figure.title, figure.caption, render(fig, key))
 
 
-@_styled
+@styled
 def ci_case_counts(counts_of_cases: Sequence[int], ci_level: float = 0.95) -> Plot | None:
     """Paper Figure 6: how many tests fall in each confidence-interval case (counts_of_cases:
     of case 1, 2, 3 and of no case, as analyze.summary.Summary.ci_cases)."""
@@ -295,7 +295,7 @@ def ci_case_counts(counts_of_cases: Sequence[int], ci_level: float = 0.95) -> Pl
     counts = np.array(counts_of_cases)
     if counts[-1] == 0:
         cases, counts = cases[:-1], counts[:-1]
-    fig = _figure(5.6, 3.6)
+    fig = new_figure(5.6, 3.6)
     ax = fig.add_subplot()
     x = np.arange(len(cases))
     ax.bar(x, counts, color=[CASE_COLOURS[c] for c in cases], width=0.65)
@@ -314,7 +314,7 @@ def ci_case_counts(counts_of_cases: Sequence[int], ci_level: float = 0.95) -> Pl
     )
 
 
-@_styled
+@styled
 def median_cis(verdicts: Sequence[TestVerdict], ci_level: float = 0.95) -> Plot | None:
     """Paper Figure 5: each test's fixed and random medians with their CIs, side by side."""
     vs = [v for v in verdicts if v.median_fixed is not None and v.median_random is not None]
@@ -329,7 +329,7 @@ def _median_ci_panels(vs: Sequence[TestVerdict], ci_level: float) -> Plot:
     with_metric = len({v.metric for v in vs}) > 1
     ncols = min(len(vs), 5)
     nrows = math.ceil(len(vs) / ncols)
-    fig = _figure(2.4 * ncols, 2.4 * nrows)
+    fig = new_figure(2.4 * ncols, 2.4 * nrows)
     _fixed_margins(fig, nrows, ncols, left=0.8, right=0.1, bottom=0.35, top=0.3, wgap=0.85, hgap=0.7)
     axes = fig.subplots(nrows, ncols, squeeze=False)
     for ax in axes.flat[len(vs):]:
@@ -373,7 +373,7 @@ def _median_ci_strip(vs: Sequence[TestVerdict], ci_level: float) -> Plot:
     order = np.argsort(np.nan_to_num(mr, nan=0.0), kind="stable")
     n = len(vs)
     x = np.arange(n)
-    fig = _figure(10.0, 4.2)
+    fig = new_figure(10.0, 4.2)
     ax = fig.add_subplot()
     raster = n > RASTER_POINTS
     for xs, lo, hi, colour in ((x - 0.2, lo_f, hi_f, FIXED_COLOUR), (x + 0.2, lo_r, hi_r, RANDOM_COLOUR)):
@@ -441,7 +441,7 @@ def _binned_median(x: np.ndarray, y: np.ndarray, bins: int = 20) -> tuple[np.nda
     return centres[idx], meds
 
 
-@_styled
+@styled
 def test_detail(
     v: TestVerdict,
     key: str,
@@ -462,7 +462,7 @@ def test_detail(
     drawn relative to `time_origin` (default: the earliest time given).
     """
     panels = 1 + (position is not None) + (time is not None)
-    fig = _figure(0.6 + 3.5 * panels, 3.2)
+    fig = new_figure(0.6 + 3.5 * panels, 3.2)
     # Fixed margins instead of a layout engine: detail figures are many, and measuring text
     # to lay them out would cost more than drawing them. One value axis serves all panels.
     _fixed_margins(fig, 1, panels, left=1.0, right=0.1, bottom=0.62, top=0.3, wgap=0.35, hgap=0)
@@ -514,13 +514,13 @@ def test_detail(
     return Plot(key, v.test, "", render(fig, key, tight=False))
 
 
-@_styled
+@styled
 def run_timeline(run_start: np.ndarray, run_arm: np.ndarray) -> Plot | None:
     """When each run started, by arm: interleaved arms alternate, blocked arms separate."""
     if len(run_start) == 0 or not np.isfinite(run_start).all():
         return None
     t, unit = _time_axis(run_start)
-    fig = _figure(9.0, 1.9)
+    fig = new_figure(9.0, 1.9)
     ax = fig.add_subplot()
     for code, colour, name in ((0, FIXED_COLOUR, "fixed"), (1, RANDOM_COLOUR, "random")):
         m = run_arm == code
@@ -590,7 +590,7 @@ def _context_axis(ax, p: ContextPanel) -> np.ndarray:  # type: ignore[no-untyped
     return xs
 
 
-@_styled
+@styled
 def per_context(key: str, title: str, caption: str, panels: Sequence[ContextPanel]) -> Plot | None:
     """Mytkowicz et al.'s Figures 6-9: one point with its confidence interval per measurement
     context, one panel per test or claim; a sign flip shows as points on both sides of 1.0."""
@@ -599,7 +599,7 @@ def per_context(key: str, title: str, caption: str, panels: Sequence[ContextPane
         return None
     ncols = min(len(panels), 3)
     nrows = math.ceil(len(panels) / ncols)
-    fig = _figure(3.9 * ncols, 3.0 * nrows)
+    fig = new_figure(3.9 * ncols, 3.0 * nrows)
     axes = fig.subplots(nrows, ncols, squeeze=False)
     for ax in axes.flat[len(panels):]:
         ax.set_visible(False)
@@ -627,7 +627,7 @@ def per_context(key: str, title: str, caption: str, panels: Sequence[ContextPane
     return Plot(key, title, caption, render(fig, key))
 
 
-@_styled
+@styled
 def observer_effects(labels: Sequence[str], effect_pct: np.ndarray, low_pct: np.ndarray, high_pct: np.ndarray,
                      significant: Sequence[bool | None]) -> Plot | None:
     """The observer effect: per test and instrumentation level, how much the median moved
@@ -636,7 +636,7 @@ def observer_effects(labels: Sequence[str], effect_pct: np.ndarray, low_pct: np.
     if not np.isfinite(effect).any():
         return None
     n = len(labels)
-    fig = _figure(6.4, max(2.2, 0.9 + 0.24 * n))
+    fig = new_figure(6.4, max(2.2, 0.9 + 0.24 * n))
     ax = fig.add_subplot()
     y = np.arange(n)[::-1]
     low, high = np.asarray(low_pct, dtype=np.float64), np.asarray(high_pct, dtype=np.float64)
@@ -663,7 +663,7 @@ def observer_effects(labels: Sequence[str], effect_pct: np.ndarray, low_pct: np.
     )
 
 
-@_styled
+@styled
 def allocation_of_variation(names: Sequence[str], terms: Sequence[str], shares: np.ndarray) -> Plot | None:
     """Jain's allocation of variation in a 2^k r design: per test, the share of the total
     variation explained by each factor and interaction, and by the error (the replications)."""
@@ -671,7 +671,7 @@ def allocation_of_variation(names: Sequence[str], terms: Sequence[str], shares: 
     if shares.size == 0 or not shares.any():
         return None
     n = len(names)
-    fig = _figure(7.0, max(2.0, 1.2 + 0.26 * n))
+    fig = new_figure(7.0, max(2.0, 1.2 + 0.26 * n))
     ax = fig.add_subplot()
     y = np.arange(n)[::-1]
     left = np.zeros(n)
