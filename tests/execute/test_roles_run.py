@@ -195,7 +195,7 @@ def test_energy_and_clock_of_the_server_host(tmp_path: Path) -> None:
         [[test]]
         name = "sleep"
         role = "client"
-        command = "sleep 0.3"
+        command = "sleep 1"
 
         [[collector]]
         name = "server_energy"
@@ -206,15 +206,15 @@ def test_energy_and_clock_of_the_server_host(tmp_path: Path) -> None:
         name = "server_cpu"
         role = "server"
         kind = "cpu"
-        """)
+        """, runs=1)  # two trials of 1 s: a counter rewritten late by d reads 2d/1 s off, 5% allows d = 25 ms
     finally:
         writer.kill()
         writer.wait()
     energy, wall = values(out, "server_energy"), dict(query(out, "SELECT id, wall_time FROM trials"))
-    assert len(energy) == 4
+    assert len(energy) == 2
     for trial, joules in energy.items():
         assert joules == pytest.approx(10 * wall[trial], rel=0.05)
-    assert all(0 <= v < 2 * 0.35 for v in values(out, "server_cpu").values())  # 2 CPUs, a sleeping trial
+    assert all(0 <= v < 2 * 1.05 for v in values(out, "server_cpu").values())  # 2 CPUs, a sleeping trial
     for (snapshot,) in query(out, "SELECT snapshot FROM attempts"):
         clock = json.loads(snapshot)["clocks"]["server"]
         assert clock["offset"] == pytest.approx(5.0, abs=0.001) and clock["bound"] < 0.001
