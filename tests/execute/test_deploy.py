@@ -11,12 +11,14 @@ from pathlib import Path
 import pytest
 
 from benchsage.agent.deploy import MARKER, scan, tree_id
+from benchsage.analyze.identity import compare_workers
 from benchsage.cli import main
 from benchsage.errors import SpecError, WorkerSetupError
 from benchsage.execute import deploy as deploying
 from benchsage.execute.deploy import deploy_host, read_source
 from benchsage.execute.local import LocalWorker
 from benchsage.spec import load_spec
+from benchsage.store.importers.benchsage import read_experiment
 
 
 def git(repo: Path, *args: str) -> str:
@@ -70,6 +72,18 @@ def test_a_local_worker_with_a_dir_runs_the_deployed_commit(tmp_path: Path, caps
     assert {r[0] for r in db.execute("SELECT stdout_tail FROM trials")} == {b"hello\n"}  # ran in the deployed copy
     snaps = db.execute("SELECT json_extract(snapshot, '$.deployed_tree') FROM attempts").fetchall()
     assert snaps and all(s == (tree,) for s in snaps)
+    provenance = read_experiment(tmp_path / "out").provenance["deploy"]
+    assert (provenance["commit"], provenance["tree"], [h["worker"] for h in provenance["hosts"]]) == (git(repo, "rev-parse", "HEAD"),
+                                                                                                    tree, ["local"])
+    with pytest.raises(SystemExit):
+        main(["report", str(tmp_path / "out"), "-o", str(tmp_path / "report.html")])
+    assert f"commit {git(repo, 'rev-parse', 'HEAD')} to 1 hosts, each verified" in (tmp_path / "report.html").read_text()
+
+
+def test_identity_names_a_worker_that_holds_another_tree() -> None:
+    identity = compare_workers({1: {"worker": "a", "deployed_tree": "t1"}, 2: {"worker": "b", "deployed_tree": "t2"}})
+    assert identity is not None and not identity.identical
+    assert [(d.what, dict(d.values)) for d in identity.differences] == [("deployed_tree", {"a": "t1", "b": "t2"})]
 
 
 def test_a_second_deploy_sends_only_what_changed_and_repairs_a_tampered_copy(tmp_path: Path) -> None:

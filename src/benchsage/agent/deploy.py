@@ -137,7 +137,9 @@ class Deployer:
         if step == "scan":
             return self.begin(root, request["experiment"], request["manifest"])
         if step == "put":
-            return self.put(root, request)
+            for piece in request["pieces"]:
+                self.put(root, piece)
+            return {"ok": True}
         if step == "finish":
             return self.finish(root, request["experiment"], set(request["paths"]))
         return {"error": "unknown deploy step %r" % (step,)}
@@ -156,7 +158,7 @@ class Deployer:
         need = [path for path, mode, blob in manifest if held.get(path, (None, None))[:2] != (mode, blob)]
         return {"need": need, "held": len(held)}
 
-    def put(self, root: str, request: Dict[str, Any]) -> Dict[str, Any]:
+    def put(self, root: str, request: Dict[str, Any]) -> None:
         """One piece of a file; the first (offset 0) opens a temporary file beside its place,
         the last (end) renames it there."""
         path = _safe(root, request["path"])
@@ -166,10 +168,10 @@ class Deployer:
             self.temp = os.path.join(os.path.dirname(path), TEMP_PREFIX + os.path.basename(path))
             self.fh = open(self.temp, "wb")
         if self.fh is None:
-            return {"error": "deploy: a piece of %r came without its start" % (request["path"],)}
+            raise ValueError("deploy: a piece of %r came without its start" % (request["path"],))
         self.fh.write(base64.b64decode(request["data"]))
         if not request.get("end"):
-            return {"ok": True}
+            return
         self.fh.close()
         temp, self.fh, self.temp = self.temp, None, None
         assert temp is not None
@@ -185,7 +187,6 @@ class Deployer:
         else:
             os.chmod(temp, 0o755 if request["mode"] == EXECUTABLE else 0o644)
         os.replace(temp, path)
-        return {"ok": True}
 
     def discard(self) -> None:
         if self.fh is not None:

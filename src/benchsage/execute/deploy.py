@@ -25,7 +25,7 @@ from benchsage.spec import Spec
 from benchsage.spec.deploy import GIT, INCLUDE
 from benchsage.store.journal import JOURNAL_NAME
 
-CHUNK = 1 << 20  # bytes of a file per request: a JSON line of ~1.4 MB, a bounded buffer on both sides
+CHUNK = 1 << 20  # content bytes per request (pieces of files): a JSON line of ~1.4 MB, a bounded buffer on both sides
 REPLY_TIMEOUT = 120.0  # seconds for an agent to scan, write a piece, or hash its dir
 
 
@@ -219,16 +219,24 @@ def _ship(worker: AgentWorker, source: DeploySource, experiment: str, shipped: S
                                "or empty this one")
     need = set(reply["need"])
     shipped.needed = sorted(need)
+    batch: list[dict[str, Any]] = []
+    size = 0
     for entry in source.entries:
         if entry.path not in need:
             continue
         offset = 0
         for piece, end in _pieces(entry, blobs):
-            worker.ask({"op": "deploy", "step": "put", "dir": shipped.dir, "path": entry.path, "mode": entry.mode,
-                        "offset": offset, "end": end, "data": base64.b64encode(piece).decode("ascii")}, REPLY_TIMEOUT)
+            if batch and size + len(piece) > CHUNK:  # small files travel together, a large one a piece at a time
+                worker.ask({"op": "deploy", "step": "put", "dir": shipped.dir, "pieces": batch}, REPLY_TIMEOUT)
+                batch, size = [], 0
+            batch.append({"path": entry.path, "mode": entry.mode, "offset": offset, "end": end,
+                          "data": base64.b64encode(piece).decode("ascii")})
+            size += len(piece)
             offset += len(piece)
         shipped.files_sent += 1
         shipped.bytes_sent += offset
+    if batch:
+        worker.ask({"op": "deploy", "step": "put", "dir": shipped.dir, "pieces": batch}, REPLY_TIMEOUT)
     done = worker.ask({"op": "deploy", "step": "finish", "dir": shipped.dir, "experiment": experiment,
                        "paths": [e.path for e in source.entries]}, REPLY_TIMEOUT)
     shipped.tree, shipped.files = done["tree"], int(done["files"])
