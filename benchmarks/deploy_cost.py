@@ -64,7 +64,8 @@ def counting(worker: AgentWorker, sent: dict[str, int]) -> None:
     ask = worker.ask
 
     def ask_counted(message, timeout=None):  # type: ignore[no-untyped-def]
-        sent[worker.name] = sent.get(worker.name, 0) + len(json.dumps(message, separators=(",", ":"))) + 1
+        line = message if isinstance(message, bytes) else (json.dumps(message, separators=(",", ":")) + "\n").encode()
+        sent[worker.name] = sent.get(worker.name, 0) + len(line)
         return ask(message, timeout)
 
     worker.ask = ask_counted  # type: ignore[method-assign]

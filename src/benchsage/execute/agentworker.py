@@ -136,7 +136,7 @@ class AgentWorker:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _request(self, message: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+    def _request(self, message: dict[str, Any] | bytes, timeout: float | None = None) -> dict[str, Any]:
         # Connect on first use only: a connection that died is reported (WorkerLost), never
         # silently replaced, so a host that rebooted between two trials cannot go unnoticed.
         if self._conn is None:
@@ -144,9 +144,9 @@ class AgentWorker:
         assert self._conn is not None
         return self._conn.request(message, timeout=timeout)
 
-    def ask(self, message: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
-        """One request to the agent and its reply (WorkerError for an error reply, WorkerLost when
-        the connection ends)."""
+    def ask(self, message: dict[str, Any] | bytes, timeout: float | None = None) -> dict[str, Any]:
+        """One request to the agent (a message, or its JSON line) and its reply (WorkerError for
+        an error reply, WorkerLost when the connection ends)."""
         return self._request(message, timeout=timeout)
 
     # -- paths ---------------------------------------------------------------------------
