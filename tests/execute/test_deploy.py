@@ -212,3 +212,18 @@ def test_plan_names_the_commit_and_resume_does_not_redeploy_unless_asked(tmp_pat
     with pytest.raises(SystemExit) as exit_:
         main(["resume", out, "--quiet", "--redeploy"])
     assert exit_.value.code == 0 and (tmp_path / "host" / "w1" / "exp" / "data.txt").read_text() == "hello\n"
+
+
+def test_resume_of_a_dirty_deploy_checks_the_files_are_as_they_were(tmp_path: Path, capsys) -> None:
+    repo = make_repo(tmp_path, 'source = "git"\ndirty = "include"')
+    (repo / "exp" / "data.txt").write_text("uncommitted\n")
+    spec, out = str(repo / "exp" / "spec.toml"), str(tmp_path / "out")
+    for argv in (["run", spec, "-o", out, "--quiet"], ["resume", out, "--quiet"]):
+        with pytest.raises(SystemExit) as exit_:
+            main(argv)
+        assert exit_.value.code == 0
+    (repo / "exp" / "data.txt").write_text("edited since\n")
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        main(["resume", out, "--quiet"])
+    assert exit_.value.code == 2 and "reads as" in capsys.readouterr().err

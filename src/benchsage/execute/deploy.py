@@ -83,9 +83,10 @@ class Shipped:
 # -- reading the source ----------------------------------------------------------------------
 
 
-def read_source(spec: Spec, commit: str | None = None) -> DeploySource | None:
-    """The spec's [deploy] source, read now (`commit`: resume's, instead of `rev`); None without
-    [deploy]. SpecError (exit 2), naming the key, for a source that cannot be shipped."""
+def read_source(spec: Spec, commit: str | None = None, dirty: Sequence[str] = ()) -> DeploySource | None:
+    """The spec's [deploy] source, read now (`commit`, `dirty`: resume's, instead of `rev` and
+    the files uncommitted now); None without [deploy]. SpecError (exit 2), naming the key, for
+    a source that cannot be shipped."""
     deploy = spec.deploy
     if deploy is None:
         return None
@@ -101,14 +102,14 @@ def read_source(spec: Spec, commit: str | None = None) -> DeploySource | None:
     resolved = _git(top, ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"],
                     f"{where}: key 'rev': {rev!r} is not a commit of {top} (try HEAD, a branch, a tag or a commit id)")
     entries = _ls_tree(top, resolved, where)
-    dirty: tuple[str, ...] = ()
     if commit is None and resolved == _git(top, ["rev-parse", "HEAD"], ""):
         dirty = _dirty(top)
         if dirty and deploy.dirty != INCLUDE:
             shown = ", ".join(dirty[:10]) + (f" and {len(dirty) - 10} more" if len(dirty) > 10 else "")
             raise SpecError(f"{where}: key 'dirty' = \"refuse\": uncommitted changes to {shown}; commit them, or set "
                             "dirty = \"include\" to ship them")
-        entries = _with_working_tree(top, entries, dirty)
+    dirty = tuple(dirty)
+    entries = _with_working_tree(top, entries, dirty)
     tree = tree_id((e.path, e.mode, e.blob) for e in entries) if dirty else _git(top, ["rev-parse", f"{resolved}^{{tree}}"], where)
     return DeploySource(GIT, top, tree, entries, rev=deploy.rev, commit=resolved, dirty=dirty)
 
@@ -307,7 +308,7 @@ class _Blobs:
     def close(self) -> None:
         if self.proc is not None:
             self.proc.kill()
-            self.proc.wait()
+            self.proc.communicate()  # closes its pipes
             self.proc = None
 
 

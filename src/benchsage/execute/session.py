@@ -60,7 +60,7 @@ def resume(directory: str, *, quiet: bool = False, redeploy: bool = False) -> No
                 if fh.read() != spec.text:
                     progress.message(f"note: {spec.path} changed since the experiment started; resuming with the journal's copy")
         recorded = journal.meta().get("deploy")
-        source = read_source(spec, commit=(recorded or {}).get("commit"))
+        source = read_source(spec, commit=(recorded or {}).get("commit"), dirty=(recorded or {}).get("dirty") or ())
         check_resumable(source, recorded)
         workers = make_workers(spec, directory)
         try:
