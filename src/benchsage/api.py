@@ -148,12 +148,15 @@ def plan(spec_path: Source, *, runs: int | None = None, seed: int | None = None,
     any), and with `pilot`, the runs per arm each test needs to detect an order effect of
     `effect` percent (default: the spec's min_effect) with 80% power."""
     from benchsage.design.estimate import describe_plan
+    from benchsage.execute.deploy import read_source
     from benchsage.spec import load_spec
     from benchsage.store.durations import earlier_run_seconds
 
     spec = load_spec(os.fspath(spec_path))
+    source = read_source(spec)
     advice = _advise(spec, os.fspath(pilot), effect) if pilot is not None else None
-    doc = describe_plan(spec, runs=runs, seed=seed, measured=earlier_run_seconds(spec.digest, len(spec.tests)))
+    doc = describe_plan(spec, runs=runs, seed=seed, measured=earlier_run_seconds(spec.digest, len(spec.tests)),
+                        deploy=source.describe() if source is not None else None)
     if advice is not None:
         doc["advice"] = advice.to_json()
         doc["advice_summary"] = advice.summary_json()

@@ -50,18 +50,21 @@ class RequestChannel:
         self.buf += data
 
     def readline(self) -> Optional[bytes]:
+        searched = 0  # a long line (a deploy's piece of a file) is searched for its end once, not per read
         while True:
-            line = take_line(self.buf)
+            line = take_line(self.buf, searched)
             if line is not None:
                 return line
             if self.closed:
                 return None
+            searched = len(self.buf)
             self.fill()
 
 
-def take_line(buf: bytearray) -> Optional[bytes]:
-    """The first whole line of `buf`, newline included, taken out of it; None while there is none."""
-    nl = buf.find(b"\n")
+def take_line(buf: bytearray, start: int = 0) -> Optional[bytes]:
+    """The first whole line of `buf`, newline included, taken out of it; None while there is none
+    (`start`: bytes known to hold no newline)."""
+    nl = buf.find(b"\n", start)
     if nl < 0:
         return None
     line = bytes(buf[: nl + 1])

@@ -30,6 +30,7 @@ class Agent:
         self.channel = channel
         self.out_fd = out_fd
         self.window = None  # type: Any  # collectors.Window, made at the first window
+        self.deployer = None  # type: Any  # deploy.Deployer, made at the first deploy request
 
     def handle(self, request: Mapping[str, Any]) -> Tuple[Dict[str, Any], bool]:
         """(reply, keep serving)."""
@@ -61,6 +62,12 @@ class Agent:
                 self.window = Window()
             collectors = list(request.get("collectors") or ())
             return (self.window.open(collectors) if request.get("phase") == "open" else self.window.close(collectors)), True
+        if op == "deploy":  # the experiment's files into the worker's dir (execute/deploy.py)
+            if self.deployer is None:
+                from benchsage.agent.deploy import Deployer  # only on hosts that are deployed to
+
+                self.deployer = Deployer()
+            return self.deployer.handle(request), True
         if op == "ping":
             return {"pong": time.time()}, True
         if op == "bye":

@@ -16,10 +16,11 @@ from benchsage.spec import Spec, missing_files
 
 
 def describe_plan(spec: Spec, *, runs: int | None = None, seed: int | None = None,
-                  measured: tuple[float, str] | None = None) -> dict[str, Any]:
+                  measured: tuple[float, str] | None = None, deploy: dict[str, Any] | None = None) -> dict[str, Any]:
     """The plan `benchsage plan` prints, with its duration: an upper bound from the timeouts,
     and an expected figure from `measured`, (seconds per run, where measured) of an earlier
-    experiment of the same spec, when there is one."""
+    experiment of the same spec, when there is one; `deploy`: what [deploy] ships, as read
+    from the repository or folder (execute.deploy.DeploySource.describe())."""
     plan = plan_experiment(spec, runs=runs, seed=seed)
     cells = plan.cells
     workers = []
@@ -61,6 +62,7 @@ def describe_plan(spec: Spec, *, runs: int | None = None, seed: int | None = Non
         "sequential": _sequential(plan.sequential, spec),
         "run_checks": _run_checks(spec),
         "sweeps": _sweeps(spec),
+        "deploy": deploy,
     }
 
 

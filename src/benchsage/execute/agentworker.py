@@ -46,6 +46,7 @@ class AgentWorker:
         self.host_dir = host_dir
         self.reconnect_timeout = reconnect_timeout
         self.log = log
+        self.deployed_tree: str | None = None  # the tree id deployed to host_dir and verified (execute/deploy.py)
         self.hello: dict[str, Any] = {}
         self._conn: AgentConnection | None = None
         self._starting: AgentConnection | None = None  # a connection waiting for its hello
@@ -135,13 +136,18 @@ class AgentWorker:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _request(self, message: dict[str, Any], timeout: float | None = None) -> dict[str, Any]:
+    def _request(self, message: dict[str, Any] | bytes, timeout: float | None = None) -> dict[str, Any]:
         # Connect on first use only: a connection that died is reported (WorkerLost), never
         # silently replaced, so a host that rebooted between two trials cannot go unnoticed.
         if self._conn is None:
             self.connect()
         assert self._conn is not None
         return self._conn.request(message, timeout=timeout)
+
+    def ask(self, message: dict[str, Any] | bytes, timeout: float | None = None) -> dict[str, Any]:
+        """One request to the agent (a message, or its JSON line) and its reply (WorkerError for
+        an error reply, WorkerLost when the connection ends)."""
+        return self._request(message, timeout=timeout)
 
     # -- paths ---------------------------------------------------------------------------
 
@@ -222,6 +228,8 @@ class AgentWorker:
         # The spec's folder on this host: the analysis compares file hashes relative to it.
         snap["dir"] = self.host_path(self.folder or cwd)
         snap["boot_id"] = self.boot_id()
+        if self.deployed_tree is not None:
+            snap["deployed_tree"] = self.deployed_tree
         return snap
 
     def boot_id(self) -> str | None:

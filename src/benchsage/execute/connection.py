@@ -189,14 +189,17 @@ class AgentConnection:
 
     # -- requests ------------------------------------------------------------------------
 
-    def request(self, message: Mapping[str, Any], timeout: float | None = None) -> dict[str, Any]:
-        """Send one request and wait for its reply (at most `timeout` seconds, None: no limit).
-        Raises WorkerLost when the connection ends or the reply does not come in time."""
+    def request(self, message: Mapping[str, Any] | bytes, timeout: float | None = None) -> dict[str, Any]:
+        """Send one request (a message, or its JSON line already encoded) and wait for its reply
+        (at most `timeout` seconds, None: no limit). Raises WorkerLost when the connection ends
+        or the reply does not come in time."""
         proc = self.proc
         if proc is None or proc.stdin is None:
             raise WorkerLost(f"worker {self.worker}: not connected")
+        if not isinstance(message, bytes):
+            message = (json.dumps(message, separators=(",", ":")) + "\n").encode()
         try:
-            proc.stdin.write((json.dumps(message, separators=(",", ":")) + "\n").encode())
+            proc.stdin.write(message)
             proc.stdin.flush()
         except (BrokenPipeError, OSError, ValueError):
             raise self._lost() from None
@@ -217,7 +220,8 @@ class AgentConnection:
             self.abort()
             raise WorkerLost(f"worker {self.worker}: the agent's answer is not a JSON object ({_shown(line)}); connection dropped")
         if "error" in reply:
-            raise WorkerError(f"worker {self.worker}: the agent could not do {message.get('op')!r}: {reply['error']}")
+            op = json.loads(message).get("op")
+            raise WorkerError(f"worker {self.worker}: the agent could not do {op!r}: {reply['error']}")
         return reply
 
     def _readline(self, deadline: float | None) -> bytes | None:

@@ -13,6 +13,7 @@ import os
 from benchsage.design.experiment import ExperimentPlan
 from benchsage.errors import SpecError
 from benchsage.execute.create import create_experiment
+from benchsage.execute.deploy import check_resumable, deploy_fleet, read_source
 from benchsage.execute.fleet import check_cpus, close_all, connect_all, make_workers
 from benchsage.execute.progress import make_progress
 from benchsage.execute.runner import Runner
@@ -24,12 +25,18 @@ from benchsage.store.journal import Journal, check_directory_for
 def start(spec: Spec, plan: ExperimentPlan, directory: str, *, quiet: bool = False) -> None:
     """Write `plan` into a new journal in `directory`, then carry it out on every worker."""
     check_directory_for(directory, plan.digest)
+    source = read_source(spec)
     workers = make_workers(spec, directory)
     try:
         connect_all(workers)
         check_cpus(spec, workers)
         check_wrappers(spec, workers)
+        shipped = deploy_fleet(spec, workers, source)
         journal = create_experiment(spec, plan, directory)
+        if source is not None:
+            journal.set_meta("deploy", source.describe())
+        for done in shipped:
+            journal.record_deploy(done.record())
         progress = make_progress(quiet)
         for warning in spec.warnings:
             progress.message(f"warning: {warning}")
@@ -41,8 +48,9 @@ def start(spec: Spec, plan: ExperimentPlan, directory: str, *, quiet: bool = Fal
         close_all(workers)
 
 
-def resume(directory: str, *, quiet: bool = False) -> None:
-    """Finish an experiment from its journal; runs already done are not touched."""
+def resume(directory: str, *, quiet: bool = False, redeploy: bool = False) -> None:
+    """Finish an experiment from its journal; runs already done are not touched, nor a host's
+    verified deploy of the same tree unless `redeploy`."""
     journal = Journal.open(directory)
     try:
         spec = spec_from_journal(journal)
@@ -51,11 +59,16 @@ def resume(directory: str, *, quiet: bool = False) -> None:
             with open(spec.path, encoding="utf-8", errors="replace") as fh:
                 if fh.read() != spec.text:
                     progress.message(f"note: {spec.path} changed since the experiment started; resuming with the journal's copy")
+        recorded = journal.meta().get("deploy")
+        source = read_source(spec, commit=(recorded or {}).get("commit"), dirty=(recorded or {}).get("dirty") or ())
+        check_resumable(source, recorded)
         workers = make_workers(spec, directory)
         try:
             connect_all(workers)
             check_cpus(spec, workers)
             check_wrappers(spec, workers)
+            for done in deploy_fleet(spec, workers, source, verified=journal.deploys(), redeploy=redeploy):
+                journal.record_deploy(done.record())
             Runner(spec, journal, workers, progress).execute()
         finally:
             close_all(workers)

@@ -19,6 +19,8 @@ def render_plan(doc: dict[str, Any], console: Console) -> None:
     console.print(f"Experiment {doc['name']!r}: {len(doc['tests'])} tests, {doc['runs_per_arm']} runs per arm, "
                   f"{doc['total_runs']} runs, {doc['total_trials']} trials; seed {doc['seed']}{seed_note}", markup=False, highlight=False)
     console.print(f"Reset before every run: {doc['reset'] or '(none: runs will not start from a clean state)'}", markup=False, highlight=False)
+    if doc.get("deploy"):
+        console.print(deploy_text(doc["deploy"]), markup=False, highlight=False)
     console.print(_random_orders(doc), markup=False, highlight=False)
     if doc.get("sequential"):
         console.print(_stopping(doc), markup=False, highlight=False)
@@ -60,6 +62,16 @@ def render_plan(doc: dict[str, Any], console: Console) -> None:
     console.print("Duration: " + "; ".join(parts) + per_worker, markup=False, highlight=False)
     if doc.get("advice"):
         render_advice(doc["advice"], doc["advice_summary"], doc["runs_per_arm"], console)
+
+
+def deploy_text(deploy: dict[str, Any]) -> str:
+    """"Deploy: commit abc1234 (HEAD, 57 files, 1.2 MiB) to every worker's dir"."""
+    n = deploy["bytes"]
+    size = f"{deploy['files']} files, " + (f"{n / (1 << 20):.1f} MiB" if n >= 1 << 20 else f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n} bytes")
+    if deploy["source"] != "git":
+        return f"Deploy: folder ({size}, tree {deploy['tree'][:7]}) to every worker's dir"
+    dirty = f", with {len(deploy['dirty'])} uncommitted files" if deploy.get("dirty") else ""
+    return f"Deploy: commit {deploy['commit'][:7]} ({deploy['rev']}, {size}{dirty}) to every worker's dir"
 
 
 def _sweep_text(sweep: dict[str, Any]) -> str:

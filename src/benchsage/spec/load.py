@@ -15,6 +15,7 @@ from typing import Any, Mapping
 
 from benchsage.errors import SpecError
 from benchsage.spec import fields, outputs
+from benchsage.spec.deploy import parse_deploy
 from benchsage.spec.model import MetricSpec, ResetSpec, ResetStep, Spec, TestSpec
 from benchsage.spec.roles import check_roles, parse_collectors, parse_steps
 from benchsage.spec.sweeps import expand_sweeps, parse_sweeps
@@ -35,7 +36,7 @@ _GENERATOR_KEYS = {"command", "timeout"}
 DEFAULT_REBOOT_COMMAND = "sudo reboot"
 DEFAULT_REBOOT_TIMEOUT = 900.0
 _TOP_KEYS = {"experiment", "reset", "test", "metric", "generator", "worker", "context", "observer", "factor", "compare", "collector",
-             "sweep"}
+             "sweep", "deploy"}
 
 
 def _metrics(w: fields.Where, where: str, items: Any) -> tuple[MetricSpec, ...]:
@@ -193,6 +194,7 @@ def load_spec(
         warnings=tuple(warnings),
         treatments=treatments,
         sweeps=sweeps,
+        deploy=parse_deploy(w, doc.get("deploy"), workers),
         **settings,
     )
 

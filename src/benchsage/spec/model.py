@@ -187,6 +187,15 @@ class ResetStep:
 
 
 @dataclass(frozen=True)
+class DeploySpec:
+    """[deploy]: what is shipped to every worker's dir before anything runs (deploy.py)."""
+
+    source: str  # "git": a commit of the repository holding the spec; "folder": the spec's folder
+    rev: str = "HEAD"  # git: the commit to ship
+    dirty: str = "refuse"  # git: uncommitted changes to tracked files refuse to run, or are shipped ("include")
+
+
+@dataclass(frozen=True)
 class WorkerSpec:
     """Where trials run: this machine, an ssh host, a Slurm node, or any transport command."""
 
@@ -264,6 +273,7 @@ class Spec:
     min_effect: float = DEFAULT_MIN_EFFECT  # sequential: percent; a smaller shift is decided "no-effect"
     sweeps: tuple[SweepSpec, ...] = ()  # [[sweep]]: already expanded into `tests` (spec/sweeps.py)
     collectors: tuple[CollectorSpec, ...] = ()  # measured on role hosts during every trial (roles.py)
+    deploy: DeploySpec | None = None  # [deploy]: shipped to every worker's dir before anything runs (deploy.py)
 
     @property
     def roles(self) -> tuple[str, ...]:

@@ -51,6 +51,19 @@ CREATE TABLE IF NOT EXISTS looks (           -- the interim analyses of a sequen
     record TEXT NOT NULL             -- JSON: stats.sequential.Look.to_record()
 );
 """
+_DEPLOYS_TABLE = """
+CREATE TABLE IF NOT EXISTS deploys (         -- the experiment shipped to each host's dir, and verified
+    id INTEGER PRIMARY KEY,
+    worker TEXT NOT NULL,            -- the worker, or "worker/role" for a role's host
+    dir TEXT NOT NULL,
+    tree TEXT NOT NULL,              -- the git tree id the host's dir verified as (meta "deploy" has the expected one)
+    files INTEGER NOT NULL,          -- files the dir holds
+    files_sent INTEGER NOT NULL,
+    bytes_sent INTEGER NOT NULL,
+    seconds REAL NOT NULL,
+    time REAL NOT NULL               -- epoch seconds
+);
+"""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -117,7 +130,7 @@ CREATE TABLE IF NOT EXISTS trial_values (
     PRIMARY KEY (trial_id, metric)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS trials_by_attempt ON trials(attempt_id);
-""" + _SETUPS_TABLE + _LOOKS_TABLE
+""" + _SETUPS_TABLE + _LOOKS_TABLE + _DEPLOYS_TABLE
 
 
 @dataclass(frozen=True)
@@ -459,15 +472,35 @@ class Journal:
                 self.conn.execute("PRAGMA synchronous=NORMAL")
 
     @_locked
+    def record_deploy(self, record: Mapping[str, Any]) -> None:
+        """One host's verified deploy (execute/deploy.py Shipped.record())."""
+        with _transaction(self.conn):
+            self.conn.execute("INSERT INTO deploys(worker, dir, tree, files, files_sent, bytes_sent, seconds, time) "
+                              "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", (*(record[k] for k in _DEPLOY_KEYS[:-1]), time.time()))
+
+    @_locked
+    def deploys(self) -> list[dict[str, Any]]:
+        """Every verified deploy, oldest first."""
+        try:
+            rows = self.conn.execute(f"SELECT {', '.join(_DEPLOY_KEYS)} FROM deploys ORDER BY id").fetchall()
+        except sqlite3.OperationalError:  # an older journal opened read-only
+            return []
+        return [dict(zip(_DEPLOY_KEYS, row)) for row in rows]
+
+    @_locked
     def set_meta(self, key: str, value: Any) -> None:
         with _transaction(self.conn):
             self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, json.dumps(value)))
+
+
+_DEPLOY_KEYS = ("worker", "dir", "tree", "files", "files_sent", "bytes_sent", "seconds", "time")
 
 
 def _add_missing_columns(conn: sqlite3.Connection) -> None:
     try:
         conn.execute(_SETUPS_TABLE)  # tables added since format 1 was first written
         conn.execute(_LOOKS_TABLE)
+        conn.execute(_DEPLOYS_TABLE)
     except sqlite3.OperationalError:
         pass  # a read-only journal: readers treat the table as empty
     for table, column, decl in _ADDED_COLUMNS:

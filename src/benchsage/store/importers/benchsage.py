@@ -227,6 +227,8 @@ def _provenance(journal: Journal, directory: str, meta: dict[str, Any], runs: li
         "alpha": meta.get("alpha"),
         "correction": meta.get("correction"),
     }
+    if meta.get("deploy"):  # what [deploy] shipped, and each host's verification
+        provenance["deploy"] = {**meta["deploy"], "hosts": journal.deploys()}
     if meta.get("sequential"):  # the looks of a sequential experiment, for the analysis's "sequential"
         provenance["sequential"] = {"plan": meta["sequential"], "looks": [look["record"] for look in journal.looks()]}
     described = meta.get("treatments") or []
