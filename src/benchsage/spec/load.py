@@ -16,6 +16,7 @@ from typing import Any, Mapping
 from benchsage.errors import SpecError
 from benchsage.spec import fields, outputs
 from benchsage.spec.model import MetricSpec, ResetSpec, ResetStep, Spec, TestSpec
+from benchsage.spec.provision import parse_init
 from benchsage.spec.roles import check_roles, parse_collectors, parse_steps
 from benchsage.spec.sweeps import expand_sweeps, parse_sweeps
 from benchsage.spec.treatments import check_coverage, parse_treatments
@@ -35,7 +36,7 @@ _GENERATOR_KEYS = {"command", "timeout"}
 DEFAULT_REBOOT_COMMAND = "sudo reboot"
 DEFAULT_REBOOT_TIMEOUT = 900.0
 _TOP_KEYS = {"experiment", "reset", "test", "metric", "generator", "worker", "context", "observer", "factor", "compare", "collector",
-             "sweep"}
+             "sweep", "init"}
 
 
 def _metrics(w: fields.Where, where: str, items: Any) -> tuple[MetricSpec, ...]:
@@ -193,6 +194,7 @@ def load_spec(
         warnings=tuple(warnings),
         treatments=treatments,
         sweeps=sweeps,
+        init=parse_init(w, doc.get("init"), defaults.cwd, defaults.env, workers[0].role_names),
         **settings,
     )
 
