@@ -205,7 +205,8 @@ def _salloc(ws: WorkerSpec, experiment: str, say: Callable[[str], None]) -> tupl
     """salloc --no-shell: the job id and its nodes. A pending job whose reason waiting cannot
     cure (more nodes than the partition has...) is cancelled and refused, quoting Slurm."""
     asked = [f"--{key}={value}" for key, value in (("partition", ws.partition), ("constraint", ws.constraint), ("time", ws.time)) if value]
-    argv = ["salloc", "--no-shell", "-N", str(ws.nodes), *asked, f"--job-name=benchsage-{experiment}"]
+    # --no-kill: a failed node loses its own worker, not the whole allocation (the others finish).
+    argv = ["salloc", "--no-shell", "--no-kill", "-N", str(ws.nodes), *asked, f"--job-name=benchsage-{experiment}"]
     what = f"[[worker]] kind \"slurm\" nodes = {ws.nodes}{' (' + ' '.join(asked) + ')' if asked else ''}"
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace")
