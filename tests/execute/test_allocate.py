@@ -57,3 +57,16 @@ def test_allocate_that_fails_or_prints_no_host_is_refused(tmp_path: Path, script
     (line,) = done.stderr.strip().splitlines()
     assert line.startswith("benchsage: error: [[worker]] allocate `") and line.endswith(said)
     assert not (tmp_path / "released").exists() and not (tmp_path / "out" / "journal.sqlite").exists()
+
+
+def test_a_crash_before_the_journal_exists_leaves_a_record_release_frees(tmp_path: Path) -> None:
+    from benchsage.execute.allocate import Held, release_directory
+
+    spec = load_spec(write(tmp_path, '[[worker]]\nkind = "ssh"\nallocate = "echo h1; echo h2"\nrelease = "echo >released"\n'))
+    directory = str(tmp_path / "out")
+    held = Held(directory, lambda line: None)
+    planned = held.allocate(spec)  # the controller dies here: no journal yet, no __exit__
+    assert [(w.name, w.host) for w in planned.workers] == [("h1", "h1"), ("h2", "h2")]
+    assert release_directory(directory) == ["released hosts (h1, h2)"]
+    assert (tmp_path / "released").read_text() == "h1 h2\n"
+    assert release_directory(directory) == [f"{directory}: every allocation was released already"]

@@ -12,6 +12,8 @@ else allocates the same number of hosts anew and gives them the recorded worker 
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 import re
 import subprocess
 import threading
@@ -24,6 +26,7 @@ from benchsage.spec import Spec, WorkerSpec
 from benchsage.spec.provision import with_hosts
 from benchsage.store.journal import Journal
 
+PENDING_RECORD = os.path.join("workers", "allocations.json")  # until the journal exists: what a crash in between leaves
 SLURM_TIMEOUT = 60.0  # seconds squeue, scontrol and scancel may take
 # Reasons of a pending job that waiting cannot cure: the request exceeds what the partition has or allows.
 _NEVER = {"PartitionConfig", "PartitionNodeLimit", "PartitionTimeLimit", "BadConstraints", "InvalidAccount", "InvalidQOS",
@@ -117,6 +120,7 @@ class Held:
         for ws in spec.workers:
             if ws.allocated:
                 self.allocations.append(allocate(ws, spec, say=self.say))
+                _write_pending(self.directory, self.allocations)
                 self.say(f"allocated {self.allocations[-1].describe()}")
         return spec_with(spec, self.allocations)
 
@@ -158,9 +162,21 @@ class Held:
         self.say(message)
 
 
+def _write_pending(directory: str, allocations: Sequence[Allocation]) -> None:
+    path = os.path.join(directory, PENDING_RECORD)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".tmp", "w", encoding="utf-8") as fh:
+        json.dump([a.record() for a in allocations], fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(path + ".tmp", path)
+
+
 def record_released(directory: str, allocations: Sequence[Allocation]) -> None:
-    """Record in the journal (if the experiment has one) the allocations and which are released."""
+    """Record in the journal (if the experiment has one, else in workers/allocations.json) the
+    allocations and which are released."""
     if not Journal.exists(directory):
+        _write_pending(directory, allocations)
         return
     journal = Journal.open(directory)
     try:
@@ -171,12 +187,18 @@ def record_released(directory: str, allocations: Sequence[Allocation]) -> None:
 
 def release_directory(directory: str) -> list[str]:
     """`benchsage release DIR`: free what the journal says is still allocated; what was freed,
-    one line each. ExperimentError (exit 3) when a release fails, naming what stays."""
-    journal = Journal.open(directory)
-    try:
-        recorded = [Allocation.from_record(r) for r in journal.meta().get("allocations") or ()]
-    finally:
-        journal.close()
+    one line each. ExperimentError (exit 3) when a release fails, naming what stays. A crash
+    before the journal was created leaves the record in workers/allocations.json."""
+    pending = os.path.join(directory, PENDING_RECORD)
+    if not Journal.exists(directory) and os.path.exists(pending):
+        with open(pending, encoding="utf-8") as fh:
+            recorded = [Allocation.from_record(r) for r in json.load(fh)]
+    else:
+        journal = Journal.open(directory)
+        try:
+            recorded = [Allocation.from_record(r) for r in journal.meta().get("allocations") or ()]
+        finally:
+            journal.close()
     if not recorded:
         raise DataError(f"{directory}: the experiment allocated nothing; there is nothing to release")
     said, problems, out = [], [], []
@@ -191,11 +213,7 @@ def release_directory(directory: str) -> list[str]:
         else:
             said.append(f"released {a.describe()}")
             out.append(dataclasses.replace(a, released=True))
-    journal = Journal.open(directory)
-    try:
-        journal.set_meta("allocations", [a.record() for a in out])
-    finally:
-        journal.close()
+    record_released(directory, out)
     if problems:
         raise ExperimentError("; ".join(said + problems))
     return said or [f"{directory}: every allocation was released already"]
