@@ -70,3 +70,16 @@ def test_a_crash_before_the_journal_exists_leaves_a_record_release_frees(tmp_pat
     assert release_directory(directory) == ["released hosts (h1, h2)"]
     assert (tmp_path / "released").read_text() == "h1 h2\n"
     assert release_directory(directory) == [f"{directory}: every allocation was released already"]
+
+
+def test_init_with_a_role_runs_on_that_role_host_of_every_worker_once(tmp_path: Path) -> None:
+    text = ('[init]\ncommand = "echo $ROLE >> inits"\nrole = "server"\n'
+            '[[worker]]\nname = "pair1"\n[worker.roles.server]\nkind = "local"\n[worker.roles.client]\nkind = "local"\n')
+    spec = write(tmp_path, text.replace('[init]\n', '[init]\nenv = { ROLE = "server" }\n'))
+    done = subprocess.run([sys.executable, "-m", "benchsage", "run", str(spec), "-o", "out", "--quiet"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "inits").read_text() == "server\n"
+    import sqlite3
+    with sqlite3.connect(tmp_path / "out" / "journal.sqlite") as conn:
+        assert conn.execute("SELECT worker, role, status FROM inits").fetchall() == [("pair1", "server", "ok")]
