@@ -168,11 +168,19 @@ def carry_out(spec_path: Source, directory: Source, *, runs: int | None = None, 
     out into the new experiment directory `directory`, as `benchsage run` does before it
     analyses; progress on stderr unless `quiet`."""
     from benchsage.design.experiment import plan_experiment
-    from benchsage.execute.session import start
+    from benchsage.execute.session import run_experiment
     from benchsage.spec import load_spec
 
     spec = load_spec(os.fspath(spec_path))
-    start(spec, plan_experiment(spec, runs=runs, seed=seed), os.fspath(directory), quiet=quiet)
+    run_experiment(spec, lambda s: plan_experiment(s, runs=runs, seed=seed), os.fspath(directory), quiet=quiet)
+
+
+def release(directory: Source) -> list[str]:
+    """`benchsage release DIR`: free the hosts the experiment in `directory` still holds (after
+    a crash of the controller), as its journal records them; one line per allocation freed."""
+    from benchsage.execute.allocate import release_directory
+
+    return release_directory(os.fspath(directory))
 
 
 def _advise(spec: Any, pilot: str, effect: float | None) -> Any:

@@ -161,6 +161,16 @@ def resume(directory: str, as_json: bool, quiet: bool, fail_on_effect: bool, red
     _finish(directory, as_json, fail_on_effect)
 
 
+@cli.command()
+@click.argument("directory", type=click.Path(file_okay=False, path_type=str))
+def release(directory: str) -> None:
+    """Free the hosts an experiment still holds (Slurm job, `allocate` hosts) after a crash."""
+    from benchsage.api import release as release_allocations
+
+    for line in release_allocations(directory):
+        click.echo(line)
+
+
 def _finish(directory: str, as_json: bool, fail_on_effect: bool) -> None:
     from benchsage.api import analyze_sources
 

@@ -211,8 +211,12 @@ def test_energy_and_clock_of_the_server_host(tmp_path: Path) -> None:
         writer.kill()
         writer.wait()
     energy, wall = values(out, "server_energy"), dict(query(out, "SELECT id, wall_time FROM trials"))
+    windows = {trial: json.loads(hosts)["server"] for trial, hosts in query(out, "SELECT id, hosts FROM trials")}
     assert len(energy) == 2
     for trial, joules in energy.items():
+        window = windows[trial]["close"] - windows[trial]["open"]
+        assert joules == pytest.approx(10 * window, rel=0.02)  # the counter read at the window's open and close ...
+        assert window == pytest.approx(wall[trial], rel=0.05)  # ... which brackets the trial
         assert joules == pytest.approx(10 * wall[trial], rel=0.05)
     assert all(0 <= v < 2 * 1.05 for v in values(out, "server_cpu").values())  # 2 CPUs, a sleeping trial
     for (snapshot,) in query(out, "SELECT snapshot FROM attempts"):

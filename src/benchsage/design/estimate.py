@@ -13,6 +13,7 @@ from benchsage.design.experiment import plan_experiment
 from benchsage.design.sequential import SequentialPlan
 from benchsage.design.williams import Squares
 from benchsage.spec import Spec, missing_files
+from benchsage.spec.provision import describe_allocation, planned_spec
 
 
 def describe_plan(spec: Spec, *, runs: int | None = None, seed: int | None = None,
@@ -20,7 +21,10 @@ def describe_plan(spec: Spec, *, runs: int | None = None, seed: int | None = Non
     """The plan `benchsage plan` prints, with its duration: an upper bound from the timeouts,
     and an expected figure from `measured`, (seconds per run, where measured) of an earlier
     experiment of the same spec, when there is one; `deploy`: what [deploy] ships, as read
-    from the repository or folder (execute.deploy.DeploySource.describe())."""
+    from the repository or folder (execute.deploy.DeploySource.describe()). Allocated workers
+    are planned under placeholder names (node-1..node-N); `run` plans on the hosts it gets."""
+    provisioning = _provisioning(spec)
+    spec = planned_spec(spec)
     plan = plan_experiment(spec, runs=runs, seed=seed)
     cells = plan.cells
     workers = []
@@ -59,6 +63,7 @@ def describe_plan(spec: Spec, *, runs: int | None = None, seed: int | None = Non
         "treatments": [cell.describe() for cell in cells],
         "compare": [{"a": c.a, "b": c.b, "metric": c.metric} for c in spec.treatments.compare],  # metric None: primary
         "stop": spec.stop,
+        "provisioning": provisioning,
         "sequential": _sequential(plan.sequential, spec),
         "run_checks": _run_checks(spec),
         "sweeps": _sweeps(spec),
@@ -91,6 +96,18 @@ def _sweeps(spec: Spec) -> list[dict[str, Any]]:
         crossed = [o.name for o in spec.sweeps if o.name != s.name and any(any(n == o.name for n, _ in t.sweep) for t in expanded)]
         out.append({"name": s.name, "levels": list(s.levels), "tests": list(dict.fromkeys(t.base_name for t in expanded)),
                     "expanded": len(expanded), "crossed_with": crossed})
+    return out
+
+
+def _provisioning(spec: Spec) -> list[str]:
+    """What `run` would allocate and initialize, one sentence each; plan contacts nothing."""
+    out = [describe_allocation(ws) for ws in spec.workers if ws.allocated]
+    if out:
+        out.append("released at the end whatever happens (error, Ctrl-C, a lost worker); after a crash: `benchsage release DIR`")
+    init = spec.init
+    if init is not None:
+        where = f"the {init.role} host of every worker" if init.role else "every role host of every worker" if spec.roles else "every worker"
+        out.append(f"Init: `{init.command}` once on {where} before its first run (timeout {init.timeout:g} s); a failure loses that worker")
     return out
 
 

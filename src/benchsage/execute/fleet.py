@@ -31,7 +31,7 @@ def make_worker(ws: WorkerSpec, folder: str, log_dir: str | None = None) -> Agen
         assert ws.host is not None
         transport = SshTransport(ws.host, ws.ssh_config, python)
     elif ws.kind == "slurm":
-        transport = SlurmTransport(ws.node, list(ws.srun_args), python, ws.name, het_group=ws.het_group)
+        transport = SlurmTransport(ws.node, list(ws.srun_args), python, ws.name, het_group=ws.het_group, job=ws.job)
     elif ws.kind == "command":
         transport = CommandTransport(list(ws.transport), python)
     else:  # the spec validates kinds; a new kind needs a transport here

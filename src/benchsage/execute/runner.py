@@ -19,6 +19,7 @@ from typing import Any, Sequence
 
 from benchsage.design.treatments import Treatment
 from benchsage.errors import ExperimentError, SpecError, WorkerError, WorkerLost, WorkerSetupError
+from benchsage.execute.init import InitFailed, initialize, initialized
 from benchsage.execute.metrics import MetricError, collected_files, extract, from_output
 from benchsage.execute.progress import Progress
 from benchsage.execute.sequential import Looks
@@ -121,6 +122,7 @@ class Runner:
         self._lost: dict[str, str] = {}
         self._current: dict[str, int] = {}  # worker -> number of the run in flight
         self._directory = os.path.dirname(journal.path)
+        self._initialized = initialized(journal) if spec.init is not None else set()  # (worker, role) whose [init] is done
 
     def execute(self) -> None:
         """Run every run not yet done on every worker. Raises ExperimentError (exit 3) when a
@@ -284,6 +286,12 @@ class Runner:
 
     def _carry_out(self, worker: Any, runs: list[dict[str, Any]]) -> None:
         first = runs[0]["id"] if runs else 0
+        if self.spec.init is not None and any(run["status"] not in ("done", "skipped", NOT_NEEDED) for run in runs):
+            try:
+                initialize(self.spec.init, self.journal, worker, self._initialized)
+            except InitFailed as exc:
+                self._lost[worker.name] = str(exc)
+                return
         for run in runs:
             if run["status"] in ("done", "skipped", NOT_NEEDED):
                 continue
@@ -644,3 +652,6 @@ class _signals_as_interrupts:
     def __exit__(self, *exc: Any) -> None:
         for sig, old in self._old.items():
             signal.signal(sig, old)
+
+
+signals_as_interrupts = _signals_as_interrupts  # for the sessions that hold an allocation: SIGTERM releases it too

@@ -8,21 +8,37 @@ host key, no usable python) leaves nothing behind to clean up: fix it and run ag
 
 from __future__ import annotations
 
+import contextlib
 import os
+from typing import Callable, Sequence
 
 from benchsage.design.experiment import ExperimentPlan
 from benchsage.errors import SpecError
+from benchsage.execute.allocate import Allocation, Held
 from benchsage.execute.create import create_experiment
 from benchsage.execute.deploy import check_resumable, deploy_fleet, read_source
 from benchsage.execute.fleet import check_cpus, close_all, connect_all, make_workers
 from benchsage.execute.progress import make_progress
-from benchsage.execute.runner import Runner
+from benchsage.execute.runner import Runner, signals_as_interrupts
 from benchsage.execute.treatments import check_wrappers
 from benchsage.spec import Spec, load_spec
 from benchsage.store.journal import Journal, check_directory_for
 
 
-def start(spec: Spec, plan: ExperimentPlan, directory: str, *, quiet: bool = False) -> None:
+def run_experiment(spec: Spec, draw: Callable[[Spec], ExperimentPlan], directory: str, *, quiet: bool = False) -> None:
+    """Allocate the hosts of the spec's allocated workers (if any), draw the plan (`draw`) on
+    the workers they make, carry it out, and release them whatever happens."""
+    if not any(ws.allocated for ws in spec.workers):
+        start(spec, draw(spec), directory, quiet=quiet)
+        return
+    check_directory_for(directory, spec.digest)
+    progress = make_progress(quiet)
+    with signals_as_interrupts(), Held(directory, progress.message) as held:
+        spec = held.allocate(spec)
+        start(spec, draw(spec), directory, quiet=quiet, allocations=held.allocations)
+
+
+def start(spec: Spec, plan: ExperimentPlan, directory: str, *, quiet: bool = False, allocations: Sequence[Allocation] = ()) -> None:
     """Write `plan` into a new journal in `directory`, then carry it out on every worker."""
     check_directory_for(directory, plan.digest)
     source = read_source(spec)
@@ -37,6 +53,8 @@ def start(spec: Spec, plan: ExperimentPlan, directory: str, *, quiet: bool = Fal
             journal.set_meta("deploy", source.describe())
         for done in shipped:
             journal.record_deploy(done.record())
+        if allocations:  # what `benchsage release` frees after a crash
+            journal.set_meta("allocations", [a.record() for a in allocations])
         progress = make_progress(quiet)
         for warning in spec.warnings:
             progress.message(f"warning: {warning}")
@@ -62,16 +80,20 @@ def resume(directory: str, *, quiet: bool = False, redeploy: bool = False) -> No
         recorded = journal.meta().get("deploy")
         source = read_source(spec, commit=(recorded or {}).get("commit"), dirty=(recorded or {}).get("dirty") or ())
         check_resumable(source, recorded)
-        workers = make_workers(spec, directory)
-        try:
-            connect_all(workers)
-            check_cpus(spec, workers)
-            check_wrappers(spec, workers)
-            for done in deploy_fleet(spec, workers, source, verified=journal.deploys(), redeploy=redeploy):
-                journal.record_deploy(done.record())
-            Runner(spec, journal, workers, progress).execute()
-        finally:
-            close_all(workers)
+        allocated = any(ws.allocated for ws in spec.workers)
+        with signals_as_interrupts() if allocated else contextlib.nullcontext(), Held(directory, progress.message) as held:
+            if allocated:
+                spec = held.resume(spec, journal)
+            workers = make_workers(spec, directory)
+            try:
+                connect_all(workers)
+                check_cpus(spec, workers)
+                check_wrappers(spec, workers)
+                for done in deploy_fleet(spec, workers, source, verified=journal.deploys(), redeploy=redeploy):
+                    journal.record_deploy(done.record())
+                Runner(spec, journal, workers, progress).execute()
+            finally:
+                close_all(workers)
     finally:
         journal.close()
 

@@ -38,6 +38,8 @@ def render_plan(doc: dict[str, Any], console: Console) -> None:
                       markup=False, highlight=False)
     for warning in doc.get("warnings") or ():
         console.print(f"warning: {warning}", markup=False, highlight=False, style="yellow")
+    for line in doc.get("provisioning") or ():
+        console.print(line, markup=False, highlight=False)
     for check in doc.get("run_checks") or ():
         console.print(f"Before running: {check}", markup=False, highlight=False)
     workers = doc.get("workers") or []

@@ -6,9 +6,9 @@ Nothing here runs an experiment or knows how one is planned.
 """
 
 from benchsage.spec.load import check_files, load_spec, missing_files, read_spec_text
-from benchsage.spec.model import (CollectorSpec, CompareSpec, ContextSpec, FactorSpec, LinkOrder, MetricSpec, ObserverSpec, ResetSpec,
+from benchsage.spec.model import (CollectorSpec, CompareSpec, ContextSpec, FactorSpec, LinkOrder, MetricSpec, ObserverSpec, ResetSpec, InitSpec,
                                   ResetStep, Spec, SweepSpec, TestSpec, Treatments, WorkerSpec)
 
-__all__ = ["CollectorSpec", "CompareSpec", "ContextSpec", "FactorSpec", "LinkOrder", "MetricSpec", "ObserverSpec", "ResetSpec",
+__all__ = ["CollectorSpec", "CompareSpec", "ContextSpec", "FactorSpec", "LinkOrder", "MetricSpec", "ObserverSpec", "ResetSpec", "InitSpec",
            "ResetStep", "Spec", "SweepSpec", "TestSpec", "Treatments", "WorkerSpec", "check_files", "load_spec", "missing_files",
            "read_spec_text"]

@@ -17,6 +17,7 @@ from benchsage.errors import SpecError
 from benchsage.spec import fields, outputs
 from benchsage.spec.deploy import parse_deploy
 from benchsage.spec.model import MetricSpec, ResetSpec, ResetStep, Spec, TestSpec
+from benchsage.spec.provision import parse_init
 from benchsage.spec.roles import check_roles, parse_collectors, parse_steps
 from benchsage.spec.sweeps import expand_sweeps, parse_sweeps
 from benchsage.spec.treatments import check_coverage, parse_treatments
@@ -36,7 +37,7 @@ _GENERATOR_KEYS = {"command", "timeout"}
 DEFAULT_REBOOT_COMMAND = "sudo reboot"
 DEFAULT_REBOOT_TIMEOUT = 900.0
 _TOP_KEYS = {"experiment", "reset", "test", "metric", "generator", "worker", "context", "observer", "factor", "compare", "collector",
-             "sweep", "deploy"}
+             "sweep", "deploy", "init"}
 
 
 def _metrics(w: fields.Where, where: str, items: Any) -> tuple[MetricSpec, ...]:
@@ -195,6 +196,7 @@ def load_spec(
         treatments=treatments,
         sweeps=sweeps,
         deploy=parse_deploy(w, doc.get("deploy"), workers),
+        init=parse_init(w, doc.get("init"), defaults.cwd, defaults.env, workers[0].role_names),
         **settings,
     )
 

@@ -212,6 +212,19 @@ class WorkerSpec:
     boot_id: str | None = None  # command printing the host's boot identity; None: the kernel's boot_id
     reconnect_timeout: float = 60.0
     roles: tuple[tuple[str, WorkerSpec], ...] = ()  # a group of hosts in named roles (each a worker of its own kind)
+    # Allocated workers (spec/provision.py): this entry becomes one worker per host the allocation gives.
+    nodes: int | None = None  # slurm: salloc -N nodes
+    partition: str | None = None  # slurm: --partition
+    constraint: str | None = None  # slurm: --constraint
+    time: str | None = None  # slurm: --time
+    job: str | None = None  # slurm: the allocation's job id the agent's step runs in (srun --jobid)
+    allocate: str | None = None  # ssh: a command printing one host per line
+    release: str | None = None  # ssh: a command given those hosts as arguments at the end
+
+    @property
+    def allocated(self) -> bool:
+        """Hosts come from an allocation made when the experiment runs, not from the spec."""
+        return self.nodes is not None or self.allocate is not None
 
     @property
     def role_names(self) -> tuple[str, ...]:
@@ -229,6 +242,18 @@ class WorkerSpec:
         if self.kind == "command":
             return " ".join(self.transport)
         return "this machine"
+
+
+@dataclass(frozen=True)
+class InitSpec:
+    """What runs once on every worker (every role host, or the hosts of `role`) before its first
+    run: installing, building, warming caches the runs then share."""
+
+    command: str
+    timeout: float
+    cwd: str
+    env: Mapping[str, str]
+    role: str | None = None
 
 
 @dataclass(frozen=True)
@@ -274,6 +299,7 @@ class Spec:
     sweeps: tuple[SweepSpec, ...] = ()  # [[sweep]]: already expanded into `tests` (spec/sweeps.py)
     collectors: tuple[CollectorSpec, ...] = ()  # measured on role hosts during every trial (roles.py)
     deploy: DeploySpec | None = None  # [deploy]: shipped to every worker's dir before anything runs (deploy.py)
+    init: InitSpec | None = None  # [init]: once per worker before its first run (provision.py)
 
     @property
     def roles(self) -> tuple[str, ...]:

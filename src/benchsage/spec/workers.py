@@ -11,12 +11,13 @@ from typing import Any, Mapping
 
 from benchsage.spec import fields
 from benchsage.spec.model import WorkerSpec
+from benchsage.spec.provision import COMMAND_ALLOCATION_KEYS, SLURM_ALLOCATION_KEYS, allocation_fields
 
 _WORKER_COMMON = {"name", "kind", "dir", "python", "boot_id", "reconnect_timeout"}
 WORKER_KEYS = {
     "local": _WORKER_COMMON,
-    "ssh": _WORKER_COMMON | {"host", "ssh_config"},
-    "slurm": _WORKER_COMMON | {"node", "srun_args", "het_group"},
+    "ssh": _WORKER_COMMON | {"host", "ssh_config"} | COMMAND_ALLOCATION_KEYS,
+    "slurm": _WORKER_COMMON | {"node", "srun_args", "het_group"} | SLURM_ALLOCATION_KEYS,
     "command": _WORKER_COMMON | {"transport"},
 }
 _ROLE_KEYS = {"name", "roles"}
@@ -81,9 +82,14 @@ def _one(w: fields.Where, here: str, item: Mapping[str, Any], folder: str, comma
     if kind not in WORKER_KEYS:
         raise w.error(here, f"unknown worker kind {kind!r} (expected one of: {', '.join(sorted(WORKER_KEYS))})")
     fields.check_keys(w, f"{here} (kind \"{kind}\")", item, WORKER_KEYS[kind])
+    if member and any(key in item for key in SLURM_ALLOCATION_KEYS | COMMAND_ALLOCATION_KEYS):
+        raise w.error(here, "a role's host cannot be allocated (keys 'nodes', 'allocate'): name it, or allocate workers without roles")
+    allocation = allocation_fields(w, here, item, kind)
     host = node = het_group = None
     transport: tuple[str, ...] = ()
-    if kind == "ssh":
+    if allocation:
+        default_name = command_name.replace("command", "allocated")  # replaced by one worker per host when the experiment runs
+    elif kind == "ssh":
         host = fields.string(w, here, item, "host", required=True)
         default_name = host
     elif kind == "slurm":
@@ -123,6 +129,7 @@ def _one(w: fields.Where, here: str, item: Mapping[str, Any], folder: str, comma
         python=python,
         boot_id=fields.string(w, here, item, "boot_id"),
         reconnect_timeout=fields.number(w, here, item, "reconnect_timeout", 60.0) or 60.0,
+        **allocation,
     )
 
 

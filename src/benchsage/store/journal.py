@@ -64,6 +64,20 @@ CREATE TABLE IF NOT EXISTS deploys (         -- the experiment shipped to each h
     time REAL NOT NULL               -- epoch seconds
 );
 """
+_INITS_TABLE = """
+CREATE TABLE IF NOT EXISTS inits (           -- [init], once per worker (per role host) before its first run
+    id INTEGER PRIMARY KEY,
+    worker TEXT NOT NULL,
+    role TEXT,                       -- the role host it ran on; NULL without roles
+    command TEXT NOT NULL,
+    status TEXT NOT NULL,            -- ok | failed | timeout
+    exit_status INTEGER,
+    time REAL NOT NULL,              -- epoch seconds when it finished
+    wall REAL,
+    stdout BLOB,
+    stderr BLOB
+);
+"""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -130,7 +144,7 @@ CREATE TABLE IF NOT EXISTS trial_values (
     PRIMARY KEY (trial_id, metric)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS trials_by_attempt ON trials(attempt_id);
-""" + _SETUPS_TABLE + _LOOKS_TABLE + _DEPLOYS_TABLE
+""" + _SETUPS_TABLE + _LOOKS_TABLE + _DEPLOYS_TABLE + _INITS_TABLE
 
 
 @dataclass(frozen=True)
@@ -379,6 +393,25 @@ class Journal:
         return [dict(zip(keys, row)) for row in rows]
 
     @_locked
+    def record_init(self, worker: str, role: str | None, command: str, status: str, exit_status: int | None, wall: float | None,
+                    stdout: bytes, stderr: bytes) -> None:
+        with _transaction(self.conn):
+            self.conn.execute(
+                "INSERT INTO inits(worker, role, command, status, exit_status, time, wall, stdout, stderr) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (worker, role, command, status, exit_status, time.time(), wall, stdout[-TAIL_BYTES:], stderr[-TAIL_BYTES:]),
+            )
+
+    @_locked
+    def inits(self) -> list[dict[str, Any]]:
+        """Every [init] that ran, in order: {worker, role, command, status, exit_status, time, wall}."""
+        try:
+            rows = self.conn.execute("SELECT worker, role, command, status, exit_status, time, wall FROM inits ORDER BY id").fetchall()
+        except sqlite3.OperationalError:  # an older journal opened read-only
+            return []
+        keys = ("worker", "role", "command", "status", "exit_status", "time", "wall")
+        return [dict(zip(keys, row)) for row in rows]
+
+    @_locked
     def looks(self) -> list[dict[str, Any]]:
         """The looks of a sequential experiment, in order: {id, runs, time, record}."""
         try:
@@ -501,6 +534,7 @@ def _add_missing_columns(conn: sqlite3.Connection) -> None:
         conn.execute(_SETUPS_TABLE)  # tables added since format 1 was first written
         conn.execute(_LOOKS_TABLE)
         conn.execute(_DEPLOYS_TABLE)
+        conn.execute(_INITS_TABLE)
     except sqlite3.OperationalError:
         pass  # a read-only journal: readers treat the table as empty
     for table, column, decl in _ADDED_COLUMNS:

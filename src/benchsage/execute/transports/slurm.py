@@ -17,16 +17,18 @@ class SlurmTransport:
     kind = "slurm"
 
     def __init__(self, node: str | None, srun_args: list[str] | None = None, python: str = "python3", name: str | None = None,
-                 *, het_group: int | None = None) -> None:
+                 *, het_group: int | None = None, job: str | None = None) -> None:
         self.node = node  # None: the node Slurm gave the allocation's component `het_group`
         self.het_group = het_group
+        self.job = job  # the allocation benchsage made for the experiment (srun --jobid); None: the user's own
         self.srun_args = list(srun_args or ())
         self.python = python
         self.name = (name or node or f"het-group-{het_group}").replace("/", "-")
 
     def argv(self, command: list[str]) -> list[str]:
         where = f"--nodelist={self.node}" if self.node else f"--het-group={self.het_group}"
-        return ["srun", where, "-N1", "-n1", f"--job-name=benchsage-{self.name}", *self.srun_args, *command]
+        job = [f"--jobid={self.job}"] if self.job else []
+        return ["srun", *job, where, "-N1", "-n1", f"--job-name=benchsage-{self.name}", *self.srun_args, *command]
 
     def describe(self) -> str:
         return f"srun on {self.node}" if self.node else f"srun --het-group={self.het_group}"

@@ -1,0 +1,302 @@
+"""Allocated workers: hosts asked from Slurm (`salloc --no-shell -N N`, agents started with
+`srun --jobid`) or from the user's `allocate` command, one worker per host, released at the
+end whatever happens (success, error, Ctrl-C/SIGTERM, a lost worker): `scancel`, or the
+user's `release` command given the hosts.
+
+The journal's meta "allocations" records each allocation (job id, hosts, the worker name each
+host carries, released or not) when the experiment is created, so that after a crash of the
+controller `benchsage release DIR` frees it, and `resume` re-uses it if Slurm still shows it,
+else allocates the same number of hosts anew and gives them the recorded worker names in order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from benchsage.errors import BenchsageError, DataError, ExperimentError, WorkerSetupError
+from benchsage.spec import Spec, WorkerSpec
+from benchsage.spec.provision import with_hosts
+from benchsage.store.journal import Journal
+
+PENDING_RECORD = os.path.join("workers", "allocations.json")  # until the journal exists: what a crash in between leaves
+SLURM_TIMEOUT = 60.0  # seconds squeue, scontrol and scancel may take
+# Reasons of a pending job that waiting cannot cure: the request exceeds what the partition has or allows.
+_NEVER = {"PartitionConfig", "PartitionNodeLimit", "PartitionTimeLimit", "BadConstraints", "InvalidAccount", "InvalidQOS",
+          "QOSMaxNodePerJobLimit", "AssocMaxNodesPerJob"}
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """The hosts one allocated [[worker]] got, and the worker name each carries."""
+
+    kind: str  # "slurm" | "command"
+    hosts: tuple[str, ...]
+    names: tuple[str, ...]
+    job: str | None = None  # slurm
+    release: str | None = None  # command: the user's release command
+    cwd: str = "/"  # where the user's commands run: the spec's folder
+    released: bool = False
+
+    def record(self) -> dict[str, Any]:
+        return dataclasses.asdict(self) | {"hosts": list(self.hosts), "names": list(self.names)}
+
+    @classmethod
+    def from_record(cls, r: dict[str, Any]) -> "Allocation":
+        return cls(r["kind"], tuple(r["hosts"]), tuple(r["names"]), r.get("job"), r.get("release"), r.get("cwd", "/"), bool(r["released"]))
+
+    def describe(self) -> str:
+        what = f"Slurm job {self.job}" if self.kind == "slurm" else "hosts"
+        return f"{what} ({', '.join(self.hosts)})"
+
+
+def allocate(ws: WorkerSpec, spec: Spec, names: Sequence[str] | None = None, say: Callable[[str], None] = print) -> Allocation:
+    """Ask for the hosts of one allocated [[worker]]; WorkerSetupError (exit 2) when refused.
+    `names`: the worker names the hosts carry (resume), else the hosts' own."""
+    if ws.nodes is not None:
+        job, hosts = _salloc(ws, spec.name, say)
+        kind, release = "slurm", None
+    else:
+        job, hosts, kind, release = None, _run_allocate(ws, spec.folder), "command", ws.release
+    got = Allocation(kind, tuple(hosts), tuple(hosts), job, release, spec.folder)
+    if names is not None:
+        if len(hosts) < len(names):
+            problems = release_one(got)
+            raise WorkerSetupError(f"the new allocation has {len(hosts)} hosts for the experiment's {len(names)} workers "
+                                   f"({', '.join(names)}); released{'' if not problems else ' failed: ' + problems}")
+        got = dataclasses.replace(got, hosts=tuple(hosts[:len(names)]), names=tuple(names))
+    return got
+
+
+def spec_with(spec: Spec, allocations: Sequence[Allocation]) -> Spec:
+    """The spec whose allocated workers are one worker per allocated host, named as recorded."""
+    return with_hosts(spec, [list(zip(a.names, a.hosts)) for a in allocations], [a.job for a in allocations])
+
+
+def release_one(a: Allocation) -> str | None:
+    """Free one allocation; None when done, else what failed (naming the hosts left allocated)."""
+    if a.kind == "slurm":
+        proc = _slurm(["scancel", str(a.job)])
+        if proc.returncode == 0 or re.search(r"Invalid job id|already completing or completed", proc.stderr):
+            return None
+        return f"scancel {a.job} failed ({_last_line(proc.stderr) or f'exit status {proc.returncode}'}); nodes {', '.join(a.hosts)} stay allocated: `scancel {a.job}`"
+    if not a.release:
+        return None
+    try:
+        proc = subprocess.run(["/bin/sh", "-c", a.release + ' "$@"', "release", *a.hosts], cwd=a.cwd, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, errors="replace", timeout=600)
+        why = None if proc.returncode == 0 else f"exit status {proc.returncode}: {_last_line(proc.stderr) or _last_line(proc.stdout)}"
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        why = str(exc)
+    return None if why is None else f"`{a.release}` failed ({why}); hosts {' '.join(a.hosts)} may stay allocated: free them yourself"
+
+
+def slurm_alive(job: str | None) -> bool:
+    proc = _slurm(["squeue", "-h", "-j", str(job), "-o", "%T"])
+    return proc.returncode == 0 and proc.stdout.strip() in ("RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED")
+
+
+class Held:
+    """The allocations of one session (`with Held(directory) as held:`): released at the end
+    whatever happens, the journal told; a failed release is exit 3 naming what stays."""
+
+    def __init__(self, directory: str, say: Callable[[str], None]) -> None:
+        self.directory = directory
+        self.say = say
+        self.allocations: list[Allocation] = []
+
+    def __enter__(self) -> "Held":
+        return self
+
+    def allocate(self, spec: Spec) -> Spec:
+        """Allocate every allocated [[worker]] of a new experiment; the spec on the hosts got."""
+        for ws in spec.workers:
+            if ws.allocated:
+                self.allocations.append(allocate(ws, spec, say=self.say))
+                _write_pending(self.directory, self.allocations)
+                self.say(f"allocated {self.allocations[-1].describe()}")
+        return spec_with(spec, self.allocations)
+
+    def resume(self, spec: Spec, journal: Journal) -> Spec:
+        """The recorded allocations, re-used while alive, else allocated anew under the
+        recorded worker names; the journal records the new ones at once."""
+        recorded = [Allocation.from_record(r) for r in journal.meta().get("allocations") or ()]
+        allocated = [ws for ws in spec.workers if ws.allocated]
+        for ws, old in zip(allocated, recorded):
+            alive = not old.released and (old.kind != "slurm" or slurm_alive(old.job))
+            if alive:
+                self.allocations.append(old)
+                self.say(f"re-using {old.describe()}")
+                continue
+            new = allocate(ws, spec, old.names, say=self.say)
+            self.allocations.append(new)
+            self.say(f"{old.describe()} is gone; allocated {new.describe()} for workers {', '.join(new.names)}")
+            journal.set_meta("allocations", [a.record() for a in self.allocations] + [r.record() for r in recorded[len(self.allocations):]])
+        return spec_with(spec, self.allocations)
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        after, problems = [], []
+        for a in self.allocations:
+            problem = None if a.released else release_one(a)
+            if problem:
+                problems.append(problem)
+            else:
+                self.say(f"released {a.describe()}")
+            after.append(dataclasses.replace(a, released=problem is None))
+        if self.allocations:
+            record_released(self.directory, after)
+        if not problems:
+            return
+        message = "release failed: " + "; ".join(problems)
+        if exc is None:
+            raise ExperimentError(message)
+        if isinstance(exc, BenchsageError):
+            raise type(exc)(f"{exc}; {message}") from None
+        self.say(message)
+
+
+def _write_pending(directory: str, allocations: Sequence[Allocation]) -> None:
+    path = os.path.join(directory, PENDING_RECORD)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".tmp", "w", encoding="utf-8") as fh:
+        json.dump([a.record() for a in allocations], fh)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(path + ".tmp", path)
+
+
+def record_released(directory: str, allocations: Sequence[Allocation]) -> None:
+    """Record in the journal (if the experiment has one, else in workers/allocations.json) the
+    allocations and which are released."""
+    if not Journal.exists(directory):
+        _write_pending(directory, allocations)
+        return
+    journal = Journal.open(directory)
+    try:
+        journal.set_meta("allocations", [a.record() for a in allocations])
+    finally:
+        journal.close()
+
+
+def release_directory(directory: str) -> list[str]:
+    """`benchsage release DIR`: free what the journal says is still allocated; what was freed,
+    one line each. ExperimentError (exit 3) when a release fails, naming what stays. A crash
+    before the journal was created leaves the record in workers/allocations.json."""
+    pending = os.path.join(directory, PENDING_RECORD)
+    if not Journal.exists(directory) and os.path.exists(pending):
+        with open(pending, encoding="utf-8") as fh:
+            recorded = [Allocation.from_record(r) for r in json.load(fh)]
+    else:
+        journal = Journal.open(directory)
+        try:
+            recorded = [Allocation.from_record(r) for r in journal.meta().get("allocations") or ()]
+        finally:
+            journal.close()
+    if not recorded:
+        raise DataError(f"{directory}: the experiment allocated nothing; there is nothing to release")
+    said, problems, out = [], [], []
+    for a in recorded:
+        if a.released:
+            out.append(a)
+            continue
+        problem = release_one(a)
+        if problem:
+            problems.append(problem)
+            out.append(a)
+        else:
+            said.append(f"released {a.describe()}")
+            out.append(dataclasses.replace(a, released=True))
+    record_released(directory, out)
+    if problems:
+        raise ExperimentError("; ".join(said + problems))
+    return said or [f"{directory}: every allocation was released already"]
+
+
+def _salloc(ws: WorkerSpec, experiment: str, say: Callable[[str], None]) -> tuple[str, list[str]]:
+    """salloc --no-shell: the job id and its nodes. A pending job whose reason waiting cannot
+    cure (more nodes than the partition has...) is cancelled and refused, quoting Slurm."""
+    asked = [f"--{key}={value}" for key, value in (("partition", ws.partition), ("constraint", ws.constraint), ("time", ws.time)) if value]
+    # --no-kill: a failed node loses its own worker, not the whole allocation (the others finish).
+    argv = ["salloc", "--no-shell", "--no-kill", "-N", str(ws.nodes), *asked, f"--job-name=benchsage-{experiment}"]
+    what = f"[[worker]] kind \"slurm\" nodes = {ws.nodes}{' (' + ' '.join(asked) + ')' if asked else ''}"
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace")
+    except OSError as exc:
+        raise WorkerSetupError(f"{what}: cannot run salloc ({exc}); is this a Slurm submit host?") from None
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: [lines.append(line.strip()) for line in proc.stderr or ()], daemon=True)
+    reader.start()
+    job, waited = None, False
+    try:
+        while proc.poll() is None:
+            pending = next((m.group(1) for line in lines for m in [re.search(r"Pending job allocation (\d+)", line)] if m), None)
+            if pending:
+                job = pending
+                reason = _slurm(["squeue", "-h", "-j", job, "-o", "%r"]).stdout.strip()
+                if reason in _NEVER:
+                    _slurm(["scancel", job])
+                    proc.wait()
+                    said = "; ".join(_quoted(lines)) or reason
+                    raise WorkerSetupError(f"{what}: Slurm refused: \"{said}\" (job {job} pending with reason {reason}; "
+                                           "cancelled); ask for fewer nodes or another partition (`sinfo` shows them); nothing ran")
+                if not waited and reason:
+                    say(f"waiting for Slurm to grant job {job} ({reason})")
+                    waited = True
+            time.sleep(0.1)
+    except BaseException:
+        if job:
+            _slurm(["scancel", job])
+        proc.kill()
+        raise
+    reader.join()
+    granted = next((m.group(1) for line in lines for m in [re.search(r"Granted job allocation (\d+)", line)] if m), None)
+    if proc.returncode != 0 or granted is None:
+        raise WorkerSetupError(f"{what}: Slurm refused: \"{'; '.join(_quoted(lines)) or f'salloc exit status {proc.returncode}'}\"; nothing ran")
+    listed = _slurm(["squeue", "-h", "-j", granted, "-o", "%N"]).stdout.strip()
+    nodes = _slurm(["scontrol", "show", "hostnames", listed]).stdout.split() if listed else []
+    if len(nodes) != ws.nodes:
+        _slurm(["scancel", granted])
+        raise WorkerSetupError(f"{what}: Slurm job {granted} shows nodes {listed!r}, not {ws.nodes}; cancelled; nothing ran")
+    return granted, nodes
+
+
+def _run_allocate(ws: WorkerSpec, folder: str) -> list[str]:
+    what = f"[[worker]] allocate `{ws.allocate}`"
+    try:
+        proc = subprocess.run(["/bin/sh", "-c", ws.allocate or ""], cwd=folder, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                              errors="replace", timeout=3600)
+    except subprocess.TimeoutExpired:
+        raise WorkerSetupError(f"{what}: did not finish within 3600 s; nothing ran") from None
+    if proc.returncode != 0:
+        raise WorkerSetupError(f"{what}: failed (exit status {proc.returncode}: {_last_line(proc.stderr) or 'no error output'}); nothing ran")
+    hosts = [line.strip() for line in proc.stdout.splitlines() if line.strip()]
+    if not hosts:
+        raise WorkerSetupError(f"{what}: printed no host (it must print one ssh destination per line); nothing ran")
+    if len(set(hosts)) != len(hosts):
+        raise WorkerSetupError(f"{what}: printed a host twice ({', '.join(hosts)}); nothing ran")
+    return hosts
+
+
+def _slurm(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace", timeout=SLURM_TIMEOUT)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return subprocess.CompletedProcess(argv, 1, "", str(exc))
+
+
+def _quoted(lines: list[str]) -> list[str]:
+    """What salloc said, without its bookkeeping lines."""
+    return [re.sub(r"^salloc: (error: )?", "", line) for line in lines
+            if line and not re.search(r"Pending job allocation|queued and waiting|Job has been cancelled|already completing", line)]
+
+
+def _last_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[-1].strip() if lines else ""

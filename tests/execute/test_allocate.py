@@ -1,0 +1,85 @@
+"""Bad provisioning input is refused before anything runs (exit 2, one line naming it): the
+allocation keys of a [[worker]], [init]'s role, and `allocate` commands that fail or print no
+host."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchsage.errors import SpecError
+from benchsage.spec import load_spec
+
+HEAD = '[experiment]\nname = "p"\nruns = 2\n[[test]]\nname = "a"\ncommand = "true"\n'
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "experiment.toml"
+    path.write_text(HEAD + text)
+    return path
+
+
+@pytest.mark.parametrize("worker, said", [
+    ('kind = "slurm"\nnodes = 0', "key 'nodes' must be"),
+    ('kind = "slurm"\nnodes = 2\nnode = "c1"', "give either 'nodes'"),
+    ('kind = "ssh"\nhost = "node1"\nallocate = "./a.sh"', "give either 'host' or 'allocate'"),
+    ('kind = "ssh"\nrelease = "./r.sh"', "key 'release' needs 'allocate'"),
+    ('kind = "slurm"\nnode = "c1"\npartition = "bench"', "key 'partition' applies to an allocation"),
+])
+def test_bad_allocation_keys_are_refused(tmp_path: Path, worker: str, said: str) -> None:
+    with pytest.raises(SpecError, match="worker") as err:
+        load_spec(write(tmp_path, f"[[worker]]\n{worker}\n"))
+    assert said in str(err.value)
+
+
+def test_init_role_must_be_a_role(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match=r"\[init\]: key 'role' names no role of the workers: 'server' \(the workers have no roles\)"):
+        load_spec(write(tmp_path, '[init]\ncommand = "true"\nrole = "server"\n'))
+
+
+def test_init_defaults(tmp_path: Path) -> None:
+    spec = load_spec(write(tmp_path, '[init]\ncommand = "./init.sh"\n'))
+    assert spec.init is not None and spec.init.timeout == 1800 and spec.init.cwd == str(tmp_path) and spec.init.role is None
+
+
+@pytest.mark.parametrize("script, said", [
+    ("echo 'no nodes free' >&2; exit 5", "failed (exit status 5: no nodes free); nothing ran"),
+    ("echo", "printed no host (it must print one ssh destination per line); nothing ran"),
+])
+def test_allocate_that_fails_or_prints_no_host_is_refused(tmp_path: Path, script: str, said: str) -> None:
+    spec = write(tmp_path, f'[[worker]]\nkind = "ssh"\nallocate = "{script}"\nrelease = "touch released"\n')
+    done = subprocess.run([sys.executable, "-m", "benchsage", "run", str(spec), "-o", "out", "--quiet"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith("benchsage: error: [[worker]] allocate `") and line.endswith(said)
+    assert not (tmp_path / "released").exists() and not (tmp_path / "out" / "journal.sqlite").exists()
+
+
+def test_a_crash_before_the_journal_exists_leaves_a_record_release_frees(tmp_path: Path) -> None:
+    from benchsage.execute.allocate import Held, release_directory
+
+    spec = load_spec(write(tmp_path, '[[worker]]\nkind = "ssh"\nallocate = "echo h1; echo h2"\nrelease = "echo >released"\n'))
+    directory = str(tmp_path / "out")
+    held = Held(directory, lambda line: None)
+    planned = held.allocate(spec)  # the controller dies here: no journal yet, no __exit__
+    assert [(w.name, w.host) for w in planned.workers] == [("h1", "h1"), ("h2", "h2")]
+    assert release_directory(directory) == ["released hosts (h1, h2)"]
+    assert (tmp_path / "released").read_text() == "h1 h2\n"
+    assert release_directory(directory) == [f"{directory}: every allocation was released already"]
+
+
+def test_init_with_a_role_runs_on_that_role_host_of_every_worker_once(tmp_path: Path) -> None:
+    text = ('[init]\ncommand = "echo $ROLE >> inits"\nrole = "server"\n'
+            '[[worker]]\nname = "pair1"\n[worker.roles.server]\nkind = "local"\n[worker.roles.client]\nkind = "local"\n')
+    spec = write(tmp_path, text.replace('[init]\n', '[init]\nenv = { ROLE = "server" }\n'))
+    done = subprocess.run([sys.executable, "-m", "benchsage", "run", str(spec), "-o", "out", "--quiet"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "inits").read_text() == "server\n"
+    import sqlite3
+    with sqlite3.connect(tmp_path / "out" / "journal.sqlite") as conn:
+        assert conn.execute("SELECT worker, role, status FROM inits").fetchall() == [("pair1", "server", "ok")]
