@@ -152,7 +152,7 @@ def run(spec: str, directory: str | None, runs: int | None, seed: int | None, as
 @click.option("--json", "as_json", is_flag=True, help="Print the analysis as JSON on stdout.")
 @click.option("--quiet", is_flag=True, help="No progress output.")
 @click.option("--fail-on-effect", is_flag=True, help="Exit 1 when an order effect is found.")
-@click.option("--redeploy", is_flag=True, help="Deploy [deploy] to every worker again, also where it was verified before.")
+@click.option("--redeploy", is_flag=True, help="Deploy [deploy] to every worker again, also where it was verified before, and run [init] again.")
 def resume(directory: str, as_json: bool, quiet: bool, fail_on_effect: bool, redeploy: bool) -> None:
     """Finish an interrupted experiment: redo the interrupted run from its reset, then the rest."""
     from benchsage.execute.session import resume as resume_experiment

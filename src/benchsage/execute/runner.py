@@ -92,7 +92,8 @@ class _ResetFailed(Exception):
 class Runner:
     """Executes the unfinished runs of one journaled experiment on its workers, in parallel."""
 
-    def __init__(self, spec: Spec, journal: Journal, workers: Worker | Sequence[Worker], progress: Progress) -> None:
+    def __init__(self, spec: Spec, journal: Journal, workers: Worker | Sequence[Worker], progress: Progress, *,
+                 reinitialize: bool = False) -> None:
         self.spec = spec
         self.journal = journal
         self.workers: list[Any] = list(workers) if isinstance(workers, (list, tuple)) else [workers]
@@ -122,7 +123,8 @@ class Runner:
         self._lost: dict[str, str] = {}
         self._current: dict[str, int] = {}  # worker -> number of the run in flight
         self._directory = os.path.dirname(journal.path)
-        self._initialized = initialized(journal) if spec.init is not None else set()  # (worker, role) whose [init] is done
+        # (worker, role) whose [init] is done; resume --redeploy initializes every host again
+        self._initialized = initialized(journal) if spec.init is not None and not reinitialize else set()
 
     def execute(self) -> None:
         """Run every run not yet done on every worker. Raises ExperimentError (exit 3) when a

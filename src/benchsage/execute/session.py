@@ -68,7 +68,7 @@ def start(spec: Spec, plan: ExperimentPlan, directory: str, *, quiet: bool = Fal
 
 def resume(directory: str, *, quiet: bool = False, redeploy: bool = False) -> None:
     """Finish an experiment from its journal; runs already done are not touched, nor a host's
-    verified deploy of the same tree unless `redeploy`."""
+    verified deploy of the same tree or a worker's journaled [init], unless `redeploy`."""
     journal = Journal.open(directory)
     try:
         spec = spec_from_journal(journal)
@@ -91,7 +91,7 @@ def resume(directory: str, *, quiet: bool = False, redeploy: bool = False) -> No
                 check_wrappers(spec, workers)
                 for done in deploy_fleet(spec, workers, source, verified=journal.deploys(), redeploy=redeploy):
                     journal.record_deploy(done.record())
-                Runner(spec, journal, workers, progress).execute()
+                Runner(spec, journal, workers, progress, reinitialize=redeploy).execute()
             finally:
                 close_all(workers)
     finally:
