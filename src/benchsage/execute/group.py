@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Sequence
 
 from benchsage.errors import WorkerError
 from benchsage.execute.agentworker import AgentWorker
@@ -204,8 +204,3 @@ def _each(items: Any, action: Callable[[Any], Any]) -> None:
         t.join()
     if errors:
         raise errors[min(errors)]
-
-
-def group_members(spec: Spec) -> Mapping[str, Sequence[str]]:
-    """Each group's role hosts as "pair1/server", for messages and plans."""
-    return {ws.name: [f"{ws.name}/{role}" for role in ws.role_names] for ws in spec.workers if ws.roles}

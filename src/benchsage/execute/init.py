@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from benchsage.execute.worker import ProcessRequest, ProcessResult
+from benchsage.execute.worker import ProcessRequest, ProcessResult, failure_reason
 from benchsage.spec import InitSpec
 from benchsage.store.journal import Journal
 
@@ -35,13 +35,6 @@ def initialize(init: InitSpec, journal: Journal, worker: Any, done: set[tuple[st
         status = "ok" if result.ok else "timeout" if result.timed_out else "failed"
         journal.record_init(worker.name, role, init.command, status, result.exit_status, result.wall_time, result.stdout, result.stderr)
         if status != "ok":
-            why = result.error or (f"did not finish within {init.timeout:g} s" if result.timed_out else f"exit status {result.exit_status}")
-            last = _last_line(result.stderr) or _last_line(result.stdout)
             where = f" on role {role}" if role else ""
             raise InitFailed(f"worker {worker.name}: [init] `{init.command}` failed{where} before its first run "
-                             f"({why}{': ' + last if last else ''}); the journal keeps its output")
-
-
-def _last_line(data: bytes) -> str:
-    lines = data.decode("utf-8", "replace").strip().splitlines()
-    return lines[-1].strip() if lines else ""
+                             f"({failure_reason(result, init.timeout)}); the journal keeps its output")

@@ -24,7 +24,7 @@ from benchsage.execute.metrics import MetricError, collected_files, extract, fro
 from benchsage.execute.progress import Progress
 from benchsage.execute.sequential import Looks
 from benchsage.execute.treatments import Applier
-from benchsage.execute.worker import ProcessRequest, ProcessResult, Worker
+from benchsage.execute.worker import ProcessRequest, ProcessResult, Worker, failure_reason, last_line
 from benchsage.spec import Spec, TestSpec
 from benchsage.store.journal import Journal, TrialRecord
 from benchsage.vocabulary import FINISHED, MIN_RUNS_PER_ARM, NOT_NEEDED
@@ -406,9 +406,7 @@ class Runner:
                 if step.context is not None:
                     self._built[worker.name] = step.context
                 continue
-            why = result.error or (f"did not finish within {step.request.timeout:g} s" if result.timed_out else f"exit status {result.exit_status}")
-            last = _last_line(result.stderr) or _last_line(result.stdout)
-            why += f": {last}" if last else ""
+            why = failure_reason(result, step.request.timeout)
             if step.context is not None:
                 self._built[worker.name] = None
                 self._failed_contexts.setdefault(worker.name, {})[step.context] = why
@@ -429,7 +427,7 @@ class Runner:
             for request in requests:
                 try:
                     result = worker.run(request)
-                    problem = None if result.ok else result.error or _last_line(result.stderr) or f"exit status {result.exit_status}"
+                    problem = None if result.ok else result.error or last_line(result.stderr) or f"exit status {result.exit_status}"
                 except WorkerError as exc:
                     problem = _strip(exc, worker.name)
                 if problem:
@@ -454,12 +452,7 @@ class Runner:
         status = "ok" if result.ok else "timeout" if result.timed_out else "failed"
         self.journal.record_reset(attempt_id, status, result.exit_status, result.wall_time, result.stdout, result.stderr)
         if status != "ok":
-            why = (
-                result.error
-                or (f"did not finish within {reset.timeout:g} s" if result.timed_out else f"exit status {result.exit_status}")
-            )
-            last = _last_line(result.stderr) or _last_line(result.stdout)
-            raise _ResetFailed(f"{self._prefix(worker)}reset failed before run {number} ({why}{': ' + last if last else ''})")
+            raise _ResetFailed(f"{self._prefix(worker)}reset failed before run {number} ({failure_reason(result, reset.timeout)})")
 
     def _reset_steps(self, worker: Any, number: int, attempt_id: int) -> None:
         """A group's reset: each step on its role's host (a step without a role on every role's
@@ -480,11 +473,8 @@ class Runner:
                 if not result.ok:
                     status = "timeout" if result.timed_out else "failed"
                     self.journal.record_reset(attempt_id, status, result.exit_status, time.monotonic() - t0, b"".join(out), b"")
-                    why = result.error or (f"did not finish within {step.timeout:g} s" if result.timed_out
-                                           else f"exit status {result.exit_status}")
-                    last = _last_line(result.stderr) or _last_line(result.stdout)
                     raise _ResetFailed(f"worker {member.name}: reset step `{step.command}` failed before run {number} "
-                                       f"({why}{': ' + last if last else ''})")
+                                       f"({failure_reason(result, step.timeout)})")
         self.journal.record_reset(attempt_id, "ok", 0, time.monotonic() - t0, b"".join(out), b"")
 
     def _reboot(self, worker: Any, number: int, attempt_id: int, step: Any = None) -> None:
@@ -506,12 +496,9 @@ class Runner:
         except WorkerLost:
             result, dropped = None, True  # the host went down under the command: as expected
         if result is not None and not result.ok:
-            why = result.error or (f"did not return within {min(reset.timeout, REBOOT_COMMAND_TIMEOUT):g} s" if result.timed_out else f"exit status {result.exit_status}")
-            last = _last_line(result.stderr) or _last_line(result.stdout)
+            why = failure_reason(result, min(reset.timeout, REBOOT_COMMAND_TIMEOUT), verb="return")
             self.journal.record_reset(attempt_id, "failed", result.exit_status, time.monotonic() - t0, result.stdout, result.stderr)
-            raise _ResetFailed(
-                f"{self._prefix(worker)}the reboot command `{reset.command}` failed before run {number} ({why}{': ' + last if last else ''})"
-            )
+            raise _ResetFailed(f"{self._prefix(worker)}the reboot command `{reset.command}` failed before run {number} ({why})")
         worker.disconnect()
         deadline = t0 + reset.timeout
         delay = BACKOFF_FIRST
@@ -573,11 +560,6 @@ def _hang_up_all(workers: Sequence[Any]) -> None:
 
 def _strip(exc: BaseException, name: str) -> str:
     return str(exc).removeprefix(f"worker {name}: ")
-
-
-def _last_line(data: bytes) -> str:
-    lines = data.decode(errors="replace").strip().splitlines()
-    return lines[-1][:200] if lines else ""
 
 
 def _shown(test: TestSpec, result: ProcessResult, outcome: TrialOutcome) -> str:

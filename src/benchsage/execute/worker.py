@@ -66,6 +66,20 @@ class ProcessResult:
         return self.error is None and not self.timed_out and self.exit_status == 0
 
 
+def last_line(data: bytes) -> str:
+    """The last line a command printed (at most 200 characters), for messages."""
+    lines = data.decode(errors="replace").strip().splitlines()
+    return lines[-1][:200] if lines else ""
+
+
+def failure_reason(result: ProcessResult, timeout: float | None, *, verb: str = "finish") -> str:
+    """Why a command that is not ok failed, for messages: its start error, its timeout ("did not
+    finish within 60 s") or its exit status, then the last line it printed, if any."""
+    why = result.error or (f"did not {verb} within {timeout:g} s" if result.timed_out else f"exit status {result.exit_status}")
+    last = last_line(result.stderr) or last_line(result.stdout)
+    return f"{why}: {last}" if last else why
+
+
 class Worker(Protocol):
     """Runs processes somewhere and describes that place."""
 

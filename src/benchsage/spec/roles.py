@@ -91,16 +91,16 @@ def parse_steps(w: fields.Where, items: Any, timeout: float, cwd: str, env: Mapp
 def check_roles(w: fields.Where, workers: Sequence[WorkerSpec], tests: Sequence[TestSpec], steps: Sequence[ResetStep],
                 factors: Sequence[FactorSpec], collectors: Sequence[CollectorSpec]) -> None:
     """Every role named is a role of every worker (errors name the key and the worker)."""
-    named: list[tuple[str, str]] = []
-    named += [(f"[[test]] '{t.name}' key 'role'", t.role) for t in tests if t.role is not None]
-    named += [(f"[[reset.step]] #{i} key 'role'", s.role) for i, s in enumerate(steps, 1) if s.role is not None]
-    named += [(f"[[factor]] '{f.name}' key 'role'", f.role) for f in factors if f.role is not None]
-    named += [(f"[[collector]] '{c.name}' key 'role'", c.role) for c in collectors]
+    named: list[tuple[str, str]] = []  # (the table, the role it names)
+    named += [(f"[[test]] '{t.name}'", t.role) for t in tests if t.role is not None]
+    named += [(f"[[reset.step]] #{i}", s.role) for i, s in enumerate(steps, 1) if s.role is not None]
+    named += [(f"[[factor]] '{f.name}'", f.role) for f in factors if f.role is not None]
+    named += [(f"[[collector]] '{c.name}'", c.role) for c in collectors]
     for where, role in named:
         for ws in workers:
             if not ws.roles:
-                raise w.error(where.rsplit(" key ", 1)[0], f"key 'role' names role '{role}', but the workers have no roles "
-                                                           "(declare them as [worker.roles.NAME])")
+                raise w.error(where, f"key 'role' names role '{role}', but the workers have no roles "
+                                     "(declare them as [worker.roles.NAME])")
             if role not in ws.role_names:
-                raise w.error(where.rsplit(" key ", 1)[0], f"key 'role' names role '{role}', which worker '{ws.name}' lacks "
-                                                           f"(its roles: {', '.join(ws.role_names)})")
+                raise w.error(where, f"key 'role' names role '{role}', which worker '{ws.name}' lacks "
+                                     f"(its roles: {', '.join(ws.role_names)})")
