@@ -3,7 +3,8 @@
 The suite mostly waits (processes, ssh, a Slurm cluster), so pyproject.toml runs it on several
 pytest-xdist workers. Three rules keep that safe and quick:
 
-- Tests that share a module-scoped fixture run on one worker, which builds it once.
+- Tests that share a module-scoped fixture run on one worker, which builds it once. A file
+  every worker reads (an HTML report) is built once for the whole run (`built_once`).
 - Tests marked `slow` start first: started last, one of them would keep the run going alone.
 - Tests marked `timing` judge real processes by their time. They run, with all they start,
   under the round-robin real-time scheduling policy, so no other work on the machine, the rest
@@ -22,7 +23,7 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import pytest
 
@@ -140,3 +141,27 @@ def _timing_slot(config: pytest.Config) -> Iterator[int]:
                 os.close(fd)
             return
         time.sleep(0.05)
+
+
+@pytest.fixture(scope="session")
+def built_once(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str, Callable[[Path], None]], Path]:
+    """built_once(name, build): the file `name`, written by build(path) once for the whole run.
+    The first worker to ask builds it; the others wait for it and read the same file."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if WORKER is not None else base) / "built-once"
+    folder.mkdir(exist_ok=True)
+
+    def get(name: str, build: Callable[[Path], None]) -> Path:
+        path = folder / name
+        fd = os.open(folder / f"{name}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            if not path.exists():
+                part = folder / f"{name}.part"
+                build(part)
+                os.replace(part, path)
+        finally:
+            os.close(fd)
+        return path
+
+    return get

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.timing  # decisions taken from measured times
+TIMING = pytest.mark.timing  # decisions taken from measured times (the checks of input need no such care)
 
 EFFECT = """
 [experiment]
@@ -104,6 +104,7 @@ def run_json(tmp_path: Path, text: str) -> tuple[dict, subprocess.CompletedProce
 
 
 @pytest.mark.slow
+@TIMING
 def test_a_strong_order_effect_stops_early_decided_effect(tmp_path: Path) -> None:
     doc, done = run_json(tmp_path, EFFECT)
     seq = doc["sequential"]
@@ -164,6 +165,7 @@ def on_a_terminal(*args: str, cwd: Path) -> tuple[int, str]:
 
 
 @pytest.mark.slow
+@TIMING
 def test_the_progress_bar_ends_at_the_runs_needed_and_says_the_rest_were_not(tmp_path: Path) -> None:
     """The bar on the terminal counts down to the runs the experiment needed, not the planned
     ones, and says how many planned runs were not needed; so does a resume of it."""
@@ -186,6 +188,7 @@ def test_the_progress_bar_ends_at_the_runs_needed_and_says_the_rest_were_not(tmp
 
 
 @pytest.mark.slow
+@TIMING
 def test_no_order_effect_is_decided_no_effect(tmp_path: Path) -> None:
     doc, _ = run_json(tmp_path, NO_EFFECT)
     seq = doc["sequential"]
@@ -263,6 +266,7 @@ def test_runs_on_the_command_line_below_looks_is_bad_input(tmp_path: Path) -> No
 
 
 @pytest.mark.slow
+@TIMING
 def test_the_carryover_example_is_decided_right_within_20_of_40_runs_per_arm(tmp_path: Path) -> None:
     """examples/sequential-carryover as its README runs it (about a minute): query, which reads
     a cached index only when the pipeline before it built one, "effect"; the steps and the

@@ -1,6 +1,7 @@
-"""The reports the HTML tests read, each rendered once for the whole session: data whose names,
-units, spec and output try to inject markup (xss, amp), a small synthetic experiment, a tiny one
-with hand-made diagnostics, and a treatment experiment."""
+"""The reports the HTML tests read, each rendered once for the whole run (by the first worker to
+ask, tests/conftest.py `built_once`): data whose names, units, spec and output try to inject
+markup (xss, amp), a small synthetic experiment, a tiny one with hand-made diagnostics, and a
+treatment experiment."""
 
 from __future__ import annotations
 
@@ -42,17 +43,13 @@ def xss_analysis(xss_table: TrialTable, analyze, make_diagnostics) -> Analysis: 
 
 
 @pytest.fixture(scope="session")
-def xss_report(xss_analysis: Analysis, xss_table: TrialTable, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("xss") / "report.html"
-    write_report(xss_analysis, xss_table, path)
-    return path
+def xss_report(xss_analysis: Analysis, xss_table: TrialTable, built_once) -> Path:  # type: ignore[no-untyped-def]
+    return built_once("xss.html", lambda path: write_report(xss_analysis, xss_table, path))
 
 
 @pytest.fixture(scope="session")
-def small_report(small_analysis: Analysis, small_table: TrialTable, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("small") / "report.html"
-    write_report(small_analysis, small_table, str(path))
-    return path
+def small_report(small_analysis: Analysis, small_table: TrialTable, built_once) -> Path:  # type: ignore[no-untyped-def]
+    return built_once("small.html", lambda path: write_report(small_analysis, small_table, str(path)))
 
 
 @pytest.fixture(scope="session")
@@ -62,17 +59,13 @@ def tiny(make_table, analyze, make_diagnostics) -> tuple[Analysis, TrialTable]: 
 
 
 @pytest.fixture(scope="session")
-def amp_report(make_table, analyze, make_diagnostics, tmp_path_factory: pytest.TempPathFactory) -> Path:  # type: ignore[no-untyped-def]
+def amp_report(make_table, analyze, make_diagnostics, built_once) -> Path:  # type: ignore[no-untyped-def]
     table = make_table(2, 8, seed=6, names=[AMP_SCRIPT_TEST, "./other.sh"])
-    path = tmp_path_factory.mktemp("amp") / "report.html"
-    write_report(analyze(table, make_diagnostics([AMP_SCRIPT_TEST])), table, path)
-    return path
+    return built_once("amp.html", lambda path: write_report(analyze(table, make_diagnostics([AMP_SCRIPT_TEST])), table, path))
 
 
 @pytest.fixture(scope="session")
-def treated(analyze, tmp_path_factory: pytest.TempPathFactory) -> tuple[Analysis, TrialTable, Path]:  # type: ignore[no-untyped-def]
+def treated(analyze, built_once) -> tuple[Analysis, TrialTable, Path]:  # type: ignore[no-untyped-def]
     table = treatment_table()
     analysis = analyze(table)
-    path = tmp_path_factory.mktemp("treated") / "report.html"
-    write_report(analysis, table, path)
-    return analysis, table, path
+    return analysis, table, built_once("treated.html", lambda path: write_report(analysis, table, path))
