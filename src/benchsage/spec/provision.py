@@ -80,6 +80,15 @@ def placeholder_names(spec: Spec) -> list[list[str]]:
     return out
 
 
+WORKER_PLACEHOLDER = "{worker}"
+
+
+def worker_dir(directory: str, name: str) -> str:
+    """`dir` with {worker} replaced by the worker's name: one dir per worker where several share
+    a filesystem (hosts with a shared home, a fleet on one machine)."""
+    return directory.replace(WORKER_PLACEHOLDER, name)
+
+
 def with_hosts(spec: Spec, hosts: list[list[tuple[str, str]]], job: list[str | None]) -> Spec:
     """The spec whose allocated [[worker]]s are replaced, in order, by one worker per (name,
     host) of their allocation (`job`: the Slurm job id of each, or None)."""
@@ -90,10 +99,11 @@ def with_hosts(spec: Spec, hosts: list[list[tuple[str, str]]], job: list[str | N
             workers.append(ws)
             continue
         for name, host in hosts[k]:
+            directory = None if ws.dir is None else worker_dir(ws.dir, name)
             if ws.kind == "slurm":
-                workers.append(dataclasses.replace(ws, name=name, node=host, job=job[k], nodes=None))
+                workers.append(dataclasses.replace(ws, name=name, node=host, job=job[k], nodes=None, dir=directory))
             else:
-                workers.append(dataclasses.replace(ws, name=name, host=host, allocate=None, release=None))
+                workers.append(dataclasses.replace(ws, name=name, host=host, allocate=None, release=None, dir=directory))
         k += 1
     return dataclasses.replace(spec, workers=tuple(workers))
 

@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 from benchsage.spec import fields
 from benchsage.spec.model import WorkerSpec
-from benchsage.spec.provision import COMMAND_ALLOCATION_KEYS, SLURM_ALLOCATION_KEYS, allocation_fields
+from benchsage.spec.provision import COMMAND_ALLOCATION_KEYS, SLURM_ALLOCATION_KEYS, allocation_fields, worker_dir
 
 _WORKER_COMMON = {"name", "kind", "dir", "python", "boot_id", "reconnect_timeout"}
 WORKER_KEYS = {
@@ -116,6 +116,8 @@ def _one(w: fields.Where, here: str, item: Mapping[str, Any], folder: str, comma
     directory = fields.string(w, here, item, "dir")
     if directory is not None and not directory.startswith("/"):
         raise w.error(here, f"key 'dir' must be an absolute path on the host, got {directory!r}")
+    if directory is not None and not allocation:  # an allocated worker's name is known when it is allocated
+        directory = worker_dir(directory, name)
     return WorkerSpec(
         name=name,
         kind=kind,
