@@ -42,6 +42,7 @@ SLURMCTLD = "/usr/sbin/slurmctld"
 SLURMD = "/usr/sbin/slurmd"
 STATE_FILE = "cluster.json"
 PARTITION = "bench"
+HARDWARE = ("c220g2", "m510")  # the Features of nodes c1, c3, ... and c2, c4, ...
 
 
 def _free_ports(n: int) -> List[int]:
@@ -246,9 +247,11 @@ def _slurm_conf(d: Path, nodes: Dict[str, int], ctld_port: int, munge_socket: st
         "SlurmdLogFile=%s" % (d / "log" / "slurmd.%n.log"),
         "PlugStackConfig=%s" % (d / "plugstack.conf"),
     ]
-    for node, port in nodes.items():
-        lines.append("NodeName=%s NodeAddr=127.0.0.1 NodeHostname=%s Port=%d CPUs=%d State=UNKNOWN"
-                     % (node, node, port, cpus))
+    for k, (node, port) in enumerate(nodes.items()):
+        # A hardware type per node, as a testbed's nodes have (for `constraint`): the odd ones
+        # "c220g2", the even ones "m510".
+        lines.append("NodeName=%s NodeAddr=127.0.0.1 NodeHostname=%s Port=%d CPUs=%d Features=%s State=UNKNOWN"
+                     % (node, node, port, cpus, HARDWARE[k % 2]))
     lines.append("PartitionName=%s Nodes=ALL Default=YES MaxTime=INFINITE State=UP" % PARTITION)
     return "\n".join(lines) + "\n"
 

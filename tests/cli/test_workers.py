@@ -116,6 +116,8 @@ def test_a_fleet_is_planned_before_it_exists_and_run_says_what_is_missing(tmp_pa
     example = Path(__file__).resolve().parents[2] / "examples" / "fleet" / "experiment.toml"
     spec = tmp_path / "experiment.toml"
     spec.write_text(example.read_text())
+    for argv in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "fleet"]):
+        subprocess.run(["git", *argv], cwd=tmp_path, check=True, capture_output=True)  # it deploys its commit
     planned = bench("plan", str(spec), cwd=tmp_path)
     assert planned.returncode == 0, planned.stderr
     text = " ".join(planned.stdout.split())

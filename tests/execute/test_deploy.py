@@ -194,7 +194,8 @@ def test_a_folder_is_deployed_as_it_is_without_experiment_directories(tmp_path: 
 
 
 def test_plan_names_the_commit_and_resume_does_not_redeploy_unless_asked(tmp_path: Path, capsys) -> None:
-    repo = make_repo(tmp_path)
+    inits = tmp_path / "inits"
+    repo = make_repo(tmp_path, f'source = "git"\n\n[init]\ncommand = "pwd >> {inits}"')
     spec = str(repo / "exp" / "spec.toml")
     with pytest.raises(SystemExit):
         main(["plan", spec])
@@ -207,11 +208,14 @@ def test_plan_names_the_commit_and_resume_does_not_redeploy_unless_asked(tmp_pat
         assert exit_.value.code == 0
     db = sqlite3.connect(Path(out) / "journal.sqlite")
     assert [r[0] for r in db.execute("SELECT files_sent FROM deploys ORDER BY id")] == [8, 0]  # the redeploy found it all there
+    # [init] ran after the deploy, not again on the plain resume, again with the redeploy.
+    assert inits.read_text().split() == [str(tmp_path / "host" / "w1" / "exp")] * 2
     (repo / "exp" / "data.txt").write_text("moved on\n")
     git(repo, "commit", "-qam", "later work")  # resume deploys the experiment's commit, not HEAD
     with pytest.raises(SystemExit) as exit_:
         main(["resume", out, "--quiet", "--redeploy"])
     assert exit_.value.code == 0 and (tmp_path / "host" / "w1" / "exp" / "data.txt").read_text() == "hello\n"
+    assert len(inits.read_text().split()) == 3
 
 
 def test_resume_of_a_dirty_deploy_checks_the_files_are_as_they_were(tmp_path: Path, capsys) -> None:

@@ -4,6 +4,7 @@ checked, verified reboots, lost and returning hosts, and resume."""
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -108,6 +109,9 @@ def write_spec(tmp_path: Path, fleet, hosts: list[str], *, runs: int = 2, reset:
     return path
 
 
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "fleet" / "experiment.toml"
+
+
 def cli(*args: str, cwd: Path, timeout: float = 180) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "benchsage", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
                           stdin=subprocess.DEVNULL)
@@ -116,27 +120,47 @@ def cli(*args: str, cwd: Path, timeout: float = 180) -> subprocess.CompletedProc
 
 
 
+def example_in_a_repository(tmp_path: Path, fleet) -> Path:
+    """examples/fleet committed in a repository of its own, its workers on `fleet`, each
+    deploying to a folder under tmp_path/hosts."""
+    repo = tmp_path / "repo"
+    shutil.copytree(EXAMPLE.parent, repo, ignore=shutil.ignore_patterns("fleet", "__pycache__", "results"))
+    spec = repo / EXAMPLE.name
+    spec.write_text(spec.read_text().replace('"fleet/ssh_config"', f'"{fleet.ssh_config}"')
+                    .replace("/tmp/benchsage-fleet-demo/", f"{tmp_path / 'hosts'}/"))
+    for argv in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "fleet"]):
+        subprocess.run(["git", *argv], cwd=repo, check=True, capture_output=True)
+    return spec
+
+
 @pytest.mark.slow
-def test_fleet_experiment_with_verified_reboots(fake_fleet, tmp_path: Path) -> None:
-    fleet = fake_fleet(2)
-    spec = write_spec(tmp_path, fleet, ["node1", "node2"], reset=f"BENCHSAGE_FAKE_DOWN=0.3 {fleet.reboot}")
-    done = cli("run", str(spec), "-o", "out", "--json", cwd=tmp_path)
+def test_the_fleet_example_deploys_initializes_and_reboots_verified(fake_fleet, tmp_path: Path) -> None:
+    """examples/fleet as the README runs it, at 2 runs per arm: the empty hosts get the commit
+    and run init.sh once, then every run starts from a verified reboot."""
+    fleet = fake_fleet(3)
+    spec = example_in_a_repository(tmp_path, fleet)
+    done = cli("run", str(spec), "-o", "out", "--runs", "2", "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     out = tmp_path / "out"
-    complete_and_unduplicated(out, 2, 2, 2)
+    complete_and_unduplicated(out, 3, 2, 3)
+    tree = subprocess.run(["git", "rev-parse", "HEAD^{tree}"], cwd=spec.parent, capture_output=True, text=True).stdout.strip()
+    assert rows(out, "SELECT worker, tree FROM deploys ORDER BY worker") == [(h, tree) for h in ("node1", "node2", "node3")]
+    assert rows(out, "SELECT worker, status FROM inits ORDER BY worker") == [(h, "ok") for h in ("node1", "node2", "node3")]
+    corpora = {(tmp_path / "hosts" / h / "data" / "corpus.bin").read_bytes() for h in ("node1", "node2", "node3")}
+    assert len(corpora) == 1 and len(corpora.pop()) == 1 << 20  # init.sh ran on every host, alike
     # Each worker carried out the whole plan: same fixed order, its own random orders.
     runs = rows(out, "SELECT worker, arm, test_order FROM runs ORDER BY id")
-    assert Counter(w for w, _, _ in runs) == {"node1": 4, "node2": 4}
-    assert {o for _, arm, o in runs if arm == "fixed"} == {"[0, 1]"}
+    assert Counter(w for w, _, _ in runs) == {"node1": 4, "node2": 4, "node3": 4}
+    assert {o for _, arm, o in runs if arm == "fixed"} == {"[0, 1, 2]"}
     # Every run started from a verified reboot: a new boot id, recorded with its trials.
     resets = rows(out, "SELECT worker, reset_status, reset_stdout FROM attempts")
-    assert len(resets) == 8 and all(status == "ok" and b" -> " in stdout for _, status, stdout in resets)
+    assert len(resets) == 12 and all(status == "ok" and b" -> " in stdout for _, status, stdout in resets)
     boots = rows(out, "SELECT worker, run_id, COUNT(DISTINCT boot_id), MIN(boot_id) FROM trials GROUP BY run_id")
     assert all(n == 1 for _, _, n, _ in boots)
-    for host in ("node1", "node2"):
+    for host in ("node1", "node2", "node3"):
         ids = [b for w, _, _, b in boots if w == host]
         assert len(set(ids)) == 4  # a different boot for every run
-    assert json.loads(done.stdout)["tests"]
+    assert {t["test"] for t in json.loads(done.stdout)["tests"]} == {"compress", "sort", "sleep"}
 
 
 @pytest.mark.timing  # the last reconnect within the reset's 3 s must not time out
@@ -277,10 +301,11 @@ def test_kill_9_of_the_controller_leaves_nothing_running_and_resume_finishes(fak
 def test_the_example_fleet_spec_is_valid(tmp_path: Path) -> None:
     from benchsage.spec import load_spec
 
-    example = Path(__file__).resolve().parents[2] / "examples" / "fleet" / "experiment.toml"
     (tmp_path / "fleet").mkdir()
     (tmp_path / "fleet" / "ssh_config").write_text("")  # what fakefleet.py start writes there
-    (tmp_path / "experiment.toml").write_text(example.read_text())
+    (tmp_path / "experiment.toml").write_text(EXAMPLE.read_text())
     spec = load_spec(tmp_path / "experiment.toml")
     assert [w.name for w in spec.workers] == ["node1", "node2", "node3"]
     assert spec.reset is not None and spec.reset.kind == "reboot" and all(w.kind == "ssh" for w in spec.workers)
+    assert [w.dir for w in spec.workers] == [f"/tmp/benchsage-fleet-demo/node{k}" for k in (1, 2, 3)]  # {worker}
+    assert spec.deploy is not None and spec.deploy.source == "git" and spec.init is not None

@@ -15,6 +15,7 @@ import dataclasses
 import json
 import os
 import re
+import secrets
 import subprocess
 import threading
 import time
@@ -44,28 +45,40 @@ class Allocation:
     release: str | None = None  # command: the user's release command
     cwd: str = "/"  # where the user's commands run: the spec's folder
     released: bool = False
+    request: str | None = None  # slurm: the job name asked for, unique: finds the job should salloc outlive the record
+
+    @classmethod
+    def asking(cls, request: str) -> "Allocation":
+        """What is recorded while salloc waits: a job that is not known by its id yet."""
+        return cls("slurm", (), (), request=request)
 
     def record(self) -> dict[str, Any]:
         return dataclasses.asdict(self) | {"hosts": list(self.hosts), "names": list(self.names)}
 
     @classmethod
     def from_record(cls, r: dict[str, Any]) -> "Allocation":
-        return cls(r["kind"], tuple(r["hosts"]), tuple(r["names"]), r.get("job"), r.get("release"), r.get("cwd", "/"), bool(r["released"]))
+        return cls(r["kind"], tuple(r["hosts"]), tuple(r["names"]), r.get("job"), r.get("release"), r.get("cwd", "/"), bool(r["released"]),
+                   r.get("request"))
 
     def describe(self) -> str:
+        if self.kind == "slurm" and self.job is None:
+            return f"Slurm job request {self.request}"
         what = f"Slurm job {self.job}" if self.kind == "slurm" else "hosts"
         return f"{what} ({', '.join(self.hosts)})"
 
 
-def allocate(ws: WorkerSpec, spec: Spec, names: Sequence[str] | None = None, say: Callable[[str], None] = print) -> Allocation:
+def allocate(ws: WorkerSpec, spec: Spec, names: Sequence[str] | None = None, say: Callable[[str], None] = print,
+             request: str | None = None) -> Allocation:
     """Ask for the hosts of one allocated [[worker]]; WorkerSetupError (exit 2) when refused.
-    `names`: the worker names the hosts carry (resume), else the hosts' own."""
+    `names`: the worker names the hosts carry (resume), else the hosts' own. `request`: the
+    Slurm job name to ask under (unique, recorded before asking)."""
     if ws.nodes is not None:
-        job, hosts = _salloc(ws, spec.name, say)
+        request = request or slurm_request(spec.name)
+        job, hosts = _salloc(ws, request, say)
         kind, release = "slurm", None
     else:
         job, hosts, kind, release = None, _run_allocate(ws, spec.folder), "command", ws.release
-    got = Allocation(kind, tuple(hosts), tuple(hosts), job, release, spec.folder)
+    got = Allocation(kind, tuple(hosts), tuple(hosts), job, release, spec.folder, request=request if ws.nodes is not None else None)
     if names is not None:
         if len(hosts) < len(names):
             problems = release_one(got)
@@ -80,8 +93,19 @@ def spec_with(spec: Spec, allocations: Sequence[Allocation]) -> Spec:
     return with_hosts(spec, [list(zip(a.names, a.hosts)) for a in allocations], [a.job for a in allocations])
 
 
+def slurm_request(experiment: str) -> str:
+    """A job name no other allocation carries: `squeue --name` finds the job by it."""
+    return f"benchsage-{experiment}-{secrets.token_hex(4)}"
+
+
 def release_one(a: Allocation) -> str | None:
     """Free one allocation; None when done, else what failed (naming the hosts left allocated)."""
+    if a.kind == "slurm" and a.job is None:  # benchsage stopped while salloc waited: the job by its name
+        listed = _slurm(["squeue", "-h", "--name", str(a.request), "-o", "%i"])
+        if listed.returncode != 0:
+            return f"squeue --name {a.request} failed ({_last_line(listed.stderr)}); a job of that name may stay allocated"
+        problems = [p for job in listed.stdout.split() for p in [release_one(dataclasses.replace(a, job=job))] if p]
+        return "; ".join(problems) or None
     if a.kind == "slurm":
         proc = _slurm(["scancel", str(a.job)])
         if proc.returncode == 0 or re.search(r"Invalid job id|already completing or completed", proc.stderr):
@@ -116,10 +140,17 @@ class Held:
         return self
 
     def allocate(self, spec: Spec) -> Spec:
-        """Allocate every allocated [[worker]] of a new experiment; the spec on the hosts got."""
+        """Allocate every allocated [[worker]] of a new experiment; the spec on the hosts got.
+        A Slurm request is recorded before salloc runs: a benchsage killed while salloc waits
+        or returns leaves a record `release DIR` finds the job by."""
         for ws in spec.workers:
             if ws.allocated:
-                self.allocations.append(allocate(ws, spec, say=self.say))
+                request = slurm_request(spec.name) if ws.nodes is not None else None
+                if request is not None:
+                    self.allocations.append(Allocation.asking(request))
+                    _write_pending(self.directory, self.allocations)
+                    self.allocations.pop()
+                self.allocations.append(allocate(ws, spec, say=self.say, request=request))
                 _write_pending(self.directory, self.allocations)
                 self.say(f"allocated {self.allocations[-1].describe()}")
         return spec_with(spec, self.allocations)
@@ -135,7 +166,11 @@ class Held:
                 self.allocations.append(old)
                 self.say(f"re-using {old.describe()}")
                 continue
-            new = allocate(ws, spec, old.names, say=self.say)
+            request = slurm_request(spec.name) if ws.nodes is not None else None
+            if request is not None:  # recorded before salloc runs, as for a new experiment
+                journal.set_meta("allocations", [a.record() for a in self.allocations] + [old.record(), Allocation.asking(request).record()]
+                                 + [r.record() for r in recorded[len(self.allocations) + 1:]])
+            new = allocate(ws, spec, old.names, say=self.say, request=request)
             self.allocations.append(new)
             self.say(f"{old.describe()} is gone; allocated {new.describe()} for workers {', '.join(new.names)}")
             journal.set_meta("allocations", [a.record() for a in self.allocations] + [r.record() for r in recorded[len(self.allocations):]])
@@ -219,12 +254,12 @@ def release_directory(directory: str) -> list[str]:
     return said or [f"{directory}: every allocation was released already"]
 
 
-def _salloc(ws: WorkerSpec, experiment: str, say: Callable[[str], None]) -> tuple[str, list[str]]:
+def _salloc(ws: WorkerSpec, request: str, say: Callable[[str], None]) -> tuple[str, list[str]]:
     """salloc --no-shell: the job id and its nodes. A pending job whose reason waiting cannot
     cure (more nodes than the partition has...) is cancelled and refused, quoting Slurm."""
     asked = [f"--{key}={value}" for key, value in (("partition", ws.partition), ("constraint", ws.constraint), ("time", ws.time)) if value]
     # --no-kill: a failed node loses its own worker, not the whole allocation (the others finish).
-    argv = ["salloc", "--no-shell", "--no-kill", "-N", str(ws.nodes), *asked, f"--job-name=benchsage-{experiment}"]
+    argv = ["salloc", "--no-shell", "--no-kill", "-N", str(ws.nodes), *asked, f"--job-name={request}"]
     what = f"[[worker]] kind \"slurm\" nodes = {ws.nodes}{' (' + ' '.join(asked) + ')' if asked else ''}"
     try:
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace")

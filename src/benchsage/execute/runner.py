@@ -125,6 +125,7 @@ class Runner:
         self._directory = os.path.dirname(journal.path)
         # (worker, role) whose [init] is done; resume --redeploy initializes every host again
         self._initialized = initialized(journal) if spec.init is not None and not reinitialize else set()
+        self._reinitialize = reinitialize
 
     def execute(self) -> None:
         """Run every run not yet done on every worker. Raises ExperimentError (exit 3) when a
@@ -288,7 +289,9 @@ class Runner:
 
     def _carry_out(self, worker: Any, runs: list[dict[str, Any]]) -> None:
         first = runs[0]["id"] if runs else 0
-        if self.spec.init is not None and any(run["status"] not in ("done", "skipped", NOT_NEEDED) for run in runs):
+        # A worker with nothing left to run is not initialized, unless asked (resume --redeploy:
+        # what was deployed again is initialized again).
+        if self.spec.init is not None and (self._reinitialize or any(run["status"] not in ("done", "skipped", NOT_NEEDED) for run in runs)):
             try:
                 initialize(self.spec.init, self.journal, worker, self._initialized)
             except InitFailed as exc:

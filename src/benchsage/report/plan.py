@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from benchsage.design.williams import Squares
+from benchsage.report.words.registry import count
 from benchsage.vocabulary import format_duration
 
 SHOWN_WORKERS = 3  # with more workers, the terminal lists the first one's runs only
@@ -69,10 +70,10 @@ def render_plan(doc: dict[str, Any], console: Console) -> None:
 def deploy_text(deploy: dict[str, Any]) -> str:
     """"Deploy: commit abc1234 (HEAD, 57 files, 1.2 MiB) to every worker's dir"."""
     n = deploy["bytes"]
-    size = f"{deploy['files']} files, " + (f"{n / (1 << 20):.1f} MiB" if n >= 1 << 20 else f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n} bytes")
+    size = count(deploy["files"], "file") + ", " + (f"{n / (1 << 20):.1f} MiB" if n >= 1 << 20 else f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n} bytes")
     if deploy["source"] != "git":
         return f"Deploy: folder ({size}, tree {deploy['tree'][:7]}) to every worker's dir"
-    dirty = f", with {len(deploy['dirty'])} uncommitted files" if deploy.get("dirty") else ""
+    dirty = f", with {count(len(deploy['dirty']), 'uncommitted file')}" if deploy.get("dirty") else ""
     return f"Deploy: commit {deploy['commit'][:7]} ({deploy['rev']}, {size}{dirty}) to every worker's dir"
 
 
