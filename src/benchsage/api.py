@@ -153,10 +153,12 @@ def plan(spec_path: Source, *, runs: int | None = None, seed: int | None = None,
     from benchsage.store.durations import earlier_run_seconds
 
     spec = load_spec(os.fspath(spec_path))
-    source = read_source(spec)
+    source = read_source(spec, planning=True)
     advice = _advise(spec, os.fspath(pilot), effect) if pilot is not None else None
     doc = describe_plan(spec, runs=runs, seed=seed, measured=earlier_run_seconds(spec.digest, len(spec.tests)),
                         deploy=source.describe() if source is not None else None)
+    if source is not None and source.refusal:
+        doc["run_checks"].append(f"{source.refusal}: `run` refuses to start until then")
     if advice is not None:
         doc["advice"] = advice.to_json()
         doc["advice_summary"] = advice.summary_json()

@@ -12,6 +12,7 @@ import pytest
 
 from benchsage.agent.deploy import MARKER, scan, tree_id
 from benchsage.analyze.identity import compare_workers
+from benchsage.api import plan
 from benchsage.cli import main
 from benchsage.errors import SpecError, WorkerSetupError
 from benchsage.execute import deploy as deploying
@@ -138,6 +139,11 @@ def test_dirty_files_are_refused_by_name_or_shipped(tmp_path: Path) -> None:
     (repo / "untracked").write_text("not shipped, not a reason to refuse")
     with pytest.raises(SpecError, match=r"\[deploy\]: key 'dirty' = \"refuse\": uncommitted changes to exp/data.txt; commit them"):
         read_source(load_spec(repo / "exp" / "spec.toml"))
+    # `plan` shows the commit and says that `run` would refuse, rather than failing itself.
+    planned = plan(repo / "exp" / "spec.toml")
+    assert planned["deploy"]["commit"] == git(repo, "rev-parse", "HEAD") and planned["deploy"]["dirty"] == []
+    assert planned["run_checks"][-1].endswith("uncommitted changes to exp/data.txt; commit them, or set dirty = \"include\" to "
+                                              "ship them: `run` refuses to start until then")
     text = (repo / "exp" / "spec.toml").read_text().replace('source = "git"', 'source = "git"\ndirty = "include"')
     (repo / "exp" / "spec.toml").write_text(text)
     source = read_source(load_spec(repo / "exp" / "spec.toml"))

@@ -50,6 +50,7 @@ class DeploySource:
     rev: str | None = None
     commit: str | None = None
     dirty: tuple[str, ...] = ()  # uncommitted files shipped (dirty = "include")
+    refusal: str | None = None  # why `run` would refuse it (uncommitted changes), for `plan`
 
     @property
     def bytes(self) -> int:
@@ -83,10 +84,11 @@ class Shipped:
 # -- reading the source ----------------------------------------------------------------------
 
 
-def read_source(spec: Spec, commit: str | None = None, dirty: Sequence[str] = ()) -> DeploySource | None:
+def read_source(spec: Spec, commit: str | None = None, dirty: Sequence[str] = (), *, planning: bool = False) -> DeploySource | None:
     """The spec's [deploy] source, read now (`commit`, `dirty`: resume's, instead of `rev` and
     the files uncommitted now); None without [deploy]. SpecError (exit 2), naming the key, for
-    a source that cannot be shipped."""
+    a source that cannot be shipped; `planning`: uncommitted changes `run` would refuse are the
+    source's `refusal` instead (the plan says so)."""
     deploy = spec.deploy
     if deploy is None:
         return None
@@ -102,16 +104,20 @@ def read_source(spec: Spec, commit: str | None = None, dirty: Sequence[str] = ()
     resolved = _git(top, ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"],
                     f"{where}: key 'rev': {rev!r} is not a commit of {top} (try HEAD, a branch, a tag or a commit id)")
     entries = _ls_tree(top, resolved, where)
+    refusal = None
     if commit is None and resolved == _git(top, ["rev-parse", "HEAD"], ""):
         dirty = _dirty(top)
         if dirty and deploy.dirty != INCLUDE:
             shown = ", ".join(dirty[:10]) + (f" and {len(dirty) - 10} more" if len(dirty) > 10 else "")
-            raise SpecError(f"{where}: key 'dirty' = \"refuse\": uncommitted changes to {shown}; commit them, or set "
-                            "dirty = \"include\" to ship them")
+            refusal = (f"{where}: key 'dirty' = \"refuse\": uncommitted changes to {shown}; commit them, or set "
+                       "dirty = \"include\" to ship them")
+            if not planning:
+                raise SpecError(refusal)
+            dirty = ()
     dirty = tuple(dirty)
     entries = _with_working_tree(top, entries, dirty)
     tree = tree_id((e.path, e.mode, e.blob) for e in entries) if dirty else _git(top, ["rev-parse", f"{resolved}^{{tree}}"], where)
-    return DeploySource(GIT, top, tree, entries, rev=deploy.rev, commit=resolved, dirty=dirty)
+    return DeploySource(GIT, top, tree, entries, rev=deploy.rev, commit=resolved, dirty=dirty, refusal=refusal)
 
 
 def _git(cwd: str, args: list[str], error: str) -> str:
