@@ -175,3 +175,41 @@ def probe_seed(seed: int, *parts: object) -> int:
     """The seed of one batch of runs: drawn from the search's seed and what the batch measures."""
     digest = hashlib.sha256("\0".join([str(seed), *map(str, parts)]).encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1
+
+
+@dataclass(frozen=True, eq=False)
+class ProbeRecord:
+    """What one probe (or, at index 0, the check of good against bad) measured and decided."""
+
+    index: int  # candidate index, 1..n; 0 for the check of good against bad
+    commit: str
+    verdict: str  # GOOD, BAD, UNDECIDED; for the check CHANGE, NO_CHANGE, UNDECIDED
+    values: np.ndarray  # the metric per run (rows): good, bad and, for a probe, the probed commit
+    level: float  # the probe's share of alpha
+    p_like_good: float | None = None
+    p_like_bad: float | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class BisectRecord:
+    """A search as it went: the input, every probe, what was skipped, and the range it ended
+    with (lo, hi: the first bad commit is one of candidates lo+1..hi, 1-based; None: no change
+    was found between good and bad)."""
+
+    good: str
+    bad: str
+    candidates: tuple[str, ...]  # oldest first, bad last
+    subjects: dict[str, str]  # of good, bad and every commit probed or skipped
+    test: str
+    metric: str
+    unit: str
+    better: str
+    alpha: float
+    min_effect: float
+    points: tuple[int, ...]
+    check: ProbeRecord
+    probes: tuple[ProbeRecord, ...]
+    skipped: tuple[tuple[str, str, str], ...]  # (commit, BUILD_FAILED or UNDECIDED, the build's last line or "")
+    range: tuple[int, int] | None
+    builds: int
+    direction: float  # +1: bad's metric is above good's
