@@ -74,6 +74,7 @@ metric = [{ name = "time", regex = "time ([0-9.]+) s", unit = "s", better = "low
 """
 
 MAKEFILE = "checksum: checksum.c\n\tcc -O2 -o checksum checksum.c -lm\n"
+BROKEN_MAKEFILE = "checksum: checksum.c\n\t@echo 'checksum.c:1: error: this commit does not build' >&2; exit 1\n"
 
 
 def git(repo: str, *args: str) -> str:
@@ -88,20 +89,20 @@ def write(repo: str, name: str, text: str) -> None:
 
 
 def make_repo(repo: str, commits: int = 48, change: int = 31, slowdown: float = 6.0, noise: float = 3.0, work: float = 60.0,
-              runs: int = 30) -> dict[str, str]:
+              runs: int = 30, broken: int | None = None) -> dict[str, str]:
     """Make the repository; returns the hashes of "good" (first commit), "bad" (last) and "change"."""
     if not 1 <= change < commits:
         raise SystemExit(f"--change must lie in 1..{commits - 1}")
     os.makedirs(repo, exist_ok=True)
     git(repo, "init", "-q", "-b", "main")
     write(repo, "experiment.toml", SPEC % {"runs": runs, "work": work, "noise": noise})
-    write(repo, "Makefile", MAKEFILE)
     write(repo, ".gitignore", "checksum\n")
     hashes: dict[str, str] = {}
     for k in range(commits):
         extra = slowdown if k >= change else 0
         write(repo, "checksum.c", PROGRAM % {"extra": f"{extra:g}"})
         write(repo, "NOTES", f"release notes, entry {k}\n")
+        write(repo, "Makefile", BROKEN_MAKEFILE if k == broken else MAKEFILE)
         git(repo, "add", "-A")
         subject = "checksum: visit every entry of the table again" if k == change else f"notes: entry {k}"
         git(repo, "commit", "-q", "-m", subject)
@@ -121,8 +122,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--noise", type=float, default=3.0, help="percent: the coefficient of variation of the work")
     ap.add_argument("--work", type=float, default=60.0, help="about how many milliseconds a run of the program takes")
     ap.add_argument("--runs", type=int, default=30, help="the most runs per probe")
+    ap.add_argument("--broken", type=int, default=None, help="a commit (0-based) whose build fails")
     args = ap.parse_args(argv)
-    hashes = make_repo(args.dir, args.commits, args.change, args.slowdown, args.noise, args.work, args.runs)
+    hashes = make_repo(args.dir, args.commits, args.change, args.slowdown, args.noise, args.work, args.runs, args.broken)
     for key in ("good", "bad", "change"):
         print(f"{key} {hashes[key]}")
     return 0
