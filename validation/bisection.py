@@ -2,7 +2,7 @@
 
 Simulates searches whose truth is known — n candidate commits, the first bad one drawn
 uniformly, every commit from it on performing like bad — through the same code the command uses
-(`Budget`, `look_alphas`, `decide_check`, `decide_probe`, `Search`). A probe's runs hold good,
+(`run_search`, with `measure` drawing values instead of running experiments). A probe's runs hold good,
 bad and the probe, each value M (1 + cv e) with e from the named noise shape (median 0), times
 (1 + effect) from the first bad commit on. It prints a markdown table: per setting, the
 probability of naming a wrong commit (with its 95 % Monte-Carlo interval), how often the
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from benchsage.design.bisect import BAD, CHANGE, GOOD, Budget, Search, decide_check, decide_probe, look_alphas, look_points
+from benchsage.design.bisect import look_points, run_search
 
 NOISES = ("normal", "lognormal", "t3", "bimodal")
 
@@ -48,46 +48,21 @@ class Outcome:
 
 def simulate_search(rng: np.random.Generator, n: int, first_bad: int | None, effect: float, cv: float, shape: str,
                     alpha: float = 0.05, min_effect: float = 2.0, max_runs: int = 30, looks: int = 3) -> Outcome:
-    """One search over candidates 1..n whose first bad commit is `first_bad` (None: no change)."""
-    points = look_points(max_runs, looks)
-    budget = Budget(alpha, n)
+    """One search over candidates 1..n whose first bad commit is `first_bad` (None: no change),
+    through benchsage's own run_search, with simulated values instead of experiments."""
 
     def level(index: int | None) -> float:
         return math.log1p(effect) if first_bad is not None and index is not None and index >= first_bad else 0.0
 
-    def measure(indices: tuple[int | None, ...], count: int) -> np.ndarray:
-        e = noise(rng, shape, (count, len(indices)))
-        return np.log(np.maximum(1.0 + cv * e, 0.05)) + np.array([level(i) for i in indices])
+    def measure(index: int | None, look: int, count: int) -> np.ndarray:
+        columns = (0, n) if index is None else (0, n, index)
+        e = noise(rng, shape, (count, len(columns)))
+        return np.maximum(1.0 + cv * e, 0.05) * np.exp([level(i) for i in columns])
 
-    runs = 0
-    # Test 0: good (index 0, level 0) vs bad (index n).
-    data = np.empty((0, 2))
-    alphas = look_alphas(budget.test_alpha(0), points)
-    verdict, direction = None, 0.0
-    for k, p in enumerate(points):
-        data = np.vstack([data, measure((0, n), p - len(data))])
-        check = decide_check(data[:, 0], data[:, 1], alphas[k], min_effect, last=k == len(points) - 1)
-        if check.verdict != "undecided":
-            verdict, direction = check.verdict, check.direction
-            break
-    runs += len(data)
-    if verdict != CHANGE:
-        return Outcome(None, 0, runs)
-    search, probes, j = Search(n), 0, 1
-    while (index := search.next_probe()) is not None:
-        alphas = look_alphas(budget.test_alpha(j), points)
-        j += 1
-        probes += 1
-        data = np.empty((0, 3))
-        decided = "undecided"
-        for k, p in enumerate(points):
-            data = np.vstack([data, measure((0, n, index), p - len(data))])
-            decided = decide_probe(data[:, 0], data[:, 1], data[:, 2], direction, alphas[k]).verdict
-            if decided in (GOOD, BAD):
-                break
-        runs += len(data)
-        search.record(index, decided)
-    return Outcome(search.hi if search.found else None, probes, runs)
+    out = run_search(n, alpha, min_effect, look_points(max_runs, looks), measure, lambda index: None)
+    runs = out.check.values.shape[0] + sum(p.values.shape[0] for p in out.probes)
+    named = out.range[1] if out.range is not None and out.range[0] == out.range[1] else None
+    return Outcome(named, len(out.probes), runs)
 
 
 def table(reps: int, seed: int, settings: list[tuple[int, float, float, str]], alpha: float = 0.05) -> list[dict[str, object]]:

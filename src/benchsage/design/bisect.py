@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field
+from typing import Any, Callable
 
 import numpy as np
 
@@ -177,6 +178,18 @@ def probe_seed(seed: int, *parts: object) -> int:
     return int.from_bytes(digest[:8], "big") >> 1
 
 
+def probe_orders(runs: int, tests: int, seed: int) -> list[tuple[int, ...]]:
+    """A fresh random order of the tests (good, bad, probe...) for every run."""
+    rng = np.random.Generator(np.random.PCG64(seed))
+    return [tuple(int(i) for i in rng.permutation(tests)) for _ in range(runs)]
+
+
+def probe_seed(seed: int, *parts: object) -> int:
+    """The seed of one batch of runs: drawn from the search's seed and what the batch measures."""
+    digest = hashlib.sha256("\0".join([str(seed), *map(str, parts)]).encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
 @dataclass(frozen=True, eq=False)
 class ProbeRecord:
     """What one probe (or, at index 0, the check of good against bad) measured and decided."""
@@ -213,3 +226,71 @@ class BisectRecord:
     range: tuple[int, int] | None
     builds: int
     direction: float  # +1: bad's metric is above good's
+
+
+# Once undecided at its last look, a probe is measured again this many times as long (its runs
+# pooled, each time as a new test of the search, at that test's level) before it is skipped:
+# the search spends more before it gives up a commit.
+EXTENSIONS = 1
+
+# measure(index, look, runs): `runs` new runs of good, bad and candidate `index` (index None:
+# good and bad only), the metric's values, one row per run. build(index): None when candidate
+# `index` is ready to measure, else why not (its build's last line).
+Measure = Callable[[int | None, int, int], np.ndarray]
+Build = Callable[[int], str | None]
+
+
+@dataclass(frozen=True, eq=False)
+class SearchOutcome:
+    check: ProbeRecord
+    probes: tuple[ProbeRecord, ...]
+    skipped: tuple[tuple[int, str, str], ...]  # (index, BUILD_FAILED or UNDECIDED, the build's last line or "")
+    range: tuple[int, int] | None  # the first bad commit is one of lo..hi (1-based); None: no change
+    direction: float
+
+
+def run_search(candidates: int, alpha: float, min_effect: float, points: tuple[int, ...], measure: Measure, build: Build,
+               extensions: int = EXTENSIONS) -> SearchOutcome:
+    """The whole search over candidates 1..n (n is bad): good against bad, then bisection with
+    the probes' decisions (decide_check, decide_probe) at the levels of `Budget`. Pure but for
+    what `measure` and `build` do; validation/bisection.py runs it on simulated values."""
+    budget = Budget(alpha, candidates)
+    j = 0
+
+    def looks(index: int | None, decide: Callable[[np.ndarray, float, bool], Any]) -> tuple[Any, np.ndarray, float]:
+        nonlocal j
+        values: np.ndarray | None = None
+        decision, spent = None, 0.0
+        for e in range(extensions + 1 if index is not None else 1):
+            level = budget.test_alpha(j)
+            j += 1
+            spent += level
+            offset = e * points[-1]
+            for k, (p, a) in enumerate(zip(points, look_alphas(level, points))):
+                done = 0 if values is None else values.shape[0]
+                new = measure(index, e * len(points) + k, offset + p - done)
+                values = new if values is None else np.vstack([values, new])
+                decision = decide(np.log(values), a, index is None and k == len(points) - 1)
+                if decision.verdict != UNDECIDED:
+                    return decision, values, spent
+        return decision, values, spent
+
+    check, values, level = looks(None, lambda v, a, last: decide_check(v[:, 0], v[:, 1], a, min_effect, last))
+    check_record = ProbeRecord(0, "", check.verdict, values, level)
+    if check.verdict != CHANGE:
+        return SearchOutcome(check_record, (), (), None, check.direction)
+    search = Search(candidates)
+    probes: list[ProbeRecord] = []
+    skipped: list[tuple[int, str, str]] = []
+    while (index := search.next_probe()) is not None:
+        why = build(index)
+        if why is not None:
+            search.record(index, BUILD_FAILED)
+            skipped.append((index, BUILD_FAILED, why))
+            continue
+        decision, values, level = looks(index, lambda v, a, last: decide_probe(v[:, 0], v[:, 1], v[:, 2], check.direction, a))
+        probes.append(ProbeRecord(index, "", decision.verdict, values, level, decision.p_like_good, decision.p_like_bad))
+        search.record(index, decision.verdict)
+        if decision.verdict == UNDECIDED:
+            skipped.append((index, UNDECIDED, ""))
+    return SearchOutcome(check_record, tuple(probes), tuple(skipped), search.range, check.direction)

@@ -25,6 +25,7 @@ from benchsage.design.bisect import probe_orders
 from benchsage.design.experiment import ExperimentPlan, WorkerPlan, experiment_digest
 from benchsage.design.plan import Plan, PlannedRun, worker_seed
 from benchsage.errors import ExperimentError, UsageError
+from benchsage.execute.progress import Progress, QuietProgress
 from benchsage.execute.session import resume, start
 from benchsage.spec import Spec, load_spec
 from benchsage.store.journal import Journal
@@ -68,7 +69,21 @@ def probe_spec_text(spec: Spec, test: str, arms: list[Arm], repo: str, runs: int
     return dumps(doc)
 
 
-def measure(spec: Spec, text: str, directory: str, runs: int, seed: int, metric: str, quiet: bool) -> np.ndarray:
+class OnceMessages(QuietProgress):
+    """The batches' progress: no progress lines, and each message (a warning about the spec,
+    the same for every batch) said once in the search."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.said: set[str] = set()
+
+    def message(self, text: str) -> None:
+        if text not in self.said:
+            self.said.add(text)
+            super().message(text)
+
+
+def measure(spec: Spec, text: str, directory: str, runs: int, seed: int, metric: str, progress: Progress) -> np.ndarray:
     """The metric's value per run (rows) and test (columns, in the spec's order) of the batch in
     `directory`: run now, finished after a crash, or read when done. Runs whose trials did not
     all give a value are left out."""
@@ -79,10 +94,10 @@ def measure(spec: Spec, text: str, directory: str, runs: int, seed: int, metric:
         finally:
             journal.close()
         if unfinished:
-            resume(directory, quiet=quiet)
+            resume(directory, progress=progress)
     else:
         batch = dataclasses.replace(load_spec(spec.path, text=text), warnings=())  # the search says them once
-        start(batch, random_plan(batch, runs, seed), directory, quiet=quiet)
+        start(batch, random_plan(batch, runs, seed), directory, progress=progress)
     return read_values(directory, metric, len(load_spec(spec.path, text=text).tests))
 
 

@@ -9,6 +9,7 @@ on where the data ends.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -17,12 +18,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from benchsage.design.bisect import (BUILD_FAILED, CHANGE, UNDECIDED, BisectRecord, Budget, ProbeRecord, Search,
-                                     decide_check, decide_probe, look_alphas, look_points, probe_seed)
+from benchsage.design.bisect import BisectRecord, Budget, look_points, probe_seed, run_search
 from benchsage.design.plan import draw_seed
 from benchsage.errors import UsageError
 from benchsage.execute.bisect import builds, git
-from benchsage.execute.bisect.probes import Arm, measure, probe_spec_text
+from benchsage.execute.bisect.probes import Arm, OnceMessages, measure, probe_spec_text
 from benchsage.execute.progress import make_progress
 from benchsage.spec import Spec, load_spec
 from benchsage.vocabulary import HARNESS_METRIC_UNITS, HARNESS_METRICS, LOWER
@@ -130,15 +130,16 @@ def plan_bisect(request: BisectRequest) -> dict[str, Any]:
 
 
 class _Measurer:
-    """Builds and batches of one search, each done once."""
+    """Builds and batches of one search, each done once: run_search's `build` and `measure`."""
 
     def __init__(self, record: dict[str, Any], directory: str, quiet: bool) -> None:
         self.r = record
         self.directory = os.path.abspath(directory)
-        self.quiet = quiet
         self.say: Callable[[str], None] = make_progress(quiet).message
+        self.progress = OnceMessages()
         self.spec = load_spec(record["spec_path"], text=record["spec_text"])
         self.points = look_points(record["max_runs"], record["looks"])
+        self.candidates: tuple[str, ...] = tuple(record["candidates"])
         self.builds = 0
         self.subjects: dict[str, str] = {}
 
@@ -150,73 +151,45 @@ class _Measurer:
         self.say(f"{what} {commit[:12]} {self.subjects[commit]!r}: " + ("journaled" if build.cached else "ok" if build.ok else f"failed: {build.last_line}"))
         return build
 
-    def batch(self, name: str, commits: list[str], look: int, runs: int) -> np.ndarray:
-        arms = [Arm(label, builds.worktree_path(self.directory, c)) for label, c in
-                zip(["good", "bad", *[c[:12] for c in commits[2:]]], commits)]
+    def build(self, index: int) -> str | None:
+        built = self.prepare(self.candidates[index - 1])
+        return None if built.ok else built.last_line
+
+    def measure(self, index: int | None, look: int, runs: int) -> np.ndarray:
+        commits = [self.r["good"], self.r["bad"]] + ([] if index is None else [self.candidates[index - 1]])
+        name = "check" if index is None else f"{index:04d}-{commits[2][:12]}"
+        labels = ["good", "bad"] + [c[:12] for c in commits[2:]]
+        arms = [Arm(label, builds.worktree_path(self.directory, c)) for label, c in zip(labels, commits)]
         seed = probe_seed(self.r["seed"], name, look)
         text = probe_spec_text(self.spec, self.r["test"], arms, self.r["repo"], runs, seed)
         folder = os.path.join(self.directory, "probes", name, f"look-{look}")
-        return measure(self.spec, text, folder, runs, seed, self.r["metric"], quiet=True)
-
-    def looks(self, name: str, commits: list[str], level: float, decide: Callable[[np.ndarray, float, bool], Any]) -> tuple[Any, np.ndarray]:
-        alphas = look_alphas(level, self.points)
-        values = np.empty((0, len(commits)))
-        decision = None
-        done = 0
-        for k, p in enumerate(self.points):
-            values = np.vstack([values, self.batch(name, commits, k, p - done)])
-            done = p
-            decision = decide(np.log(values), alphas[k], k == len(self.points) - 1)
-            self.say(f"{name}: {len(values)} runs: {decision.verdict}")
-            if decision.verdict != UNDECIDED:
-                break
-        return decision, values
+        values = measure(self.spec, text, folder, runs, seed, self.r["metric"], self.progress)
+        self.say(f"{name}: look {look + 1}: {values.shape[0]} runs")
+        return values
 
 
 def _search(r: dict[str, Any], directory: str, quiet: bool) -> BisectRecord:
     m = _Measurer(r, directory, quiet)
     for warning in m.spec.warnings:
         m.say(f"warning: {warning}")
-    good, bad, candidates = r["good"], r["bad"], tuple(r["candidates"])
+    good, bad, candidates = r["good"], r["bad"], m.candidates
     for commit, option in ((good, "--good"), (bad, "--bad")):
         build = m.prepare(commit)
         if not build.ok:
             raise UsageError(f"the build of {option} {commit[:12]} failed: {build.last_line} "
                              f"(the whole output: {os.path.join(directory, 'builds', commit + '.log')})")
-    budget = Budget(r["alpha"], len(candidates))
-    check, values = m.looks("check", [good, bad], budget.test_alpha(0),
-                            lambda v, level, last: decide_check(v[:, 0], v[:, 1], level, r["min_effect"], last))
-    check_record = ProbeRecord(0, bad, check.verdict, values, budget.test_alpha(0), None, None)
-    probes: list[ProbeRecord] = []
-    skipped: list[tuple[str, str, str]] = []
-    search = Search(len(candidates))
-    if check.verdict == CHANGE:
-        j = 1
-        while (index := search.next_probe()) is not None:
-            commit = candidates[index - 1]
-            build = m.prepare(commit)
-            if not build.ok:
-                search.record(index, BUILD_FAILED)
-                skipped.append((commit, BUILD_FAILED, build.last_line))
-                continue
-            level = budget.test_alpha(j)
-            j += 1
-            decision, values = m.looks(f"{j - 1:02d}-{commit[:12]}", [good, bad, commit], level,
-                                       lambda v, lv, last: decide_probe(v[:, 0], v[:, 1], v[:, 2], check.direction, lv))
-            probes.append(ProbeRecord(index, commit, decision.verdict, values, level, decision.p_like_good, decision.p_like_bad))
-            search.record(index, decision.verdict)
-            if decision.verdict == UNDECIDED:
-                skipped.append((commit, UNDECIDED, ""))
-    for c in (good, bad):
-        m.subjects.setdefault(c, git.subject(r["repo"], c))
-    if check.verdict == CHANGE:
-        m.subjects.setdefault(candidates[search.hi - 1], git.subject(r["repo"], candidates[search.hi - 1]))
+    out = run_search(len(candidates), r["alpha"], r["min_effect"], m.points, m.measure, m.build)
+    probes = tuple(dataclasses.replace(p, commit=candidates[p.index - 1]) for p in out.probes)
+    skipped = tuple((candidates[i - 1], why, line) for i, why, line in out.skipped)
+    if out.range is not None:
+        last = candidates[out.range[1] - 1]
+        m.subjects.setdefault(last, git.subject(r["repo"], last))
     test = next(t for t in m.spec.tests if t.name == r["test"])
     unit, better = _unit(test, r["metric"])
     return BisectRecord(good=good, bad=bad, candidates=candidates, subjects=m.subjects, test=r["test"], metric=r["metric"],
                         unit=unit, better=better, alpha=r["alpha"], min_effect=r["min_effect"], points=m.points,
-                        check=check_record, probes=tuple(probes), skipped=tuple(skipped),
-                        range=search.range if check.verdict == CHANGE else None, builds=m.builds, direction=check.direction)
+                        check=dataclasses.replace(out.check, commit=bad), probes=probes, skipped=skipped, range=out.range,
+                        builds=m.builds, direction=out.direction)
 
 
 def _unit(test: Any, metric: str) -> tuple[str, str]:
