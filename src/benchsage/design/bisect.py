@@ -250,10 +250,11 @@ class SearchOutcome:
 
 
 def run_search(candidates: int, alpha: float, min_effect: float, points: tuple[int, ...], measure: Measure, build: Build,
-               extensions: int = EXTENSIONS) -> SearchOutcome:
+               extensions: int = EXTENSIONS, tell: Callable[[int | None, int, str], None] | None = None) -> SearchOutcome:
     """The whole search over candidates 1..n (n is bad): good against bad, then bisection with
     the probes' decisions (decide_check, decide_probe) at the levels of `Budget`. Pure but for
-    what `measure` and `build` do; validation/bisection.py runs it on simulated values."""
+    what `measure` and `build` do (and `tell`, told each look's runs and verdict);
+    validation/bisection.py runs it on simulated values."""
     budget = Budget(alpha, candidates)
     j = 0
 
@@ -271,6 +272,8 @@ def run_search(candidates: int, alpha: float, min_effect: float, points: tuple[i
                 new = measure(index, e * len(points) + k, offset + p - done)
                 values = new if values is None else np.vstack([values, new])
                 decision = decide(np.log(values), a, index is None and k == len(points) - 1)
+                if tell is not None:
+                    tell(index, values.shape[0], decision.verdict)
                 if decision.verdict != UNDECIDED:
                     return decision, values, spent
         return decision, values, spent

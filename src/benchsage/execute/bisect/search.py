@@ -47,6 +47,10 @@ class BisectRequest:
 def _resolved(request: BisectRequest) -> dict[str, Any]:
     """The request with everything resolved: the record bisect.json starts with."""
     spec = load_spec(request.spec_path)
+    remote = [w.name for w in spec.workers if w.kind not in ("local", "command") or w.roles or w.dir]
+    if remote:
+        raise UsageError(f"{spec.path}: worker(s) {', '.join(remote)}: bisect builds and measures in worktrees of this machine; "
+                         "use local workers (ssh, Slurm and role workers are not supported by bisect yet)")
     repo = git.repository_root(request.repo or spec.folder)
     good = git.resolve(repo, request.good, "--good")
     bad = git.resolve(repo, request.bad, "--bad")
@@ -163,9 +167,11 @@ class _Measurer:
         seed = probe_seed(self.r["seed"], name, look)
         text = probe_spec_text(self.spec, self.r["test"], arms, self.r["repo"], runs, seed)
         folder = os.path.join(self.directory, "probes", name, f"look-{look}")
-        values = measure(self.spec, text, folder, runs, seed, self.r["metric"], self.progress)
-        self.say(f"{name}: look {look + 1}: {values.shape[0]} runs")
-        return values
+        return measure(self.spec, text, folder, runs, seed, self.r["metric"], self.progress)
+
+    def tell(self, index: int | None, runs: int, verdict: str) -> None:
+        what = "good against bad" if index is None else f"probe {self.candidates[index - 1][:12]}"
+        self.say(f"{what}: {runs} runs: {verdict}")
 
 
 def _search(r: dict[str, Any], directory: str, quiet: bool) -> BisectRecord:
@@ -178,7 +184,7 @@ def _search(r: dict[str, Any], directory: str, quiet: bool) -> BisectRecord:
         if not build.ok:
             raise UsageError(f"the build of {option} {commit[:12]} failed: {build.last_line} "
                              f"(the whole output: {os.path.join(directory, 'builds', commit + '.log')})")
-    out = run_search(len(candidates), r["alpha"], r["min_effect"], m.points, m.measure, m.build)
+    out = run_search(len(candidates), r["alpha"], r["min_effect"], m.points, m.measure, m.build, tell=m.tell)
     probes = tuple(dataclasses.replace(p, commit=candidates[p.index - 1]) for p in out.probes)
     skipped = tuple((candidates[i - 1], why, line) for i, why, line in out.skipped)
     if out.range is not None:
