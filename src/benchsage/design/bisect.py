@@ -13,9 +13,12 @@ same holds for "like bad". A probe is tested at looks (`points`, runs pooled ove
 its level spent over them (Pocock-type spending, Lan & DeMets 1983, used as a union bound), and
 the j-th test of the search (the first is good vs bad) gets level `test_alpha(j)`: the sum over
 every test the search could make is at most alpha, so the chance that any decision is wrong,
-and with it the chance of naming a wrong commit, is at most alpha (a union bound). A probe
-still undecided after its last look is skipped like a commit that does not build: the range
-then may end wider than one commit, and the search says so.
+and with it the chance of naming a wrong commit, is at most alpha (a union bound; it holds
+whatever the tests share, and a test that is only taken when an earlier one stayed undecided
+errs no more often than if it were always taken). A probe still undecided after its last look
+is measured again as long (EXTENSIONS), its runs pooled, as the search's next test; then it is
+skipped like a commit that does not build: the range may end wider than one commit, and the
+search says so.
 
 This is noisy bisection with decisions made at a guaranteed level (Karp & Kleinberg 2007's
 "repeat each comparison until it is reliable" strategy) rather than Waeber, Frazier &

@@ -45,9 +45,9 @@ class Arm:
     worktree: str
 
 
-def test_cwd(test_cwd: str, repo: str, worktree: str) -> str:
+def worktree_cwd(cwd: str, repo: str, worktree: str) -> str:
     """Where a test runs in a worktree: at its cwd's place in the repository, else at its root."""
-    rel = os.path.relpath(test_cwd, repo)
+    rel = os.path.relpath(cwd, repo)
     return worktree if rel.startswith("..") else os.path.normpath(os.path.join(worktree, rel))
 
 
@@ -65,7 +65,7 @@ def probe_spec_text(spec: Spec, test: str, arms: list[Arm], repo: str, runs: int
     doc["experiment"]["runs"] = runs
     doc["experiment"]["seed"] = seed
     doc["experiment"]["name"] = f"{doc['experiment'].get('name', 'bisect')}-bisect"
-    doc["test"] = [{**chosen, "name": f"{test}@{a.label}", "cwd": test_cwd(resolved.cwd, repo, a.worktree)} for a in arms]
+    doc["test"] = [{**chosen, "name": f"{test}@{a.label}", "cwd": worktree_cwd(resolved.cwd, repo, a.worktree)} for a in arms]
     return dumps(doc)
 
 
