@@ -63,3 +63,30 @@ def test_no_change_is_an_answer() -> None:
     assert result.first_bad is None and not result.change and result.decided and result.probes == ()
     assert bisect_json(result)["first_bad"] is None
     assert "No change between good and bad" in render_bisect_page(result)
+
+
+def test_a_change_on_one_worker_only_is_named_as_such() -> None:
+    rng = np.random.default_rng(9)
+    workers: dict[int, list[str]] = {}
+
+    def measure(index, look, runs):
+        cols = (0, N) if index is None else (0, N, index)
+        names = ["a" if i % 2 == 0 else "b" for i in range(runs)]
+        workers.setdefault(index or 0, []).extend(names)
+        slow = np.array([[0.10 if c >= FIRST_BAD and w == "a" else 0.0 for c in cols] for w in names])
+        return np.exp(rng.normal(0, 0.01, (runs, len(cols))) + slow)
+
+    out = run_search(N, 0.05, 2.0, look_points(30, 3), measure, lambda i: None)
+    commits = tuple(f"{i:02d}" + "d" * 38 for i in range(1, N + 1))
+    record = BisectRecord(good="g" * 40, bad=commits[-1], candidates=commits, subjects={}, test="t", metric="time", unit="s",
+                          better="lower", alpha=0.05, min_effect=2.0, points=look_points(30, 3),
+                          check=dataclasses.replace(out.check, commit=commits[-1], workers=tuple(workers[0])),
+                          probes=tuple(dataclasses.replace(p, commit=commits[p.index - 1], workers=tuple(workers[p.index]))
+                                       for p in out.probes),
+                          skipped=(), range=out.range, builds=2 + len(out.probes), direction=out.direction)
+    result = summarize(record)
+    assert result.first_bad == commits[FIRST_BAD - 1]
+    assert result.changed_on == ("a",) and result.unchanged_on == ("b",)
+    doc = bisect_json(result)
+    assert set(doc["probes"][0]["workers"]) == {"a", "b"}
+    assert "on a only, not on b" in render_bisect_page(result)

@@ -17,6 +17,14 @@ LEVEL = 0.95
 
 
 @dataclass(frozen=True)
+class WorkerRatio:
+    worker: str
+    runs: int
+    ratio_to_good: float
+    ci: tuple[float | None, float | None]
+
+
+@dataclass(frozen=True)
 class ProbeResult:
     index: int
     commit: str
@@ -25,6 +33,7 @@ class ProbeResult:
     runs: int
     ratio_to_good: float
     ci: tuple[float | None, float | None]
+    by_worker: tuple[WorkerRatio, ...] = ()  # with several workers: the same ratio on each
 
 
 @dataclass(frozen=True)
@@ -51,6 +60,10 @@ class BisectResult:
     alpha: float
     min_effect: float
     points: tuple[int, ...]
+    # With several workers: those where the first bad commit's interval (against good) lies
+    # beyond 1 in bad's direction, and those where it does not: a change on some machines only.
+    changed_on: tuple[str, ...] = ()
+    unchanged_on: tuple[str, ...] = ()
 
 
 def ratio(values: np.ndarray, column: int) -> tuple[float, tuple[float | None, float | None]]:
@@ -63,16 +76,31 @@ def ratio(values: np.ndarray, column: int) -> tuple[float, tuple[float | None, f
     return float(ci.median[0]), (None if np.isnan(low) else low, None if np.isnan(high) else high)
 
 
+def by_worker(values: np.ndarray, workers: tuple[str, ...], column: int) -> tuple[WorkerRatio, ...]:
+    """ratio() on each worker's runs; () unless the runs come from several workers."""
+    if len(set(workers)) < 2 or len(workers) != values.shape[0]:
+        return ()
+    names = np.asarray(workers)
+    out = []
+    for w in sorted(set(workers)):
+        mine = values[names == w]
+        m, ci = ratio(mine, column)
+        out.append(WorkerRatio(w, int(mine.shape[0]), m, ci))
+    return tuple(out)
+
+
 def summarize(record: BisectRecord) -> BisectResult:
     def subject(c: str) -> str:
         return record.subjects.get(c, "")
 
     m, (lo, hi) = ratio(record.check.values, 1)
-    check = ProbeResult(0, record.bad, subject(record.bad), record.check.verdict, record.check.values.shape[0], m, (lo, hi))
+    check = ProbeResult(0, record.bad, subject(record.bad), record.check.verdict, record.check.values.shape[0], m, (lo, hi),
+                        by_worker(record.check.values, record.check.workers, 1))
     probes = []
     for p in record.probes:
         m, ci = ratio(p.values, 2)
-        probes.append(ProbeResult(p.index, p.commit, subject(p.commit), p.verdict, p.values.shape[0], m, ci))
+        probes.append(ProbeResult(p.index, p.commit, subject(p.commit), p.verdict, p.values.shape[0], m, ci,
+                                  by_worker(p.values, p.workers, 2)))
     trials = record.check.values.size + sum(p.values.size for p in record.probes)
     change = record.check.verdict == CHANGE
     first_bad = parent = None
@@ -80,6 +108,8 @@ def summarize(record: BisectRecord) -> BisectResult:
     eci: tuple[float | None, float | None] = (None, None)
     rng = None
     size = 0
+    changed: tuple[str, ...] = ()
+    unchanged: tuple[str, ...] = ()
     if change and record.range is not None:
         a, b = record.range
         size = b - a + 1
@@ -91,6 +121,7 @@ def summarize(record: BisectRecord) -> BisectResult:
             base = own or check
             effect = (base.ratio_to_good - 1.0) * 100.0
             eci = tuple(None if x is None else (x - 1.0) * 100.0 for x in base.ci)  # type: ignore[assignment]
+            changed, unchanged = _where_changed(base.by_worker, record.direction)
         else:
             rng = (cands[a - 1], cands[b - 1])
     return BisectResult(
@@ -99,4 +130,13 @@ def summarize(record: BisectRecord) -> BisectResult:
         range=rng, range_size=size, builds=record.builds, trials=int(trials), bad_vs_good=check, probes=tuple(probes),
         skipped=record.skipped, candidates=len(record.candidates), test=record.test, metric=record.metric, unit=record.unit,
         better=record.better, alpha=record.alpha, min_effect=record.min_effect, points=record.points,
+        changed_on=changed, unchanged_on=unchanged,
     )
+
+
+def _where_changed(ratios: tuple[WorkerRatio, ...], direction: float) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    def moved(w: WorkerRatio) -> bool:
+        lo, hi = w.ci
+        return (lo is not None and lo > 1.0) if direction > 0 else (hi is not None and hi < 1.0)
+
+    return tuple(w.worker for w in ratios if moved(w)), tuple(w.worker for w in ratios if not moved(w))

@@ -204,6 +204,7 @@ class ProbeRecord:
     level: float  # the probe's share of alpha
     p_like_good: float | None = None
     p_like_bad: float | None = None
+    workers: tuple[str, ...] = ()  # the worker of each run (row), when the record is of real runs
 
 
 @dataclass(frozen=True, eq=False)

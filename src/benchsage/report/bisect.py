@@ -24,8 +24,7 @@ def bisect_json(r: BisectResult) -> dict[str, Any]:
         "ci": [_round(r.ci[0], 2), _round(r.ci[1], 2)],
         "builds": r.builds,
         "trials": r.trials,
-        "probes": [{"commit": p.commit, "verdict": p.verdict, "runs": p.runs, "ratio_to_good": _round(p.ratio_to_good, 4),
-                    "ci": [_round(p.ci[0], 4), _round(p.ci[1], 4)]} for p in r.probes],
+        "probes": [_probe(p) for p in r.probes],
         "skipped": [{"commit": c, "reason": why, "last_line": line} for c, why, line in r.skipped],
         "method": words.method(r),
         "decided": r.decided,
@@ -35,7 +34,18 @@ def bisect_json(r: BisectResult) -> dict[str, Any]:
         "candidates": r.candidates,
         "test": r.test,
         "metric": r.metric,
+        "changed_on": list(r.changed_on),
+        "unchanged_on": list(r.unchanged_on),
     }
+
+
+def _probe(p: Any) -> dict[str, Any]:
+    out = {"commit": p.commit, "verdict": p.verdict, "runs": p.runs, "ratio_to_good": _round(p.ratio_to_good, 4),
+           "ci": [_round(p.ci[0], 4), _round(p.ci[1], 4)]}
+    if p.by_worker:
+        out["workers"] = {w.worker: {"runs": w.runs, "ratio_to_good": _round(w.ratio_to_good, 4),
+                                     "ci": [_round(w.ci[0], 4), _round(w.ci[1], 4)]} for w in p.by_worker}
+    return out
 
 
 def render_bisect(r: BisectResult, console: Console) -> None:

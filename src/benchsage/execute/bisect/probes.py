@@ -83,10 +83,11 @@ class OnceMessages(QuietProgress):
             super().message(text)
 
 
-def measure(spec: Spec, text: str, directory: str, runs: int, seed: int, metric: str, progress: Progress) -> np.ndarray:
+def measure(spec: Spec, text: str, directory: str, runs: int, seed: int, metric: str,
+            progress: Progress) -> tuple[np.ndarray, tuple[str, ...]]:
     """The metric's value per run (rows) and test (columns, in the spec's order) of the batch in
-    `directory`: run now, finished after a crash, or read when done. Runs whose trials did not
-    all give a value are left out."""
+    `directory`, and the worker of each run: run now, finished after a crash, or read when done.
+    Runs whose trials did not all give a value are left out."""
     if Journal.exists(directory):
         journal = Journal.open(directory, read_only=True)
         try:
@@ -114,17 +115,19 @@ def random_plan(spec: Spec, runs: int, seed: int) -> ExperimentPlan:
                           digest=experiment_digest(spec, runs, seed))
 
 
-def read_values(directory: str, metric: str, tests: int) -> np.ndarray:
+def read_values(directory: str, metric: str, tests: int) -> tuple[np.ndarray, tuple[str, ...]]:
     journal = Journal.open(directory, read_only=True)
     try:
         index = {t["id"]: k for k, t in enumerate(journal.tests())}
         by_trial: dict[int, tuple[int, int]] = {}
         values: dict[int, dict[int, float]] = {}
+        worker_of: dict[int, str] = {}
         for row in journal.trial_rows():
             trial, run, test, status, wall = row[0], row[1], row[4], row[11], row[13]
             if status != "ok":
                 continue
             by_trial[trial] = (run, index[test])
+            worker_of[run] = str(row[3])
             if metric == "wall_time" and wall is not None:
                 values.setdefault(run, {})[index[test]] = float(wall)
         if metric != "wall_time":
@@ -134,11 +137,11 @@ def read_values(directory: str, metric: str, tests: int) -> np.ndarray:
                     values.setdefault(run, {})[k] = float(value)
     finally:
         journal.close()
-    rows = [[per[k] for k in range(tests)] for _, per in sorted(values.items()) if len(per) == tests]
-    out = np.array(rows, dtype=np.float64).reshape(-1, tests)
+    complete = [(run, per) for run, per in sorted(values.items()) if len(per) == tests]
+    out = np.array([[per[k] for k in range(tests)] for _, per in complete], dtype=np.float64).reshape(-1, tests)
     if (out <= 0).any():
         raise ExperimentError(f"{directory}: metric {metric!r} has values <= 0; bisect compares ratios and needs positive values")
-    return out
+    return out, tuple(worker_of[run] for run, _ in complete)
 
 
 def dumps(doc: dict[str, Any]) -> str:

@@ -146,6 +146,7 @@ class _Measurer:
         self.candidates: tuple[str, ...] = tuple(record["candidates"])
         self.builds = 0
         self.subjects: dict[str, str] = {}
+        self.workers: dict[int, list[str]] = {}  # probe index (0: good against bad) -> the worker of each run measured
 
     def prepare(self, commit: str) -> builds.Build:
         self.subjects[commit] = git.subject(self.r["repo"], commit)
@@ -167,7 +168,9 @@ class _Measurer:
         seed = probe_seed(self.r["seed"], name, look)
         text = probe_spec_text(self.spec, self.r["test"], arms, self.r["repo"], runs, seed)
         folder = os.path.join(self.directory, "probes", name, f"look-{look}")
-        return measure(self.spec, text, folder, runs, seed, self.r["metric"], self.progress)
+        values, workers = measure(self.spec, text, folder, runs, seed, self.r["metric"], self.progress)
+        self.workers.setdefault(0 if index is None else index, []).extend(workers)
+        return values
 
     def tell(self, index: int | None, runs: int, verdict: str) -> None:
         what = "good against bad" if index is None else f"probe {self.candidates[index - 1][:12]}"
@@ -185,7 +188,8 @@ def _search(r: dict[str, Any], directory: str, quiet: bool) -> BisectRecord:
             raise UsageError(f"the build of {option} {commit[:12]} failed: {build.last_line} "
                              f"(the whole output: {os.path.join(directory, 'builds', commit + '.log')})")
     out = run_search(len(candidates), r["alpha"], r["min_effect"], m.points, m.measure, m.build, tell=m.tell)
-    probes = tuple(dataclasses.replace(p, commit=candidates[p.index - 1]) for p in out.probes)
+    probes = tuple(dataclasses.replace(p, commit=candidates[p.index - 1], workers=tuple(m.workers.get(p.index, ())))
+                   for p in out.probes)
     skipped = tuple((candidates[i - 1], why, line) for i, why, line in out.skipped)
     if out.range is not None:
         last = candidates[out.range[1] - 1]
@@ -194,7 +198,7 @@ def _search(r: dict[str, Any], directory: str, quiet: bool) -> BisectRecord:
     unit, better = _unit(test, r["metric"])
     return BisectRecord(good=good, bad=bad, candidates=candidates, subjects=m.subjects, test=r["test"], metric=r["metric"],
                         unit=unit, better=better, alpha=r["alpha"], min_effect=r["min_effect"], points=m.points,
-                        check=dataclasses.replace(out.check, commit=bad), probes=probes, skipped=skipped, range=out.range,
+                        check=dataclasses.replace(out.check, commit=bad, workers=tuple(m.workers.get(0, ()))), probes=probes, skipped=skipped, range=out.range,
                         builds=m.builds, direction=out.direction)
 
 

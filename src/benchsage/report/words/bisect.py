@@ -16,8 +16,12 @@ def answer(r: BisectResult) -> str:
         return (f"No change between good and bad: {r.metric} of {r.test} moved by less than {r.min_effect:g} % "
                 f"(bad / good {_ratio(r.bad_vs_good.ratio_to_good, r.bad_vs_good.ci)}, {r.bad_vs_good.runs} runs).")
     if r.first_bad is not None:
+        where = ""
+        if r.changed_on and r.unchanged_on:
+            where = (f" The change shows on {', '.join(r.changed_on)} only, not on {', '.join(r.unchanged_on)} "
+                     "(95 % intervals per worker).")
         return (f"First bad commit: {short(r.first_bad)} {r.subject!r}: {r.metric} of {r.test} {_effect(r)} against good "
-                f"(parent {short(r.parent)}).")
+                f"(parent {short(r.parent)}).{where}")
     if r.range is not None:
         return (f"Undecided: the first bad commit is one of {r.range_size} commits from {short(r.range[0])} to "
                 f"{short(r.range[1])}; the probes between them failed to build or stayed undecided at their most runs.")
