@@ -155,10 +155,70 @@ def run(spec: str, directory: str | None, runs: int | None, seed: int | None, as
 @click.option("--redeploy", is_flag=True, help="Deploy [deploy] to every worker again, also where it was verified before, and run [init] again.")
 def resume(directory: str, as_json: bool, quiet: bool, fail_on_effect: bool, redeploy: bool) -> None:
     """Finish an interrupted experiment: redo the interrupted run from its reset, then the rest."""
+    from benchsage.execute.bisect.search import is_bisect, resume_bisect
+
+    if is_bisect(directory):
+        _bisect_finish(resume_bisect(directory, quiet=quiet), directory, as_json)
     from benchsage.execute.session import resume as resume_experiment
 
     resume_experiment(directory, quiet=quiet, redeploy=redeploy)
     _finish(directory, as_json, fail_on_effect)
+
+
+@cli.command()
+@click.argument("spec", type=click.Path(dir_okay=False, path_type=str))
+@click.option("--good", required=True, help="A commit where the metric has its old level.")
+@click.option("--bad", required=True, help="A later commit (good must be its ancestor) where it has its new level.")
+@click.option("--repo", type=click.Path(file_okay=False, path_type=str), default=None, help="The git repository (default: the spec's folder's).")
+@click.option("--build", default=None, help="Shell command that builds a commit in its worktree, once per commit.")
+@click.option("--test", "test_name", default=None, help="The test to measure (default: the spec's first).")
+@click.option("--metric", default=None, help="The metric to follow (default: the test's first primary metric).")
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True,
+              help="The most probability of naming a wrong commit, over the whole search.")
+@click.option("--min-effect", type=click.FloatRange(0, min_open=True), default=2.0, show_default=True,
+              help="Percent: a smaller difference between good and bad is 'no change'.")
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed of the random orders (default: the spec's, else drawn).")
+@click.option("-o", "--output", "directory", type=click.Path(file_okay=False, path_type=str), help="Search directory (default results/<name>-bisect-<UTC time>).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")
+@click.option("--plan", "plan_only", is_flag=True, help="Print how many builds and runs to expect; build and run nothing.")
+@click.option("--quiet", is_flag=True, help="No progress output.")
+def bisect(spec: str, good: str, bad: str, repo: str | None, build: str | None, test_name: str | None, metric: str | None, alpha: float,
+           min_effect: float, seed: int | None, directory: str | None, as_json: bool, plan_only: bool, quiet: bool) -> None:
+    """Find the commit between --good and --bad that first moved the metric, with P(wrong commit) <= --alpha."""
+    from benchsage.execute.bisect import BisectRequest, plan_bisect, start_bisect
+
+    request = BisectRequest(spec, repo, good, bad, build, test_name, metric, alpha, min_effect, seed)
+    if plan_only:
+        doc = plan_bisect(request)
+        if as_json:
+            click.echo(json.dumps(doc, indent=2))
+        else:
+            from benchsage.report.bisect import plan_lines
+
+            for line in plan_lines(doc):
+                click.echo(line)
+        return
+    if directory is None:
+        directory = _default_directory(spec).rstrip("/") + "-bisect"
+    _bisect_finish(start_bisect(request, directory, quiet=quiet), directory, as_json)
+
+
+def _bisect_finish(record: Any, directory: str, as_json: bool) -> None:
+    from benchsage.analyze.bisect import summarize
+    from benchsage.errors import EXIT_UNFINISHED
+    from benchsage.report.bisect import bisect_json, render_bisect, write_bisect_html
+
+    result = summarize(record)
+    html = write_bisect_html(result, directory)
+    if as_json:
+        click.echo(json.dumps({"bisect": bisect_json(result), "directory": directory, "report": html}, indent=2 if sys.stdout.isatty() else None))
+    else:
+        from benchsage.report.terminal import make_console
+
+        click.echo(f"Search directory: {directory}")
+        render_bisect(result, make_console())
+        click.echo(f"wrote {html}", err=True)
+    sys.exit(EXIT_OK if result.decided else EXIT_UNFINISHED)
 
 
 @cli.command()

@@ -18,7 +18,7 @@ from benchsage.execute.allocate import Allocation, Held
 from benchsage.execute.create import create_experiment
 from benchsage.execute.deploy import check_resumable, deploy_fleet, read_source
 from benchsage.execute.fleet import check_cpus, close_all, connect_all, make_workers
-from benchsage.execute.progress import make_progress
+from benchsage.execute.progress import Progress, make_progress
 from benchsage.execute.runner import Runner, signals_as_interrupts
 from benchsage.execute.treatments import check_wrappers
 from benchsage.spec import Spec, load_spec
@@ -38,8 +38,10 @@ def run_experiment(spec: Spec, draw: Callable[[Spec], ExperimentPlan], directory
         start(spec, draw(spec), directory, quiet=quiet, allocations=held.allocations)
 
 
-def start(spec: Spec, plan: ExperimentPlan, directory: str, *, quiet: bool = False, allocations: Sequence[Allocation] = ()) -> None:
-    """Write `plan` into a new journal in `directory`, then carry it out on every worker."""
+def start(spec: Spec, plan: ExperimentPlan, directory: str, *, quiet: bool = False, allocations: Sequence[Allocation] = (),
+          progress: Progress | None = None) -> None:
+    """Write `plan` into a new journal in `directory`, then carry it out on every worker
+    (`progress`: where it is told; default make_progress(quiet))."""
     check_directory_for(directory, plan.digest)
     source = read_source(spec)
     workers = make_workers(spec, directory)
@@ -55,7 +57,7 @@ def start(spec: Spec, plan: ExperimentPlan, directory: str, *, quiet: bool = Fal
             journal.record_deploy(done.record())
         if allocations:  # what `benchsage release` frees after a crash
             journal.set_meta("allocations", [a.record() for a in allocations])
-        progress = make_progress(quiet)
+        progress = progress or make_progress(quiet)
         for warning in spec.warnings:
             progress.message(f"warning: {warning}")
         try:
@@ -66,13 +68,13 @@ def start(spec: Spec, plan: ExperimentPlan, directory: str, *, quiet: bool = Fal
         close_all(workers)
 
 
-def resume(directory: str, *, quiet: bool = False, redeploy: bool = False) -> None:
+def resume(directory: str, *, quiet: bool = False, redeploy: bool = False, progress: Progress | None = None) -> None:
     """Finish an experiment from its journal; runs already done are not touched, nor a host's
     verified deploy of the same tree or a worker's journaled [init], unless `redeploy`."""
     journal = Journal.open(directory)
     try:
         spec = spec_from_journal(journal)
-        progress = make_progress(quiet)
+        progress = progress or make_progress(quiet)
         if os.path.exists(spec.path):
             with open(spec.path, encoding="utf-8", errors="replace") as fh:
                 if fh.read() != spec.text:

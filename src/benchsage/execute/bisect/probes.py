@@ -1,0 +1,179 @@
+"""One batch of a probe's runs, as an ordinary benchsage experiment in a folder of its own.
+
+The experiment's tests are the bisected test at good, at bad and at the probed commit (named
+`TEST@good`, `TEST@bad`, `TEST@<commit>`), each running in its commit's worktree; every run holds
+all of them in a fresh random order, after the spec's reset, on every worker of the spec. Its
+spec is the user's, with only the tests and the runs rewritten, read as if it were the user's
+file (so the reset's and workers' relative paths mean what they meant); its journal is the
+usual one, so `benchsage resume` finishes an interrupted batch and a finished batch is read,
+never run again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import tomllib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from benchsage.design.bisect import probe_orders
+from benchsage.design.experiment import ExperimentPlan, WorkerPlan, experiment_digest
+from benchsage.design.plan import Plan, PlannedRun, worker_seed
+from benchsage.errors import ExperimentError, UsageError
+from benchsage.execute.progress import Progress, QuietProgress
+from benchsage.execute.session import resume, start
+from benchsage.spec import Spec, load_spec
+from benchsage.store.journal import Journal
+from benchsage.vocabulary import DONE, RANDOM
+
+# What a probe's spec keeps of the user's [experiment] and top level: the rest (treatments,
+# sweeps, sequential stopping, deploy) belongs to the user's own experiment, not to a probe.
+_DROP_TOP = ("context", "observer", "factor", "compare", "sweep", "generator", "deploy")
+_DROP_EXPERIMENT = ("stop", "looks", "min_effect", "random_orders")
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One commit a batch measures: its label in test names and the folder its tests run in."""
+
+    label: str
+    worktree: str
+
+
+def worktree_cwd(cwd: str, repo: str, worktree: str) -> str:
+    """Where a test runs in a worktree: at its cwd's place in the repository, else at its root."""
+    rel = os.path.relpath(cwd, repo)
+    return worktree if rel.startswith("..") else os.path.normpath(os.path.join(worktree, rel))
+
+
+def probe_spec_text(spec: Spec, test: str, arms: list[Arm], repo: str, runs: int, seed: int) -> str:
+    doc = tomllib.loads(spec.text)
+    chosen = next((t for t in doc.get("test", []) if isinstance(t, dict) and t.get("name") == test), None)
+    resolved = next(t for t in spec.tests if t.name == test)
+    if chosen is None:
+        raise UsageError(f"{spec.path}: bisect measures a [[test]] written in the spec; {test!r} is not one (tests from a "
+                         "generator or a sweep cannot be bisected yet)")
+    for key in _DROP_TOP:
+        doc.pop(key, None)
+    for key in _DROP_EXPERIMENT:
+        doc["experiment"].pop(key, None)
+    doc["experiment"]["runs"] = runs
+    doc["experiment"]["seed"] = seed
+    doc["experiment"]["name"] = f"{doc['experiment'].get('name', 'bisect')}-bisect"
+    doc["test"] = [{**chosen, "name": f"{test}@{a.label}", "cwd": worktree_cwd(resolved.cwd, repo, a.worktree)} for a in arms]
+    return dumps(doc)
+
+
+class OnceMessages(QuietProgress):
+    """The batches' progress: no progress lines, and each message (a warning about the spec,
+    the same for every batch) said once in the search."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.said: set[str] = set()
+
+    def message(self, text: str) -> None:
+        if text not in self.said:
+            self.said.add(text)
+            super().message(text)
+
+
+def measure(spec: Spec, text: str, directory: str, runs: int, seed: int, metric: str,
+            progress: Progress) -> tuple[np.ndarray, tuple[str, ...]]:
+    """The metric's value per run (rows) and test (columns, in the spec's order) of the batch in
+    `directory`, and the worker of each run: run now, finished after a crash, or read when done.
+    Runs whose trials did not all give a value are left out."""
+    if Journal.exists(directory):
+        journal = Journal.open(directory, read_only=True)
+        try:
+            unfinished = any(r["status"] != DONE for r in journal.runs())
+        finally:
+            journal.close()
+        if unfinished:
+            resume(directory, progress=progress)
+    else:
+        batch = dataclasses.replace(load_spec(spec.path, text=text), warnings=())  # the search says them once
+        start(batch, random_plan(batch, runs, seed), directory, progress=progress)
+    return read_values(directory, metric, len(load_spec(spec.path, text=text).tests))
+
+
+def random_plan(spec: Spec, runs: int, seed: int) -> ExperimentPlan:
+    """Every worker's `runs` runs, each in a fresh random order of the tests (no fixed arm: a
+    commit's position would otherwise be tied to it)."""
+    names = tuple(t.name for t in spec.tests)
+    workers = []
+    for w in spec.workers:
+        s = worker_seed(seed, w.name, len(spec.workers))
+        planned = tuple(PlannedRun(index=i, arm=RANDOM, arm_index=i, order=o) for i, o in enumerate(probe_orders(runs, len(names), s)))
+        workers.append(WorkerPlan(w.name, w.kind, w.target, Plan(seed=s, runs_per_arm=runs, test_names=names, runs=planned)))
+    return ExperimentPlan(seed=seed, runs_per_arm=runs, cells=(), workers=tuple(workers), sequential=None,
+                          digest=experiment_digest(spec, runs, seed))
+
+
+def read_values(directory: str, metric: str, tests: int) -> tuple[np.ndarray, tuple[str, ...]]:
+    journal = Journal.open(directory, read_only=True)
+    try:
+        index = {t["id"]: k for k, t in enumerate(journal.tests())}
+        by_trial: dict[int, tuple[int, int]] = {}
+        values: dict[int, dict[int, float]] = {}
+        worker_of: dict[int, str] = {}
+        for row in journal.trial_rows():
+            trial, run, test, status, wall = row[0], row[1], row[4], row[11], row[13]
+            if status != "ok":
+                continue
+            by_trial[trial] = (run, index[test])
+            worker_of[run] = str(row[3])
+            if metric == "wall_time" and wall is not None:
+                values.setdefault(run, {})[index[test]] = float(wall)
+        if metric != "wall_time":
+            for trial, name, value in journal.trial_values():
+                if name == metric and trial in by_trial and value is not None and math.isfinite(value):
+                    run, k = by_trial[trial]
+                    values.setdefault(run, {})[k] = float(value)
+    finally:
+        journal.close()
+    complete = [(run, per) for run, per in sorted(values.items()) if len(per) == tests]
+    out = np.array([[per[k] for k in range(tests)] for _, per in complete], dtype=np.float64).reshape(-1, tests)
+    if (out <= 0).any():
+        raise ExperimentError(f"{directory}: metric {metric!r} has values <= 0; bisect compares ratios and needs positive values")
+    return out, tuple(worker_of[run] for run, _ in complete)
+
+
+def dumps(doc: dict[str, Any]) -> str:
+    """TOML for a parsed spec: tables and arrays of tables at the top, inline values below."""
+    lines: list[str] = []
+    for key, value in doc.items():
+        if isinstance(value, dict):
+            lines.append(f"[{_key(key)}]")
+            lines += [f"{_key(k)} = {_value(v)}" for k, v in value.items()]
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            for item in value:
+                lines.append(f"[[{_key(key)}]]")
+                lines += [f"{_key(k)} = {_value(v)}" for k, v in item.items()]
+        else:
+            lines.insert(0, f"{_key(key)} = {_value(value)}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _key(key: str) -> str:
+    return json.dumps(key)
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{_key(k)} = {_value(x)}" for k, x in v.items()) + "}"
+    raise TypeError(f"cannot write {type(v).__name__} as TOML")

@@ -1,0 +1,166 @@
+"""`benchsage bisect` end to end on a generated repository (examples/bisect/make_repo.py): the
+commit found, a build failing on a probe skipped, resume after a crash, and bad input."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "bisect" / "make_repo.py"
+
+
+def _make_repo():
+    spec = importlib.util.spec_from_file_location("benchsage_example_bisect", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.make_repo
+
+
+def bench(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "benchsage", *args], cwd=cwd, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=300)
+
+
+def one_line_error(done: subprocess.CompletedProcess, status: int, *words: str) -> None:
+    assert done.returncode == status, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert lines[-1].startswith("benchsage: error: ") and "Traceback" not in done.stderr, done.stderr
+    for w in words:
+        assert w in lines[-1], lines[-1]
+
+
+@pytest.fixture(scope="module")
+def searched(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str], Path, dict]:
+    """8 commits; commit 5 makes the program 40 % slower, commit 3 does not build; 10 runs per
+    look. The first probe is commit 3 (the middle of 1..7, the lower of two)."""
+    root = tmp_path_factory.mktemp("bisect")
+    repo = root / "repo"
+    hashes = _make_repo()(str(repo), commits=8, change=5, slowdown=40.0, noise=0.0, work=8.0, runs=10, broken=3)
+    out = root / "search"
+    done = bench("bisect", "experiment.toml", "--good", hashes["good"], "--bad", "main", "--build", "make", "--alpha", "0.2",
+                 "--seed", "1", "-o", str(out), "--json", "--quiet", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    return repo, hashes, out, json.loads(done.stdout)
+
+
+def test_finds_the_commit_and_skips_the_one_that_does_not_build(searched) -> None:
+    repo, hashes, out, doc = searched
+    b = doc["bisect"]
+    assert b["first_bad"] == hashes["change"]
+    assert b["subject"] == "checksum: visit every entry of the table again"
+    assert 30 < b["effect_pct"] < 55 and b["ci"][0] < b["effect_pct"] < b["ci"][1]
+    broken = subprocess.run(["git", "-C", str(repo), "rev-parse", "main~4"], capture_output=True, text=True).stdout.strip()
+    assert b["skipped"] == [{"commit": broken, "reason": "build-failed", "last_line": "make: *** [Makefile:2: checksum] Error 1"}] or \
+        (b["skipped"][0]["commit"] == broken and b["skipped"][0]["reason"] == "build-failed")
+    assert [p["verdict"] for p in b["probes"]] == ["good", "bad"]
+    assert b["builds"] == 5  # good, bad, the broken commit, two probes
+    assert all(p["runs"] in (10, 20) for p in b["probes"])  # 20: measured again once undecided at 10
+    assert b["trials"] == 2 * b["bad_vs_good"]["runs"] + 3 * sum(p["runs"] for p in b["probes"])
+    assert (out / "bisect.html").read_text().count("<svg") == 1
+    # The user's checkout is untouched: no build output, nothing changed
+    status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True, text=True).stdout
+    assert status == "" and not (repo / "checksum").exists()
+
+
+def test_resume_after_a_crash_rebuilds_and_measures_only_what_was_lost(searched, tmp_path: Path) -> None:
+    repo, hashes, out, doc = searched
+    copy = tmp_path / "search"
+    shutil.copytree(out, copy, symlinks=True)
+    # The copy's worktrees are not the repository's: resume must make them again where missing
+    # and rebuild them. Simulate a search killed during the build of its last probe: its build
+    # record is gone, its worktree holds a half-built tree, its look was never measured.
+    last = doc["bisect"]["probes"][-1]["commit"]
+    shutil.rmtree(next((out / "probes").glob(f"*-{last[:12]}")))
+    os.remove(out / "builds" / f"{last}.json")
+    (out / "worktrees" / last[:12] / "half-built.o").write_text("junk")
+    kept = {p: p.stat().st_mtime_ns for p in (out / "builds").glob("*.log") if not p.name.startswith(last)}
+    trials_before = {d: _trials(d) for d in (out / "probes").glob("*/look-*")}
+    done = bench("resume", str(out), "--json", "--quiet", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    again = json.loads(done.stdout)["bisect"]
+    assert again["first_bad"] == hashes["change"]
+    assert {p: p.stat().st_mtime_ns for p in kept} == kept  # nothing else was built again
+    assert {d: _trials(d) for d in trials_before} == trials_before  # nor measured again
+    assert not (out / "worktrees" / last[:12] / "half-built.o").exists()
+    assert (out / "builds" / f"{last}.json").exists()
+
+
+def _trials(directory: Path) -> int:
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{directory / 'journal.sqlite'}?mode=ro", uri=True)
+    try:
+        return conn.execute("SELECT COUNT(*) FROM trials").fetchone()[0]
+    finally:
+        conn.close()
+
+
+@pytest.fixture(scope="module")
+def small_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    repo = tmp_path_factory.mktemp("bisect-input") / "repo"
+    return repo, _make_repo()(str(repo), commits=4, change=2, runs=8)
+
+
+def test_unknown_revision(small_repo, tmp_path: Path) -> None:
+    repo, hashes = small_repo
+    done = bench("bisect", "experiment.toml", "--good", "no-such-rev", "--bad", "main", "-o", str(tmp_path / "s"), cwd=repo)
+    one_line_error(done, 2, "--good no-such-rev", "unknown revision")
+
+
+def test_good_must_be_an_ancestor_of_bad(small_repo, tmp_path: Path) -> None:
+    repo, hashes = small_repo
+    done = bench("bisect", "experiment.toml", "--good", "main", "--bad", hashes["good"], "-o", str(tmp_path / "s"), cwd=repo)
+    one_line_error(done, 2, "is not an ancestor of --bad")
+
+
+def test_not_a_git_repository(small_repo, tmp_path: Path) -> None:
+    repo, hashes = small_repo
+    shutil.copy(repo / "experiment.toml", tmp_path / "experiment.toml")
+    done = bench("bisect", "experiment.toml", "--good", "a", "--bad", "b", "-o", str(tmp_path / "s"), cwd=tmp_path)
+    one_line_error(done, 2, "is not in a git repository", "--repo")
+
+
+def test_a_build_failing_on_good_quotes_its_last_line(small_repo, tmp_path: Path) -> None:
+    repo, hashes = small_repo
+    done = bench("bisect", "experiment.toml", "--good", hashes["good"], "--bad", "main", "--build", "echo linking; echo 'ld: cannot find -lfoo' >&2; exit 1",
+                 "-o", str(tmp_path / "s"), cwd=repo)
+    one_line_error(done, 2, f"--good {hashes['good'][:12]}", "ld: cannot find -lfoo")
+    assert not list((tmp_path / "s" / "probes").glob("*")) if (tmp_path / "s" / "probes").exists() else True
+
+
+def test_a_build_failing_on_bad_and_leftovers_of_a_killed_search(small_repo, tmp_path: Path) -> None:
+    """bad (which holds the slower code) does not build; then the worktrees are left as a killed
+    search can leave them: good's with stray files (reused: its build is journaled), bad's as a
+    folder git does not know (replaced); the search is started again, never a crash."""
+    repo, hashes = small_repo
+    out = tmp_path / "s"
+    build = "! grep -q 'EXTRA_PERCENT 6 ' checksum.c || { echo 'cc: the slow code is refused'; exit 1; }"
+    args = ("bisect", "experiment.toml", "--good", hashes["good"], "--bad", "main", "--build", build, "-o", str(out))
+    one_line_error(bench(*args, cwd=repo), 2, "--bad", "cc: the slow code is refused")
+    good_tree, bad_tree = out / "worktrees" / hashes["good"][:12], out / "worktrees" / hashes["bad"][:12]
+    (good_tree / "stray.o").write_text("x")
+    subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(bad_tree)], check=True)
+    bad_tree.mkdir()
+    (bad_tree / "leftover").write_text("x")
+    one_line_error(bench(*args, cwd=repo), 2, "--bad", "cc: the slow code is refused")
+    assert (good_tree / "stray.o").exists()
+    assert not (bad_tree / "leftover").exists() and (bad_tree / "checksum.c").exists()
+    # Another search in the same folder is refused
+    other = ("bisect", "experiment.toml", "--good", hashes["good"], "--bad", "main~1", "-o", str(out))
+    one_line_error(bench(*other, cwd=repo), 2, "holds another search")
+
+
+def test_plan_builds_and_runs_nothing(small_repo, tmp_path: Path) -> None:
+    repo, hashes = small_repo
+    done = bench("bisect", "experiment.toml", "--good", hashes["good"], "--bad", "main", "--plan", "--json", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["candidates"] == 3 and doc["builds"] == 4 and doc["probes"] == 2
+    assert not (repo / "results").exists()

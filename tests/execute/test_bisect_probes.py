@@ -1,0 +1,61 @@
+"""A probe's spec: the user's, with the tests rewritten to run in the worktrees."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from benchsage.execute.bisect.probes import Arm, dumps, probe_spec_text, worktree_cwd
+from benchsage.spec import load_spec
+
+SPEC = '''
+[experiment]
+name = "svc"
+runs = 20
+stop = "sequential"
+env = { MODE = "fast \\"quoted\\"\\nline" }
+
+[reset]
+command = "./reset.sh"
+
+[[test]]
+name = "load"
+command = "./bench --ünïcode"
+cwd = "sub"
+[[test.metric]]
+name = "ops"
+regex = 'ops: ([0-9.]+)'
+better = "higher"
+
+[[test]]
+name = "other"
+command = "true"
+'''
+
+
+def test_dumps_round_trips() -> None:
+    doc = tomllib.loads(SPEC + '[[worker]]\nname = "g"\nroles = { server = { kind = "ssh", host = "h" } }\n')
+    doc["reset"]["step"] = [{"command": "sync", "role": "server"}, {"command": "x", "timeout": 1.5}]
+    assert tomllib.loads(dumps(doc)) == doc
+
+
+def test_probe_spec_keeps_the_test_and_moves_it_into_the_worktrees(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / "sub").mkdir(parents=True)
+    spec_path = repo / "experiment.toml"
+    spec_path.write_text(SPEC)
+    spec = load_spec(spec_path)
+    arms = [Arm("good", "/w/good"), Arm("bad", "/w/bad"), Arm("abc", "/w/abc")]
+    text = probe_spec_text(spec, "load", arms, str(repo), 7, 11)
+    probe = load_spec(spec_path, text=text)
+    assert [t.name for t in probe.tests] == ["load@good", "load@bad", "load@abc"]
+    assert [t.cwd for t in probe.tests] == ["/w/good/sub", "/w/bad/sub", "/w/abc/sub"]
+    assert all(t.command == "./bench --ünïcode" and [m.name for m in t.metrics] == ["ops"] for t in probe.tests)
+    assert probe.runs == 7 and probe.seed == 11 and probe.stop == "fixed"
+    assert probe.reset is not None and probe.reset.command == "./reset.sh" and probe.reset.cwd == str(repo)
+    assert probe.tests[0].env["MODE"] == 'fast "quoted"\nline'
+
+
+def test_a_test_outside_the_repository_runs_at_the_worktree_root(tmp_path: Path) -> None:
+    assert worktree_cwd(str(tmp_path / "elsewhere"), str(tmp_path / "repo"), "/w/x") == "/w/x"
+    assert worktree_cwd(str(tmp_path / "repo"), str(tmp_path / "repo"), "/w/x") == "/w/x"
