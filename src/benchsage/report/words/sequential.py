@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from benchsage.vocabulary import DECIDE_VERDICT, STOPPED_VERDICT
+from benchsage.vocabulary import DECIDE_VERDICT, STOPPED_DECIDED, STOPPED_LAST_LOOK, STOPPED_VERDICT
 
 MAX_UNDECIDED = 5  # undecided tests named up to this many, then "and N more"
 
@@ -20,11 +20,12 @@ def stop_rule(decide: str, min_effect: float) -> str:
     return f"every test is decided (an order effect, or one shown smaller than {min_effect:g}%)"
 
 
-def test_name(entry: Any) -> str:
-    """An entry of the JSON's sequential.undecided ({"test", "metric"}) as a reader names it."""
-    if isinstance(entry, Mapping):
-        return f"{entry['test']} [{entry['metric']}]"
-    return str(entry)
+def test_names(entries: Sequence[Any]) -> list[str]:
+    """Entries of the JSON's sequential.undecided ({"test", "metric"}) as a reader names them:
+    the test, and its metric when a test has several in the list."""
+    tests = [e["test"] if isinstance(e, Mapping) else e for e in entries]
+    several = len(set(tests)) < len(tests)
+    return [f"{e['test']} [{e['metric']}]" if several and isinstance(e, Mapping) else str(t) for e, t in zip(entries, tests)]
 
 
 def named(names: Sequence[str], most: int = MAX_UNDECIDED) -> str:
@@ -47,9 +48,15 @@ def settled_reason(verdict: str | None, effects: Sequence[str], undecided: Seque
 def stopped_reason(seq: Mapping[str, Any], effects: Sequence[str]) -> str:
     """Why an experiment that stopped early did: every test decided, or its verdict settled."""
     if seq.get("stopped_because") == STOPPED_VERDICT:
-        undecided = [test_name(e) for e in seq.get("undecided") or ()]
+        undecided = test_names(seq.get("undecided") or ())
         return settled_reason(seq.get("verdict"), effects, undecided)
     return "every test is decided"
+
+
+def stopped_because(code: str) -> str:
+    """The JSON's sequential.stopped_because in words."""
+    return {STOPPED_VERDICT: "the verdict was settled", STOPPED_DECIDED: "every test was decided",
+            STOPPED_LAST_LOOK: "the most runs were carried out"}.get(code, code)
 
 
 def stopping_note(decide: str | None) -> str:
