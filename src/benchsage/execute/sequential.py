@@ -26,7 +26,6 @@ from typing import Any, Hashable
 
 from benchsage.design.sequential import SequentialPlan
 from benchsage.execute.progress import Progress
-from benchsage.report.words.sequential import settled_reason
 from benchsage.stats.sequential import EFFECT, NO_EFFECT, Look
 from benchsage.store.journal import Journal
 from benchsage.vocabulary import DECIDE_VERDICT
@@ -216,7 +215,7 @@ class Looks:
         text = f"{where}: {look.decided} of {look.m} tests decided ({'; '.join(parts)})"
         verdict = look.verdict if self.plan.decide == DECIDE_VERDICT else None
         if verdict is not None:
-            reason = settled_reason(verdict, groups[EFFECT], groups[None])
+            reason = _settled(verdict, groups[EFFECT], groups[None])
             if not look.stop:
                 return text + (f"; {reason}, but the {self._cells} treatments need a run in each arm first: "
                                f"going on to {self.points[look.index + 1]} runs per arm")
@@ -230,6 +229,14 @@ class Looks:
             return text + (f"; every test is decided, but the {self._cells} treatments need a run in each arm first: "
                            f"going on to {self.points[look.index + 1]} runs per arm")
         return text + f"; going on to {self.points[look.index + 1]} runs per arm"
+
+
+def _settled(verdict: str, effects: list[str], undecided: list[str]) -> str:
+    """Why a look with decide = "verdict" ends the experiment: 'the verdict is settled: an order
+    effect in d (3 tests undecided: a, b, c)' (report/words/sequential.py says it the same way)."""
+    what = f"an order effect in {', '.join(effects)}" if verdict == EFFECT else "no order effect worth finding in any test"
+    left = f" ({len(undecided)} test{'s' if len(undecided) != 1 else ''} undecided: {', '.join(undecided)})" if undecided else ""
+    return f"the verdict is settled: {what}{left}"
 
 
 def _complete_pairs(runs: list[dict[str, Any]]) -> set[Pair]:

@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from benchsage.design.sequential import SequentialPlan
-from benchsage.stats.sequential import (DECIDED_EFFECT, DECIDED_NO_EFFECT, UNDECIDED, Look, SequentialDesign, decide_step, settled,
-                                        stops)
+from benchsage.stats.sequential import (DECIDED_EFFECT, DECIDED_NO_EFFECT, RULES, UNDECIDED, Look, SequentialDesign, decide_step,
+                                        settled, stops)
 from benchsage.stats.ranksum import mann_whitney_z
+from benchsage.vocabulary import DECIDE_RULES
 
 
 def _carryover(n: int, seed: int = 3) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -37,6 +38,7 @@ def test_settled_and_stops_on_a_batch_of_experiments() -> None:
     np.testing.assert_array_equal(settled(state), [U, E, U, N, E, E])
     np.testing.assert_array_equal(stops(state, "each"), [False, False, False, True, True, False])
     np.testing.assert_array_equal(stops(state, "verdict"), [False, True, False, True, True, True])
+    assert RULES == DECIDE_RULES  # stats/ imports nothing of benchsage: the spec's words, said twice
     with pytest.raises(ValueError, match="unknown rule 'first'"):
         stops(state, "first")
     with pytest.raises(ValueError, match="unknown rule 'first'"):

@@ -10,8 +10,6 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
-from benchsage.vocabulary import DECIDE_EACH, DECIDE_RULES, DECIDE_VERDICT
-
 EFFECT = "effect"
 NO_EFFECT = "no-effect"
 
@@ -19,6 +17,11 @@ NO_EFFECT = "no-effect"
 UNDECIDED, DECIDED_EFFECT, DECIDED_NO_EFFECT = 0, 1, 2
 DECISIONS = {UNDECIDED: None, DECIDED_EFFECT: EFFECT, DECIDED_NO_EFFECT: NO_EFFECT}
 CODES = {None: UNDECIDED, EFFECT: DECIDED_EFFECT, NO_EFFECT: DECIDED_NO_EFFECT}
+
+# When an experiment stops before its last look (the spec's `decide`, vocabulary.DECIDE_RULES).
+EACH = "each"  # every test decided
+VERDICT = "verdict"  # the experiment's verdict settled
+RULES = (EACH, VERDICT)
 
 
 class Design(Protocol):
@@ -46,11 +49,11 @@ def settled(state: np.ndarray) -> np.ndarray:
 def stops(state: np.ndarray, rule: str) -> np.ndarray:
     """Whether each of R experiments (tests' states (R, m)) may stop under `rule`: "each",
     every test decided; "verdict", the experiment's verdict settled (`settled`)."""
-    if rule == DECIDE_EACH:
+    if rule == EACH:
         return (np.asarray(state) != UNDECIDED).all(axis=1)
-    if rule == DECIDE_VERDICT:
+    if rule == VERDICT:
         return settled(state) != UNDECIDED
-    raise ValueError(f"unknown rule {rule!r}: expected one of {', '.join(DECIDE_RULES)}")
+    raise ValueError(f"unknown rule {rule!r}: expected one of {', '.join(RULES)}")
 
 
 def relative_interval(low: np.ndarray, high: np.ndarray, median: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -12,11 +12,11 @@ import numpy as np
 
 from benchsage.stats.ranksum import mann_whitney_z
 from benchsage.stats.sequential.boundaries import Boundaries, check_information, spending_boundaries
-from benchsage.stats.sequential.decision import CODES, DECIDED_EFFECT, DECISIONS, UNDECIDED, decide_step, relative_interval, stops
+from benchsage.stats.sequential.decision import (CODES, DECIDED_EFFECT, DECISIONS, EACH, RULES, UNDECIDED, decide_step, relative_interval,
+                                                 stops)
 from benchsage.stats.sequential.looks import Look, TestLook
 from benchsage.stats.sequential.spending import alpha_spending, check_alpha, check_spending
 from benchsage.stats.shift import shift_ci
-from benchsage.vocabulary import DECIDE_EACH, DECIDE_RULES
 
 CORRECTIONS: tuple[str, ...] = ("bonferroni", "holm")
 
@@ -46,7 +46,7 @@ class SequentialDesign:
     min_effect: float = 2.0
     spending: str = "obrien-fleming"
     min_values: int = 5
-    rule: str = DECIDE_EACH
+    rule: str = EACH
     _points: tuple[int, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -66,8 +66,8 @@ class SequentialDesign:
         if self.correction not in CORRECTIONS:
             raise ValueError(f"unknown correction {self.correction!r}: expected one of {', '.join(CORRECTIONS)}")
         check_spending(self.spending)
-        if self.rule not in DECIDE_RULES:
-            raise ValueError(f"unknown rule {self.rule!r}: expected one of {', '.join(DECIDE_RULES)}")
+        if self.rule not in RULES:
+            raise ValueError(f"unknown rule {self.rule!r}: expected one of {', '.join(RULES)}")
         if not isinstance(self.min_effect, (int, float, np.floating)) or not math.isfinite(self.min_effect) or self.min_effect <= 0:
             raise ValueError(f"min_effect must be a positive number of percent, got {self.min_effect!r}")
         points = tuple(math.ceil(k * self.max_runs / self.looks) for k in range(1, self.looks + 1))
