@@ -151,7 +151,6 @@ class SequentialPlan:
                 for t in looks[-1].tests}
 
 
-
 def _test_json(key: Any) -> Any:
     """A test of the family as the JSON names it: {"test", "metric"} for a (test, metric) key."""
     if isinstance(key, tuple) and len(key) == 2:

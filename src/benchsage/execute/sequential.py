@@ -215,7 +215,7 @@ class Looks:
         text = f"{where}: {look.decided} of {look.m} tests decided ({'; '.join(parts)})"
         verdict = look.verdict if self.plan.decide == DECIDE_VERDICT else None
         if verdict is not None:
-            reason = _settled(verdict, groups[EFFECT], groups[None])
+            reason = _settled(verdict, groups[EFFECT], len(groups[None]))
             if not look.stop:
                 return text + (f"; {reason}, but the {self._cells} treatments need a run in each arm first: "
                                f"going on to {self.points[look.index + 1]} runs per arm")
@@ -231,11 +231,11 @@ class Looks:
         return text + f"; going on to {self.points[look.index + 1]} runs per arm"
 
 
-def _settled(verdict: str, effects: list[str], undecided: list[str]) -> str:
+def _settled(verdict: str, effects: list[str], undecided: int) -> str:
     """Why a look with decide = "verdict" ends the experiment: 'the verdict is settled: an order
-    effect in d (3 tests undecided: a, b, c)' (report/words/sequential.py says it the same way)."""
+    effect in d, 3 tests undecided' (the look's own words name the undecided tests)."""
     what = f"an order effect in {', '.join(effects)}" if verdict == EFFECT else "no order effect worth finding in any test"
-    left = f" ({len(undecided)} test{'s' if len(undecided) != 1 else ''} undecided: {', '.join(undecided)})" if undecided else ""
+    left = f", {undecided} test{'s' if undecided != 1 else ''} undecided" if undecided else ""
     return f"the verdict is settled: {what}{left}"
 
 

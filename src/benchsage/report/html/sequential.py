@@ -8,7 +8,7 @@ from typing import Any, Mapping
 from benchsage.report.html.material import Material
 from benchsage.report.html.numbers import DASH
 from benchsage.report.html.rows import TREATMENT_ROWS
-from benchsage.report.words.sequential import html_stopping, stopped_because, stopping_note, test_names
+from benchsage.report.words.sequential import html_stopping, stopped_because, stopping_note, undecided_names
 
 KEY = "sequential"
 TITLE = "Sequential stopping"
@@ -54,7 +54,7 @@ def _fact(key: str, value: Any) -> str:
     if key == "verdict":
         return _VERDICT.get(value, str(value))
     if key == "undecided":
-        return ", ".join(test_names(value)) if value else "none"
+        return ", ".join(undecided_names(value)) if value else "none"
     if key == "stopped_because":
         return stopped_because(value)
     if isinstance(value, list):

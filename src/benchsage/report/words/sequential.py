@@ -20,7 +20,7 @@ def stop_rule(decide: str, min_effect: float) -> str:
     return f"every test is decided (an order effect, or one shown smaller than {min_effect:g}%)"
 
 
-def test_names(entries: Sequence[Any]) -> list[str]:
+def undecided_names(entries: Sequence[Any]) -> list[str]:
     """Entries of the JSON's sequential.undecided ({"test", "metric"}) as a reader names them:
     the test, and its metric when a test has several in the list."""
     tests = [e["test"] if isinstance(e, Mapping) else e for e in entries]
@@ -48,7 +48,7 @@ def settled_reason(verdict: str | None, effects: Sequence[str], undecided: Seque
 def stopped_reason(seq: Mapping[str, Any], effects: Sequence[str]) -> str:
     """Why an experiment that stopped early did: every test decided, or its verdict settled."""
     if seq.get("stopped_because") == STOPPED_VERDICT:
-        undecided = test_names(seq.get("undecided") or ())
+        undecided = undecided_names(seq.get("undecided") or ())
         return settled_reason(seq.get("verdict"), effects, undecided)
     return "every test is decided"
 
