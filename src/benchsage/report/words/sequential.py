@@ -1,6 +1,7 @@
 """The words of sequential stopping: the rule an experiment stops on (`benchsage plan`), why it
-stopped (the terminal, the HTML report, the progress display of `run`) and which tests it left
-undecided. The facts come from the JSON's "sequential" object (design/sequential.py).
+stopped (the terminal and the HTML report) and which tests it left undecided. The facts come
+from the JSON's "sequential" object (design/sequential.py). The progress display of `run` says
+its looks in execute/sequential.py, which report/ lies downstream of.
 """
 
 from __future__ import annotations
