@@ -10,10 +10,12 @@ runs them through the same code `SequentialDesign.decide` uses (`mann_whitney_z`
 2. the whole procedure (no-effect decisions and stopping included) with no order effect:
    family-wise error and the runs it takes;
 3. power and average runs against the fixed design when one test has an order effect;
-4. how often a test whose order effect is exactly min_effect is wrongly decided "no-effect".
+4. how often a test whose order effect is exactly min_effect is wrongly decided "no-effect";
+5. decide = "verdict" (stop when an effect is found in some test, or none in any) against the
+   default "each" on the same experiments: family-wise error, power, runs, undecided tests.
 
     python validation/sequential.py [--reps 10000] [--seed 1] [--quick] [--json FILE]
-                                    [--sections null,full,power,boundary]
+                                    [--sections null,full,power,boundary,verdict,api]
 
 Each experiment's values: test j's fixed-arm and random-arm values are independent draws
 M (1 + cv e) from the named distribution (M = 100, cv = 2 %, e with median 0); an order effect
@@ -34,7 +36,8 @@ import numpy as np
 from scipy import stats as sps
 
 from benchsage.stats.ranksum import mann_whitney_z
-from benchsage.stats.sequential import DECIDED_EFFECT, DECIDED_NO_EFFECT, UNDECIDED, SequentialDesign, decide_step, relative_interval
+from benchsage.stats.sequential import (DECIDED_EFFECT, DECIDED_NO_EFFECT, UNDECIDED, SequentialDesign, decide_step, relative_interval,
+                                        settled, stops)
 from benchsage.stats.shift import shift_ci
 
 ALPHA = 0.05
@@ -131,10 +134,11 @@ def null_efficacy(dist: str, m: int, n_max: int, looks: list[int], reps: int, rn
 
 
 def simulate_procedure(design: SequentialDesign, x: np.ndarray, *, designs: list[SequentialDesign] | None = None) -> dict[str, Any]:
-    """Run `design` (and any other `designs` with the same looks and spending, e.g. the other
-    correction) on values x of shape (reps, m, 2, N). Returns, per design, the final states
+    """Run `design` (and any other `designs` with the same looks, spending and rule, e.g. the
+    other correction) on values x of shape (reps, m, 2, N). Returns, per design, the final states
     (reps, m), the look index at which each test was decided (-1: never) and at which each
-    experiment stopped."""
+    experiment stopped: the first look where its rule (`design.rule`: every test decided, or the
+    verdict settled) lets it stop, after which nothing more is decided."""
     reps, m, _, _ = x.shape
     all_designs = [design] + list(designs or [])
     points = design.look_points()
@@ -143,6 +147,8 @@ def simulate_procedure(design: SequentialDesign, x: np.ndarray, *, designs: list
     out = {}
     states = {id(d): np.zeros((reps, m), np.int8) for d in all_designs}
     decided_at = {id(d): np.full((reps, m), -1) for d in all_designs}
+    stop_look = {id(d): np.full(reps, design.looks - 1) for d in all_designs}
+    stopped = {id(d): np.zeros(reps, bool) for d in all_designs}
     for k, p in enumerate(points):
         f, r = x[:, :, 0, :p], x[:, :, 1, :p]
         zs.append(np.abs(mann_whitney_z(f, r).z))
@@ -150,7 +156,7 @@ def simulate_procedure(design: SequentialDesign, x: np.ndarray, *, designs: list
             zs[-1][:] = np.nan
         open_any = np.zeros((reps, m), bool)
         for d in all_designs:
-            open_any |= states[id(d)] == UNDECIDED
+            open_any |= (states[id(d)] == UNDECIDED) & ~stopped[id(d)][:, None]
         within = np.zeros((reps, m), bool)
         if p >= design.min_values and open_any.any():
             rows, cols = np.nonzero(open_any)
@@ -161,15 +167,17 @@ def simulate_procedure(design: SequentialDesign, x: np.ndarray, *, designs: list
                 within[rows, cols] = (lo >= -design.min_effect) & (hi <= design.min_effect)
         abs_z = np.stack(zs, axis=2)
         for d in all_designs:
-            before = states[id(d)]
+            before, halted = states[id(d)], stopped[id(d)]
             after, _ = decide_step(d, k, abs_z, within, before)
+            after = np.where(halted[:, None], before, after)  # a stopped experiment decides nothing more
             decided_at[id(d)][(before == UNDECIDED) & (after != UNDECIDED)] = k
             states[id(d)] = after
+            now = ~halted & stops(after, d.rule)
+            stop_look[id(d)][now] = k
+            stopped[id(d)] = halted | now
     for d in all_designs:
-        state, at = states[id(d)], decided_at[id(d)]
-        all_decided = (state != UNDECIDED).all(axis=1)
-        stop_look = np.where(all_decided, at.max(axis=1), design.looks - 1)
-        out[d.correction] = {"state": state, "decided_at": at, "stop_look": stop_look, "stop_runs": np.asarray(points)[stop_look]}
+        out[d.correction] = {"state": states[id(d)], "decided_at": decided_at[id(d)], "stop_look": stop_look[id(d)],
+                             "stop_runs": np.asarray(points)[stop_look[id(d)]]}
     return out
 
 
@@ -188,7 +196,7 @@ def full_null(dist: str, m: int, n_max: int, k: int, reps: int, rng: np.random.G
                 "stopped_early": a["early"] / reps, "no_effect_share": a["no_effect"] / (reps * m)} for c, a in acc.items()}
 
 
-def check_api(dist: str, m: int, n_max: int, k: int, reps: int, rng: np.random.Generator, effect: float) -> int:
+def check_api(dist: str, m: int, n_max: int, k: int, reps: int, rng: np.random.Generator, effect: float, rule: str = "each") -> int:
     """Run SequentialDesign.decide experiment by experiment on data the vectorised simulation
     also decides; return how many experiments disagree (must be 0)."""
     effects = np.zeros(m)
@@ -196,7 +204,7 @@ def check_api(dist: str, m: int, n_max: int, k: int, reps: int, rng: np.random.G
     x = draw(dist, rng, (reps, m, 2, n_max), effects)
     bad = 0
     for correction in ("bonferroni", "holm"):
-        d = SequentialDesign(n_max, k, ALPHA, correction, 2.0)
+        d = SequentialDesign(n_max, k, ALPHA, correction, 2.0, rule=rule)
         sim = simulate_procedure(d, x)[correction]
         for i in range(reps):
             data_at = [{j: (x[i, j, 0, :p], x[i, j, 1, :p]) for j in range(m)} for p in d.look_points()]
@@ -205,6 +213,52 @@ def check_api(dist: str, m: int, n_max: int, k: int, reps: int, rng: np.random.G
             if list(sim["state"][i]) != codes or looks[-1].runs != sim["stop_runs"][i]:
                 bad += 1
     return bad
+
+
+def compare_rules(dist: str, effects: np.ndarray, cvs: np.ndarray, n_max: int, k: int, reps: int, rng: np.random.Generator,
+                  spending: str = "obrien-fleming", min_effect: float = 2.0) -> dict[str, Any]:
+    """decide = "each" and decide = "verdict" on the same experiments: m tests, test j with an
+    order effect of effects[j] % and noise cvs[j]. Per correction and rule: the family-wise
+    error (some test without an effect decided "effect"), the power (some test with one decided
+    "effect"), the mean runs per arm, the share stopped early, the verdicts and the share of
+    tests left undecided; and, experiment by experiment, how often "verdict" made a false
+    "effect" that "each" did not, or stopped later (both must be 0)."""
+    effects, cvs = np.asarray(effects, dtype=np.float64), np.asarray(cvs, dtype=np.float64)
+    m = len(effects)
+    null = effects == 0
+    keys = [(c, rule) for c in ("bonferroni", "holm") for rule in ("each", "verdict")]
+    acc = {key: {"fwer": 0, "found": 0, "runs": 0.0, "early": 0, "effect": 0, "no_effect": 0, "undecided": 0} for key in keys}
+    extra = {c: {"false_effect_only_verdict": 0, "verdict_later": 0} for c in ("bonferroni", "holm")}
+    for size in _chunks(reps, m * 2 * n_max * 8):
+        x = draw(dist, rng, (size, m, 2, n_max), effects, cvs[:, None, None])
+        res = {}
+        for rule in ("each", "verdict"):
+            ds = [SequentialDesign(n_max, k, ALPHA, c, min_effect, spending, rule=rule) for c in ("bonferroni", "holm")]
+            res[rule] = simulate_procedure(ds[0], x, designs=ds[1:])
+        for c, rule in keys:
+            r, a = res[rule][c], acc[(c, rule)]
+            effect = r["state"] == DECIDED_EFFECT
+            verdict = settled(r["state"])
+            a["fwer"] += int(effect[:, null].any(axis=1).sum())
+            a["found"] += int(effect[:, ~null].any(axis=1).sum())
+            a["runs"] += float(r["stop_runs"].sum())
+            a["early"] += int((r["stop_runs"] < n_max).sum())
+            a["effect"] += int((verdict == DECIDED_EFFECT).sum())
+            a["no_effect"] += int((verdict == DECIDED_NO_EFFECT).sum())
+            a["undecided"] += int((r["state"] == UNDECIDED).sum())
+        for c in ("bonferroni", "holm"):
+            each, verd = res["each"][c], res["verdict"][c]
+            false_each = (each["state"][:, null] == DECIDED_EFFECT).any(axis=1)
+            false_verdict = (verd["state"][:, null] == DECIDED_EFFECT).any(axis=1)
+            extra[c]["false_effect_only_verdict"] += int((false_verdict & ~false_each).sum())
+            extra[c]["verdict_later"] += int((verd["stop_runs"] > each["stop_runs"]).sum())
+    out: dict[str, Any] = {}
+    for (c, rule), a in acc.items():
+        out[f"{c}|{rule}"] = {"fwer": a["fwer"] / reps, "fwer_ci": clopper_pearson(a["fwer"], reps), "power": a["found"] / reps,
+                              "mean_runs": a["runs"] / reps, "stopped_early": a["early"] / reps, "verdict_effect": a["effect"] / reps,
+                              "verdict_no_effect": a["no_effect"] / reps, "undecided_share": a["undecided"] / (reps * m)}
+    out["paired"] = extra
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -312,13 +366,50 @@ def pct_ci(x: float, ci: tuple[float, float], digits: int = 1) -> str:
     return f"{100 * x:.{digits}f} % [{100 * ci[0]:.{digits}f}, {100 * ci[1]:.{digits}f}]"
 
 
+# The scenarios of section 5: (name, effects %, noise CV per test, N, looks, min_effect %).
+VERDICT_SCENARIOS: list[tuple[str, list[float], list[float], int, int, float]] = [
+    ("no effect, 5 tests", [0.0] * 5, [CV] * 5, 50, 5, 2.0),
+    ("no effect, 20 tests", [0.0] * 20, [CV] * 20, 50, 5, 2.0),
+    ("no effect, 5 tests, one with CV 10 %", [0.0] * 5, [CV] * 4 + [0.10], 50, 5, 2.0),
+    ("1 % in one of 5 tests", [1.0] + [0.0] * 4, [CV] * 5, 50, 5, 2.0),
+    ("2 % in one of 5 tests", [2.0] + [0.0] * 4, [CV] * 5, 50, 5, 2.0),
+    ("5 % in one of 5 tests", [5.0] + [0.0] * 4, [CV] * 5, 50, 5, 2.0),
+    ("5 % in 3 of 5 tests (Holm's strong control)", [5.0] * 3 + [0.0] * 2, [CV] * 5, 50, 5, 2.0),
+    ("carry-over: victim 20 %, CV 10 % test, quiet test", [20.0, 0.0, 0.0], [CV, 0.10, CV], 40, 4, 5.0),
+]
+
+
+def verdict_section(reps: int, rng: np.random.Generator, quick: bool, started: float) -> dict[str, Any]:
+    """5. decide = "verdict" against "each" on the same experiments."""
+    print(f"## 5. decide = \"verdict\" against \"each\" on the same experiments ({reps:,} per row; normal noise, O'Brien-Fleming)\n")
+    print("| scenario | N | looks | min_effect | correction | rule | FWER [95 % CI] | found | mean runs per arm | stopped early | "
+          "verdict effect / no-effect | tests undecided |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    out: dict[str, Any] = {}
+    scenarios = VERDICT_SCENARIOS if not quick else [VERDICT_SCENARIOS[i] for i in (0, 4, 7)]
+    for name, effects, cvs, n, k, min_effect in scenarios:
+        r = compare_rules("normal", np.array(effects), np.array(cvs), n, k, reps, rng, min_effect=min_effect)
+        out[name] = r
+        for c in ("bonferroni", "holm"):
+            for rule in ("each", "verdict"):
+                v = r[f"{c}|{rule}"]
+                found = pct(v["power"]) if any(effects) else ""
+                print(f"| {name} | {n} | {k} | {min_effect:g} % | {c} | {rule} | {pct_ci(v['fwer'], v['fwer_ci'], 2)} | {found} | "
+                      f"{v['mean_runs']:.1f} | {pct(v['stopped_early'])} | {pct(v['verdict_effect'])} / {pct(v['verdict_no_effect'])} | "
+                      f"{pct(v['undecided_share'])} |")
+        print(f"  (verdict {name} done, {time.perf_counter() - started:.0f} s)", file=sys.stderr)
+    worse = sum(r["paired"][c][key] for r in out.values() for c in ("bonferroni", "holm") for key in ("false_effect_only_verdict", "verdict_later"))
+    print(f"\nExperiments in which \"verdict\" made a false effect decision that \"each\" did not, or stopped later: {worse}.\n")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=10_000, help="experiments per configuration (default 10,000)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--quick", action="store_true", help="a reduced grid with 1,000 experiments per configuration")
     ap.add_argument("--json", help="write every number to this file")
-    ap.add_argument("--sections", default="null,full,power,boundary,api")
+    ap.add_argument("--sections", default="null,full,power,boundary,verdict,api")
     args = ap.parse_args(argv)
     reps = 1000 if args.quick else args.reps
     sections = set(args.sections.split(","))
@@ -446,11 +537,16 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"| {dist} | {n} | 5 | {pct(a['no_effect'])} | {pct(b['no_effect'])} |")
         print()
 
+    if "verdict" in sections:
+        results["verdict"] = verdict_section(reps, rng, args.quick, started)
+
     if "api" in sections:
         n_api = 100 if args.quick else 300
         bad = check_api("normal", 4, 30, 3, n_api, rng, 3.0) + check_api("discrete", 4, 30, 3, n_api, rng, 3.0)
-        print(f"SequentialDesign.decide, run experiment by experiment, disagrees with the vectorised simulation in {bad} of {4 * n_api} experiments.\n")
-        results["api_disagreements"] = bad
+        bad_verdict = check_api("normal", 4, 30, 3, n_api, rng, 3.0, "verdict")
+        print(f"SequentialDesign.decide, run experiment by experiment, disagrees with the vectorised simulation in {bad} of {4 * n_api} "
+              f"experiments, and with decide = \"verdict\" in {bad_verdict} of {2 * n_api}.\n")
+        results["api_disagreements"] = bad + bad_verdict
 
     elapsed = time.perf_counter() - started
     print(f"({elapsed:.0f} s)")

@@ -22,6 +22,15 @@ RANDOM_ORDERS = (SHUFFLE, WILLIAMS)
 FIXED_STOP = "fixed"  # every planned run
 SEQUENTIAL_STOP = "sequential"  # looks between runs; stop when every test is decided
 STOPS = (FIXED_STOP, SEQUENTIAL_STOP)
+# What a sequential experiment waits for (`decide`): every test decided, or the experiment's
+# verdict settled (an order effect in some test, or every test shown smaller than min_effect).
+DECIDE_EACH = "each"
+DECIDE_VERDICT = "verdict"
+DECIDE_RULES = (DECIDE_EACH, DECIDE_VERDICT)
+# Why a sequential experiment stopped (its analysis JSON's sequential.stopped_because).
+STOPPED_VERDICT = "verdict-settled"  # decide = "verdict": an effect in some test, or none in any
+STOPPED_DECIDED = "every-test-decided"
+STOPPED_LAST_LOOK = "last-look"  # the most runs were carried out
 
 # -- statuses --------------------------------------------------------------------------------
 # A trial: a number only when ok.

@@ -1,5 +1,6 @@
 """Sequential stopping as users script it: `benchsage run` with stop = "sequential" stops at the
-first look where every test is decided; bad values of its keys are one line and exit 2.
+first look where every test is decided, or with decide = "verdict" where the experiment's verdict
+is settled; bad values of its keys are one line and exit 2.
 
 The experiments here are real runs of sleep-based tests (tiny noise, generous min_effect) whose
 order effect is made by the tests themselves: each appends its name to a trace file the reset
@@ -78,6 +79,40 @@ name = "long"
 command = "sleep 0.$(shuf -i 100-109 -n 1)"
 """
 
+# decide = "verdict": d is fast only right after a, b and c in that order, which the fixed order
+# always is and none of seed 1's first 8 random orders is (a random order is one time in 24);
+# c's 10-30 ms of noise cannot be shown within +-5 % in 12 runs per arm, nor can a and b, whose
+# few milliseconds vary more than that. At 4 runs per arm nothing is decided (too few values);
+# at 8 d's arms are apart (|z| = 3.36 above the boundary 3.15): the verdict is settled there.
+VERDICT = """
+[experiment]
+name = "sequential-verdict"
+runs = 12
+seed = 1
+stop = "sequential"
+looks = 3
+min_effect = 5.0
+decide = "verdict"
+
+[reset]
+command = ": > trace"
+
+[[test]]
+name = "a"
+command = "printf a >> trace"
+
+[[test]]
+name = "b"
+command = "printf b >> trace"
+
+[[test]]
+name = "c"
+command = "sleep 0.0$(shuf -i 10-30 -n 1); printf c >> trace"
+
+[[test]]
+name = "d"
+command = "if [ \\"$(cat trace)\\" = abc ]; then true; else sleep 0.1; fi"
+"""
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sequential-carryover"
 
@@ -244,7 +279,8 @@ def test_bad_values_are_one_line_naming_the_key(tmp_path: Path, line: str, messa
     assert not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("keys", [("looks = 3",), ("min_effect = 10.0",), ("looks = 3", "min_effect = 10.0")])
+@pytest.mark.parametrize("keys", [("looks = 3",), ("min_effect = 10.0",), ("looks = 3", "min_effect = 10.0"), ('decide = "verdict"',),
+                                  ('decide = "each"',)])
 def test_looks_and_min_effect_need_stop_sequential(tmp_path: Path, keys: tuple[str, ...]) -> None:
     fixed = "\n".join(row for row in EFFECT.splitlines() if not row.startswith(("stop = ", "looks = ", "min_effect = ")))
     spec = tmp_path / "experiment.toml"
@@ -253,6 +289,66 @@ def test_looks_and_min_effect_need_stop_sequential(tmp_path: Path, keys: tuple[s
     assert done.returncode == 2 and done.stderr.count("\n") == 1
     names = " and ".join(f"'{k.split(' = ')[0]}'" for k in keys)
     assert f"{names} only appl" in done.stderr and 'with stop = "sequential"' in done.stderr
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ('decide = "first"', "key 'decide' must be \"each\" (stop when every test is decided) or \"verdict\" (stop when an order "
+                         "effect is found in some test, or none anywhere), got 'first'"),
+    ("decide = 1", "key 'decide' must be a string, got"),
+])
+def test_an_unknown_decide_is_one_line_naming_the_key(tmp_path: Path, line: str, message: str) -> None:
+    spec = tmp_path / "experiment.toml"
+    spec.write_text(EFFECT.replace("min_effect = 10.0", "min_effect = 10.0\n" + line))
+    for command in (["run", str(spec), "-o", "out"], ["plan", str(spec)]):
+        done = bench(*command, cwd=tmp_path)
+        assert done.returncode == 2, (command, done.stderr)
+        assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+        assert done.stderr.startswith("benchsage: error: experiment.toml: [experiment]: ") and message in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_plan_shows_the_decide_rule(tmp_path: Path) -> None:
+    spec = tmp_path / "experiment.toml"
+    spec.write_text(VERDICT)
+    assert json.loads(bench("plan", str(spec), "--json", cwd=tmp_path).stdout)["sequential"]["decide"] == "verdict"
+    text = " ".join(bench("plan", str(spec), cwd=tmp_path).stdout.split())
+    assert ("the experiment stops at the first look where the experiment's verdict is settled (an order effect in some test, "
+            "or every test shown smaller than 5%; tests undecided then are reported undecided), so it may end before all 24 "
+            "runs") in text
+    spec.write_text(EFFECT)
+    assert json.loads(bench("plan", str(spec), "--json", cwd=tmp_path).stdout)["sequential"]["decide"] == "each"
+    assert "stops at the first look where every test is decided (an order effect, or one shown smaller than 10%)" in \
+        " ".join(bench("plan", str(spec), cwd=tmp_path).stdout.split())
+
+
+@pytest.mark.slow
+def test_decide_verdict_stops_at_the_look_that_found_the_effect(tmp_path: Path) -> None:
+    """The carry-over experiment of VERDICT: d's order effect is found at 8 runs per arm, and the
+    experiment stops there with a, b and c undecided (decide = "each" would go on to 12 for them)."""
+    doc, done = run_json(tmp_path, VERDICT)
+    seq = doc["sequential"]
+    rows = {t["test"]: t for t in doc["tests"] if t["primary"]}
+    assert (rows["d"]["decided"], rows["d"]["decided_at_runs"]) == ("effect", 8)
+    assert seq["stopped_at_runs"] == 8 and [look["runs"] for look in seq["looks"]] == [4, 8] and seq["max_runs"] == 12
+    assert seq["decide"] == "verdict" and seq["verdict"] == "effect" and seq["stopped_because"] == "verdict-settled"
+    assert {"test": "c", "metric": "wall_time"} in seq["undecided"] and rows["c"]["decided"] is None
+    assert seq["undecided"] == [{"test": t, "metric": "wall_time"} for t in "abc" if rows[t]["decided"] is None]
+    assert statuses(tmp_path / "out") == {"done": 16, "not-needed": 8}
+    undecided = len(seq["undecided"])
+    assert re.search(r"look 2 of 3 at 8 runs per arm: \d of 4 tests decided \(effect: d; .*undecided: [abc, ]+\); the verdict is settled: "
+                     rf"an order effect in d, {undecided} tests? undecided: the experiment stops, 8 planned runs are not needed", done.stderr)
+    # The terminal and the HTML report say why it stopped, and list c as undecided.
+    text = bench("analyze", "out", cwd=tmp_path).stdout
+    assert "Sequential stopping: stopped at 8 of 12 runs per arm, at look 2 of 3: the verdict is settled: an order effect in d (" in text
+    assert re.search(r"^c +wall_time +undecided +–$", text, re.M) and re.search(r"^d +wall_time +effect +8$", text, re.M)
+    assert bench("report", "out", "-o", "report.html", cwd=tmp_path).returncode == 0
+    page = " ".join(re.sub(r"<[^>]+>", " ", (tmp_path / "report.html").read_text()).split())
+    assert "stopped early at 8 runs per arm (at most 12 runs per arm): the verdict is settled: an order effect in d (" in page
+    assert "stopped because the verdict was settled" in page and "stops when the verdict is settled" in page
+    # resume has nothing left to do.
+    again = bench("resume", "out", "--json", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert statuses(tmp_path / "out") == {"done": 16, "not-needed": 8} and json.loads(again.stdout)["sequential"] == seq
 
 
 def test_runs_on_the_command_line_below_looks_is_bad_input(tmp_path: Path) -> None:

@@ -112,10 +112,11 @@ def test_few_noisy_values_need_few_runs_for_a_huge_effect() -> None:
     assert n == MIN_PILOT_RUNS and power == 1.0
 
 
+@pytest.mark.parametrize("rule", ["each", "verdict"])
 @pytest.mark.parametrize("correction", ["bonferroni", "holm"])
-def test_simulated_sequential_design_decides_as_the_design_does(correction: str) -> None:
+def test_simulated_sequential_design_decides_as_the_design_does(correction: str, rule: str) -> None:
     rng = np.random.default_rng(3)
-    design = SequentialDesign(30, 4, ALPHA, correction, min_effect=3.0)
+    design = SequentialDesign(30, 4, ALPHA, correction, min_effect=3.0, rule=rule)
     pools = [normal_pool(0.01, 20, 1), normal_pool(0.03, 20, 2), np.round(normal_pool(0.02, 20, 3))]
     x = np.stack([p[rng.integers(0, len(p), (40, 2, 30))] for p in pools], axis=1)
     x[:20, 0, 0, :] *= 1.03  # half the experiments: an effect on the first test

@@ -21,7 +21,7 @@ from benchsage.design.sequential import SequentialPlan, default_looks
 from benchsage.errors import DataError, UsageError
 from benchsage.spec import Spec, TestSpec
 from benchsage.stats.ranksum import mann_whitney_z, rank_sum_test
-from benchsage.stats.sequential import DECIDED_EFFECT, UNDECIDED, SequentialDesign, decide_step, relative_interval
+from benchsage.stats.sequential import DECIDED_EFFECT, UNDECIDED, SequentialDesign, decide_step, relative_interval, stops
 from benchsage.stats.shift import shift_ci
 from benchsage.vocabulary import ARMS, MIN_RUNS_PER_ARM
 
@@ -438,7 +438,7 @@ def sequential_saving(spec: Spec, pools: Sequence[np.ndarray], factor: float, ru
     on the pilot's resampled values, every test with the effect (factor) and none with it; its
     power is that on pools[focus], the test that needs the most runs."""
     looks = min(spec.looks or default_looks(runs), runs)
-    plan = SequentialPlan(runs, looks, len(spec.workers), spec.alpha, spec.correction, spec.min_effect)
+    plan = SequentialPlan(runs, looks, len(spec.workers), spec.alpha, spec.correction, spec.min_effect, spec.decide)
     design = plan.design
     pairs = reps * len(pools) * sum(p * p for p in design.look_points())
     no_effect_rule = pairs <= PAIR_BUDGET
@@ -473,27 +473,30 @@ def _simulate(design: SequentialDesign, pools: Sequence[np.ndarray], factor: flo
 
 def sequential_stops(design: SequentialDesign, x: np.ndarray, no_effect_rule: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Every look of `design` on values x (reps, m, 2, max_runs), as SequentialDesign.decide
-    takes them one experiment at a time: the look (0-based) at which each experiment stops (every
-    test decided, or the last look) and the tests' final states."""
+    takes them one experiment at a time: the look (0-based) at which each experiment stops (its
+    rule met: every test decided, or the verdict settled; or the last look) and the tests'
+    final states (nothing is decided after the stop)."""
     reps, m = x.shape[:2]
     points = design.look_points()
     crit = design.critical(m)
     state = np.full((reps, m), UNDECIDED, dtype=np.int8)
     stop = np.full(reps, len(points) - 1)
+    stopped = np.zeros(reps, dtype=bool)
     zs = []
     for k, p in enumerate(points):
         f, r = x[:, :, 0, :p], x[:, :, 1, :p]
         zs.append(np.abs(mann_whitney_z(f, r).z) if p >= design.min_values else np.full((reps, m), np.nan))
         within = np.zeros((reps, m), dtype=bool)
-        open_ = state == UNDECIDED
+        open_ = (state == UNDECIDED) & ~stopped[:, None]
         if no_effect_rule and p >= design.min_values and open_.any():
             rows, cols = np.nonzero(open_)
             ci = shift_ci(f[rows, cols], r[rows, cols], crit[k])
             lo, hi = relative_interval(ci.low, ci.high, np.median(f[rows, cols], axis=1))
             with np.errstate(invalid="ignore"):
                 within[rows, cols] = (lo >= -design.min_effect) & (hi <= design.min_effect)
-        was_open = (state == UNDECIDED).any(axis=1)
-        state, _ = decide_step(design, k, np.stack(zs, axis=2), within, state)
-        stop = np.where(was_open & ~(state == UNDECIDED).any(axis=1), k, stop)
+        after, _ = decide_step(design, k, np.stack(zs, axis=2), within, state)
+        state = np.where(stopped[:, None], state, after)
+        now = ~stopped & stops(state, design.rule)
+        stop = np.where(now, k, stop)
+        stopped |= now
     return stop, state
-

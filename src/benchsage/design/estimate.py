@@ -135,7 +135,7 @@ def _sequential(plan: SequentialPlan | None, spec: Spec) -> dict[str, Any] | Non
         return None
     family = sum(len(t.primary_metrics) for t in spec.tests)
     return {"looks": plan.looks, "look_points": list(plan.points), "max_runs": plan.runs_per_arm, "min_effect": plan.min_effect,
-            "method": plan.method(family)}
+            "method": plan.method(family), "decide": plan.decide}
 
 
 def _squares(squares: Squares | None) -> dict[str, int] | None:

@@ -12,7 +12,8 @@ why the family-wise error still holds); only the last look waits for every run, 
 comes after it to take in what is missing (`benchsage resume` does).
 
 Each look is journaled before anyone goes on, with the runs it analysed and, when every test
-is decided, the planned runs it made unnecessary; a resumed experiment reads its looks back and
+is decided (with `decide = "verdict"`: when the experiment's verdict is settled), the planned
+runs it made unnecessary; a resumed experiment reads its looks back and
 never takes one again.
 """
 
@@ -27,6 +28,7 @@ from benchsage.design.sequential import SequentialPlan
 from benchsage.execute.progress import Progress
 from benchsage.stats.sequential import EFFECT, NO_EFFECT, Look
 from benchsage.store.journal import Journal
+from benchsage.vocabulary import DECIDE_VERDICT
 
 Key = tuple[str, str]  # (test, metric): one comparison of the family
 Pair = tuple[str, int]  # (worker, arm_index): the fixed and the random run of one pair
@@ -211,6 +213,13 @@ class Looks:
         parts = [f"{label}: {', '.join(names)}" for label, names in
                  (("effect", groups[EFFECT]), ("no-effect", groups[NO_EFFECT]), ("undecided", groups[None])) if names]
         text = f"{where}: {look.decided} of {look.m} tests decided ({'; '.join(parts)})"
+        verdict = look.verdict if self.plan.decide == DECIDE_VERDICT else None
+        if verdict is not None:
+            reason = _settled(verdict, groups[EFFECT], len(groups[None]))
+            if not look.stop:
+                return text + (f"; {reason}, but the {self._cells} treatments need a run in each arm first: "
+                               f"going on to {self.points[look.index + 1]} runs per arm")
+            return text + (f"; {reason}: the experiment stops, {not_needed} planned runs are not needed" if not_needed else f"; {reason}")
         if look.decided == look.m and look.stop:
             return text + (f"; every test is decided: the experiment stops, {not_needed} planned runs are not needed"
                            if not_needed else "; every test is decided")
@@ -220,6 +229,14 @@ class Looks:
             return text + (f"; every test is decided, but the {self._cells} treatments need a run in each arm first: "
                            f"going on to {self.points[look.index + 1]} runs per arm")
         return text + f"; going on to {self.points[look.index + 1]} runs per arm"
+
+
+def _settled(verdict: str, effects: list[str], undecided: int) -> str:
+    """Why a look with decide = "verdict" ends the experiment: 'the verdict is settled: an order
+    effect in d, 3 tests undecided' (the look's own words name the undecided tests)."""
+    what = f"an order effect in {', '.join(effects)}" if verdict == EFFECT else "no order effect worth finding in any test"
+    left = f", {undecided} test{'s' if undecided != 1 else ''} undecided" if undecided else ""
+    return f"the verdict is settled: {what}{left}"
 
 
 def _complete_pairs(runs: list[dict[str, Any]]) -> set[Pair]:

@@ -10,7 +10,8 @@ from rich.text import Text
 
 from benchsage.design.williams import Squares
 from benchsage.report.words.registry import count
-from benchsage.vocabulary import format_duration
+from benchsage.report.words.sequential import stop_rule
+from benchsage.vocabulary import DECIDE_EACH, format_duration
 
 SHOWN_WORKERS = 3  # with more workers, the terminal lists the first one's runs only
 
@@ -99,8 +100,8 @@ def _stopping(doc: dict[str, Any]) -> str:
     points = ", ".join(str(p) for p in seq["look_points"])
     where = " on every worker" if len(doc.get("workers") or []) > 1 else ""
     return (f"Stopping: sequential, {seq['looks']} look{'s' if seq['looks'] != 1 else ''} after {points} runs per arm{where}; "
-            f"the experiment stops at the first look where every test is decided (an order effect, or one shown smaller "
-            f"than {seq['min_effect']:g}%), so it may end before all {doc['total_runs']} runs; the duration below is for all of them")
+            f"the experiment stops at the first look where {stop_rule(seq.get('decide', DECIDE_EACH), seq['min_effect'])}, "
+            f"so it may end before all {doc['total_runs']} runs; the duration below is for all of them")
 
 
 def _render_workers(workers: list[dict[str, Any]], console: Console) -> None:

@@ -21,7 +21,9 @@ from benchsage.analyze.treatments import AnovaResult, FactorialRow
 from benchsage.analyze.verdict import Analysis, Diagnostics, FleetRow, TestVerdict
 from benchsage.report.words import comparison_sentence, said, say, verdict_sentence, workers_sentence
 from benchsage.report.words.curves import curve_pair_sentence, fixed_text, pairs, series_name
+from benchsage.report.words.sequential import stopped_reason
 from benchsage.report.words.verdict import names as named
+from benchsage.vocabulary import STOPPED_VERDICT
 
 NULL = "–"  # a value that could not be computed; the warnings say why
 NAME_MIN = 12  # a narrow terminal folds test names, but not below this many characters
@@ -326,8 +328,9 @@ def _sequential(analysis: Analysis, console: Console, st: _Styles) -> None:
     stopped = s["stopped_at_runs"]
     if stopped is None:
         head = f"{taken} of {planned} looks taken so far (the experiment is unfinished), at most {most} runs per arm"
-    elif stopped < most:
-        head = f"stopped at {stopped} of {most} runs per arm, at look {taken} of {planned}: every test is decided"
+    elif stopped < most or s.get("stopped_because") == STOPPED_VERDICT:
+        effects = [v.test for v in analysis.tests if v.primary and seq.row(v.test, v.metric)["decided"] == "effect"]
+        head = f"stopped at {stopped} of {most} runs per arm, at look {taken} of {planned}: {stopped_reason(s, effects)}"
     else:
         head = f"all {most} runs per arm carried out ({planned} look{'s' if planned != 1 else ''})"
     _line(console, f"Sequential stopping: {head}", st.title)

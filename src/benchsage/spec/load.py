@@ -22,14 +22,14 @@ from benchsage.spec.roles import check_roles, parse_collectors, parse_steps
 from benchsage.spec.sweeps import expand_sweeps, parse_sweeps
 from benchsage.spec.treatments import check_coverage, parse_treatments
 from benchsage.spec.workers import parse_workers
-from benchsage.vocabulary import (CORRECTIONS, DEFAULT_ALPHA, DEFAULT_CORRECTION, DEFAULT_MIN_EFFECT, DEFAULT_OUTPUT_LIMIT, DEFAULT_RUNS,
+from benchsage.vocabulary import (CORRECTIONS, DECIDE_EACH, DECIDE_RULES, DEFAULT_ALPHA, DEFAULT_CORRECTION, DEFAULT_MIN_EFFECT, DEFAULT_OUTPUT_LIMIT, DEFAULT_RUNS,
                                   FIXED_STOP, HARNESS_METRIC_UNITS, RANDOM_ORDERS, SEQUENTIAL_STOP, SHUFFLE, WILLIAMS)
 
 DEFAULT_RESET_TIMEOUT = 60.0
 GENERATOR_TIMEOUT = 60.0
 
 _EXPERIMENT_KEYS = {"name", "runs", "seed", "alpha", "correction", "timeout", "env", "cwd", "output_limit", "cpus", "random_orders",
-                   "stop", "looks", "min_effect"}
+                   "stop", "looks", "min_effect", "decide"}
 _TEST_KEYS = {"name", "command", "timeout", "env", "cwd", "metric", "cpus", "output", "primary", "role"}
 _METRIC_KEYS = {"name", "regex", "json", "file", "line", "unit", "better"}
 _RESET_KEYS = {"command", "timeout", "env", "cwd", "kind", "step"}
@@ -219,7 +219,7 @@ def _settings(w: fields.Where, exp: Mapping[str, Any]) -> dict[str, Any]:
     random_orders = fields.string(w, "[experiment]", exp, "random_orders", default=SHUFFLE)
     if random_orders not in RANDOM_ORDERS:
         raise w.error("[experiment]", f"key 'random_orders' must be \"shuffle\" or \"williams\", got {random_orders!r}")
-    stop, looks, min_effect = _stopping(w, exp, runs)
+    stop, looks, min_effect, decide = _stopping(w, exp, runs)
     output_limit = fields.integer(w, "[experiment]", exp, "output_limit", DEFAULT_OUTPUT_LIMIT, minimum=1024)
     return {
         "name": name,
@@ -231,6 +231,7 @@ def _settings(w: fields.Where, exp: Mapping[str, Any]) -> dict[str, Any]:
         "stop": stop,
         "looks": looks,
         "min_effect": min_effect,
+        "decide": decide,
         "output_limit": int(output_limit or DEFAULT_OUTPUT_LIMIT),
     }
 
@@ -336,9 +337,10 @@ def _reset_steps(w: fields.Where, reset_doc: Mapping[str, Any], defaults: _Defau
     return ResetSpec(command=command, timeout=max(s.timeout for s in steps), cwd=cwd, env=env, kind=kind, steps=steps)
 
 
-def _stopping(w: fields.Where, exp: Mapping[str, Any], runs: int) -> tuple[str, int | None, float]:
-    """`stop`, `looks` and `min_effect`: the last two only mean something with stop = "sequential",
-    so giving them without it is an error rather than a silently fixed experiment."""
+def _stopping(w: fields.Where, exp: Mapping[str, Any], runs: int) -> tuple[str, int | None, float, str]:
+    """`stop`, `looks`, `min_effect` and `decide`: the last three only mean something with
+    stop = "sequential", so giving them without it is an error rather than a silently fixed
+    experiment."""
     stop = fields.string(w, "[experiment]", exp, "stop", default=FIXED_STOP)
     if stop not in (FIXED_STOP, SEQUENTIAL_STOP):
         raise w.error("[experiment]", f"key 'stop' must be \"fixed\" or \"sequential\", got {stop!r}")
@@ -348,13 +350,17 @@ def _stopping(w: fields.Where, exp: Mapping[str, Any], runs: int) -> tuple[str, 
                       "new run per arm; lower 'looks' or raise 'runs'")
     min_effect = fields.number(w, "[experiment]", exp, "min_effect", DEFAULT_MIN_EFFECT)
     assert min_effect is not None
-    given = [key for key in ("looks", "min_effect") if key in exp]
+    decide = fields.string(w, "[experiment]", exp, "decide", default=DECIDE_EACH)
+    if decide not in DECIDE_RULES:
+        raise w.error("[experiment]", f"key 'decide' must be \"each\" (stop when every test is decided) or \"verdict\" "
+                      f"(stop when an order effect is found in some test, or none anywhere), got {decide!r}")
+    given = [key for key in ("looks", "min_effect", "decide") if key in exp]
     if stop == FIXED_STOP and given:
         keys = " and ".join(f"'{key}'" for key in given)
         several = len(given) > 1
         raise w.error("[experiment]", f"{'keys' if several else 'key'} {keys} only {'apply' if several else 'applies'} with "
                       f"stop = \"sequential\"; add it, or remove {'them' if several else 'it'} to carry out every planned run")
-    return stop or FIXED_STOP, looks, min_effect
+    return stop or FIXED_STOP, looks, min_effect, decide or DECIDE_EACH
 
 
 def missing_files(spec: Spec) -> list[str]:

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from benchsage.vocabulary import CONTEXT_DIMENSIONS, DEFAULT_MIN_EFFECT, DEFAULT_OUTPUT_LIMIT, FIXED_STOP, SHUFFLE
+from benchsage.vocabulary import CONTEXT_DIMENSIONS, DECIDE_EACH, DEFAULT_MIN_EFFECT, DEFAULT_OUTPUT_LIMIT, FIXED_STOP, SHUFFLE
 
 
 @dataclass(frozen=True)
@@ -296,6 +296,7 @@ class Spec:
     stop: str = FIXED_STOP  # "fixed" or "sequential"
     looks: int | None = None  # sequential: interim analyses; None: design.sequential.default_looks(runs)
     min_effect: float = DEFAULT_MIN_EFFECT  # sequential: percent; a smaller shift is decided "no-effect"
+    decide: str = DECIDE_EACH  # sequential: stop when each test is decided ("each") or the verdict is settled ("verdict")
     sweeps: tuple[SweepSpec, ...] = ()  # [[sweep]]: already expanded into `tests` (spec/sweeps.py)
     collectors: tuple[CollectorSpec, ...] = ()  # measured on role hosts during every trial (roles.py)
     deploy: DeploySpec | None = None  # [deploy]: shipped to every worker's dir before anything runs (deploy.py)

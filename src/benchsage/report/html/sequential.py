@@ -8,6 +8,7 @@ from typing import Any, Mapping
 from benchsage.report.html.material import Material
 from benchsage.report.html.numbers import DASH
 from benchsage.report.html.rows import TREATMENT_ROWS
+from benchsage.report.words.sequential import html_stopping, stopped_because, stopping_note, undecided_names
 
 KEY = "sequential"
 TITLE = "Sequential stopping"
@@ -18,18 +19,13 @@ _SEQUENTIAL_LABELS = {
     "min_effect": "min effect (%)",
     "spending": "alpha spending",
     "correction": "correction over tests",
+    "decide": "stops when",
+    "verdict": "the experiment's verdict",
+    "stopped_because": "stopped because",
+    "undecided": "undecided tests",
 }
-
-
-def _stopping_text(stopped: int | None, most: int | None, undecided: int) -> str:
-    """Where the experiment stopped, in words: early (every test decided), at the most runs, or not yet."""
-    at_most = f" (at most {most:,} runs per arm)" if most is not None else ""
-    if stopped is None:
-        return f"not stopped: no look has decided every test yet{at_most}"
-    if most is not None and stopped >= most:
-        left = f"; {undecided:,} test{'s' if undecided != 1 else ''} undecided" if undecided else ""
-        return f"ran to the most runs, {most:,} per arm{left}"
-    return f"stopped early at {stopped:,} runs per arm{at_most}: every test decided"
+_DECIDE = {"each": "every test is decided", "verdict": "the verdict is settled"}
+_VERDICT = {"effect": "an order effect in some test", "no-effect": "no order effect worth finding in any test"}
 
 
 def view(material: Material) -> dict[str, Any] | None:
@@ -43,10 +39,24 @@ def view(material: Material) -> dict[str, Any] | None:
                        key=lambda r: (order.get(r.get("decided") or "", 2), r.get("decided_at_runs") or math.inf, r["test"]))
     counts = {name: sum(1 for r in decisions if r.get("decided") == name) for name in ("effect", "no-effect")}
     undecided = len(decisions) - sum(counts.values())
-    facts = [("stopping", _stopping_text(seq.get("stopped_at_runs"), seq.get("max_runs"), undecided)),
-             ("method", str(seq.get("method") or DASH))]
-    facts += [(_SEQUENTIAL_LABELS.get(k, k.replace("_", " ")), ", ".join(str(x) for x in v) if isinstance(v, list) else str(v))
-              for k, v in seq.items()
+    effects = [r["test"] for r in decisions if r.get("decided") == "effect"]
+    facts = [("stopping", html_stopping(seq, effects, undecided)), ("method", str(seq.get("method") or DASH))]
+    facts += [(_SEQUENTIAL_LABELS.get(k, k.replace("_", " ")), _fact(k, v)) for k, v in seq.items()
               if k not in ("looks", "stopped_at_runs", "max_runs", "method") and v is not None and not isinstance(v, Mapping)]
     return {"facts": facts, "looks": list(seq.get("looks") or ()), "decisions": decisions[:TREATMENT_ROWS],
-            "total": len(decisions), "counts": counts, "undecided": undecided}
+            "total": len(decisions), "counts": counts, "undecided": undecided, "note": stopping_note(seq.get("decide"))}
+
+
+def _fact(key: str, value: Any) -> str:
+    """A fact of the "sequential" object as the report shows it."""
+    if key == "decide":
+        return _DECIDE.get(value, str(value))
+    if key == "verdict":
+        return _VERDICT.get(value, str(value))
+    if key == "undecided":
+        return ", ".join(undecided_names(value)) if value else "none"
+    if key == "stopped_because":
+        return stopped_because(value)
+    if isinstance(value, list):
+        return ", ".join(str(x) for x in value)
+    return str(value)

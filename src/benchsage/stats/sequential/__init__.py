@@ -5,7 +5,8 @@ per arm. At every look each undecided test is either decided "effect" (its Mann-
 statistic crosses a Lan-DeMets alpha-spending boundary; the family-wise error over tests and
 looks stays at most alpha, by Bonferroni or a group-sequential Holm step-down) or "no-effect"
 (the repeated confidence interval of the shift between arms lies within +-min_effect % of the
-fixed-arm median), or stays undecided. The experiment can stop when every test is decided.
+fixed-arm median), or stays undecided. The experiment can stop when every test is decided, or
+(rule "verdict") when its verdict is settled: an effect in some test, or none in any.
 
 Pure functions and frozen values only, a file per concern: spending.py (the spending
 functions), boundaries.py (the critical values they give), decision.py (the decision at one
@@ -20,9 +21,12 @@ from benchsage.stats.sequential.decision import (
     DECIDED_NO_EFFECT,
     EFFECT,
     NO_EFFECT,
+    RULES,
     UNDECIDED,
     decide_step,
     relative_interval,
+    settled,
+    stops,
 )
 from benchsage.stats.sequential.design import CORRECTIONS, SequentialDesign
 from benchsage.stats.sequential.looks import Look, TestLook
@@ -34,6 +38,7 @@ __all__ = [
     "DECIDED_NO_EFFECT",
     "EFFECT",
     "NO_EFFECT",
+    "RULES",
     "SPENDINGS",
     "UNDECIDED",
     "Boundaries",
@@ -43,5 +48,7 @@ __all__ = [
     "alpha_spending",
     "decide_step",
     "relative_interval",
+    "settled",
     "spending_boundaries",
+    "stops",
 ]

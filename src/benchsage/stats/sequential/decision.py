@@ -18,6 +18,11 @@ UNDECIDED, DECIDED_EFFECT, DECIDED_NO_EFFECT = 0, 1, 2
 DECISIONS = {UNDECIDED: None, DECIDED_EFFECT: EFFECT, DECIDED_NO_EFFECT: NO_EFFECT}
 CODES = {None: UNDECIDED, EFFECT: DECIDED_EFFECT, NO_EFFECT: DECIDED_NO_EFFECT}
 
+# When an experiment stops before its last look (the spec's `decide`, vocabulary.DECIDE_RULES).
+EACH = "each"  # every test decided
+VERDICT = "verdict"  # the experiment's verdict settled
+RULES = (EACH, VERDICT)
+
 
 class Design(Protocol):
     """What the decision needs of a design (a SequentialDesign)."""
@@ -26,6 +31,29 @@ class Design(Protocol):
     correction: str
 
     def critical(self, m: int, h: int | None = None, information: Sequence[float] | None = None) -> tuple[float, ...]: ...
+
+
+def settled(state: np.ndarray) -> np.ndarray:
+    """The verdict of R experiments from their tests' states (R, m): DECIDED_EFFECT where some
+    test is decided "effect" (order matters in the experiment), DECIDED_NO_EFFECT where every
+    test is decided "no-effect" (no order effect worth finding anywhere), UNDECIDED otherwise.
+    This is the answer of OrderSage's Algorithm 1 (does order matter in this experiment?),
+    which `decide = "verdict"` stops on."""
+    state = np.asarray(state)
+    out = np.full(state.shape[0], UNDECIDED, dtype=np.int8)
+    out[(state == DECIDED_NO_EFFECT).all(axis=1)] = DECIDED_NO_EFFECT
+    out[(state == DECIDED_EFFECT).any(axis=1)] = DECIDED_EFFECT
+    return out
+
+
+def stops(state: np.ndarray, rule: str) -> np.ndarray:
+    """Whether each of R experiments (tests' states (R, m)) may stop under `rule`: "each",
+    every test decided; "verdict", the experiment's verdict settled (`settled`)."""
+    if rule == EACH:
+        return (np.asarray(state) != UNDECIDED).all(axis=1)
+    if rule == VERDICT:
+        return settled(state) != UNDECIDED
+    raise ValueError(f"unknown rule {rule!r}: expected one of {', '.join(RULES)}")
 
 
 def relative_interval(low: np.ndarray, high: np.ndarray, median: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -12,7 +12,8 @@ import numpy as np
 
 from benchsage.stats.ranksum import mann_whitney_z
 from benchsage.stats.sequential.boundaries import Boundaries, check_information, spending_boundaries
-from benchsage.stats.sequential.decision import CODES, DECIDED_EFFECT, DECISIONS, UNDECIDED, decide_step, relative_interval
+from benchsage.stats.sequential.decision import (CODES, DECIDED_EFFECT, DECISIONS, EACH, RULES, UNDECIDED, decide_step, relative_interval,
+                                                 stops)
 from benchsage.stats.sequential.looks import Look, TestLook
 from benchsage.stats.sequential.spending import alpha_spending, check_alpha, check_spending
 from benchsage.stats.shift import shift_ci
@@ -31,6 +32,11 @@ class SequentialDesign:
     min_effect: percent; a test is decided "no-effect" when the repeated CI of the shift lies
         within +-min_effect % of the fixed-arm median. min_values: a test with fewer values in
         an arm is not decided at that look (benchsage's fixed analysis needs 5 too).
+    rule: when the experiment stops before its last look: "each" (default), at the first look
+        where every test is decided; "verdict", at the first look where the experiment's
+        verdict is settled (an effect in some test, or every test decided no-effect), the tests
+        still undecided then staying undecided. Stopping earlier only takes decisions away, so
+        the family-wise error of "each" bounds that of "verdict", experiment by experiment.
     """
 
     max_runs: int
@@ -40,6 +46,7 @@ class SequentialDesign:
     min_effect: float = 2.0
     spending: str = "obrien-fleming"
     min_values: int = 5
+    rule: str = EACH
     _points: tuple[int, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -59,6 +66,8 @@ class SequentialDesign:
         if self.correction not in CORRECTIONS:
             raise ValueError(f"unknown correction {self.correction!r}: expected one of {', '.join(CORRECTIONS)}")
         check_spending(self.spending)
+        if self.rule not in RULES:
+            raise ValueError(f"unknown rule {self.rule!r}: expected one of {', '.join(RULES)}")
         if not isinstance(self.min_effect, (int, float, np.floating)) or not math.isfinite(self.min_effect) or self.min_effect <= 0:
             raise ValueError(f"min_effect must be a positive number of percent, got {self.min_effect!r}")
         points = tuple(math.ceil(k * self.max_runs / self.looks) for k in range(1, self.looks + 1))
@@ -203,7 +212,7 @@ class SequentialDesign:
             tests=tuple(tests),
             decided=decided,
             newly_decided=newly,
-            stop=decided == m or look == self.looks - 1,
+            stop=bool(stops(new_state, self.rule)[0]) or look == self.looks - 1,
         )
 
     def _taken(self, look: int, runs: int, previous: Sequence[Look]) -> tuple[float, ...]:
@@ -241,6 +250,7 @@ class SequentialDesign:
             "spending": self.spending,
             "correction": self.correction,
             "min_effect": float(self.min_effect),
+            "decide": self.rule,
         }
 
 

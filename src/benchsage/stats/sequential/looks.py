@@ -8,6 +8,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Hashable, Mapping
 
+from benchsage.stats.sequential.decision import CODES, DECISIONS, settled
+
 
 @dataclass(frozen=True)
 class TestLook:
@@ -101,6 +103,12 @@ class Look:
 
     def decisions(self) -> dict[Hashable, str | None]:
         return {t.test: t.decided for t in self.tests}
+
+    @property
+    def verdict(self) -> str | None:
+        """The experiment's verdict as of this look: "effect" (some test decided effect),
+        "no-effect" (every test decided no-effect) or None (not settled); see `settled`."""
+        return DECISIONS[int(settled([[CODES[t.decided] for t in self.tests]])[0])]
 
     def to_json(self) -> dict[str, Any]:
         """The look as an entry of the analysis JSON's `sequential.looks`."""
