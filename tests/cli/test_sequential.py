@@ -322,6 +322,7 @@ def test_plan_shows_the_decide_rule(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@TIMING
 def test_decide_verdict_stops_at_the_look_that_found_the_effect(tmp_path: Path) -> None:
     """The carry-over experiment of VERDICT: d's order effect is found at 8 runs per arm, and the
     experiment stops there with a, b and c undecided (decide = "each" would go on to 12 for them)."""
