@@ -37,7 +37,7 @@ from benchsage.analyze.order import analyze_table
 from benchsage.analyze.sorted_values import ValueOrder, sort_values
 from benchsage.analyze.verdict import Analysis, Combined, Diagnostics, TestVerdict, WorkerVerdicts
 from benchsage.store.importers.tidy_stream import CompactTrials
-from benchsage.store.table import TrialTable
+from benchsage.store.table import NO_PREDECESSOR_INFO, UNKNOWN, TrialTable
 from benchsage.vocabulary import VERSION
 
 BATCH_ROWS = 100_000  # rows analysed at a time: the work of two batches (one diagnosed, one analysed) fits in what reading the file freed
@@ -60,11 +60,13 @@ def analyze_compact(trials: CompactTrials, options: Options = Options(), *, batc
     """The analysis of compact rows (can_batch must hold), as analyze_loaded(read_tidy(file))."""
     alpha = options.alpha if options.alpha is not None else 0.05
     correction = options.correction or "bonferroni"
-    present = np.flatnonzero(np.bincount(trials.run_worker[trials.run_analysed], minlength=len(trials.worker_names))).tolist()
+    present = _present(trials)
     n_workers = len(present)
     fleet = n_workers > 1
+    # As diagnostics.Parts.anything: a table that knows no runs, positions or times has nothing to diagnose.
+    diagnose = options.diagnostics and _anything(trials)
 
-    bins = _bins(trials) if options.diagnostics else None
+    bins = _bins(trials) if diagnose else None
     verdicts: list[TestVerdict] = []
     notes: list[Any] = []
     owner_parts: list[np.ndarray] = []
@@ -82,14 +84,14 @@ def analyze_compact(trials: CompactTrials, options: Options = Options(), *, batc
             notes.extend(batch.warnings)
             if owners is not None:
                 owner_parts.append(owners)
-            trends_here = options.diagnostics and found.busy[0] < found.busy[1]
+            trends_here = diagnose and found.busy[0] < found.busy[1]
             if trends_here:
                 found.add_trends(index, table, sv)
             found.busy[0] += time.perf_counter() - start
             if diagnosing is not None:
                 diagnosing.result()
             start = time.perf_counter()
-            if options.diagnostics:
+            if diagnose:
                 diagnosing = second.submit(found.add, index, table, sv, not trends_here)
             del table, sv, batch
         if diagnosing is not None:
@@ -99,7 +101,7 @@ def analyze_compact(trials: CompactTrials, options: Options = Options(), *, batc
 
     tests, alpha_corrected, order_matters = recorrect(verdicts, correction, alpha)
     diagnostics = None
-    if options.diagnostics:
+    if diagnose:
         diagnostics = found.diagnostics()
     warnings = list(trials.warnings) + notes
     combined = None
@@ -147,6 +149,26 @@ def _order_analysis(table: TrialTable, sv: ValueOrder, options: Options, alpha: 
     return batch, _owners(table, sv) if fleet else None
 
 
+def _present(trials: CompactTrials) -> list[int]:
+    """The workers with analysed rows."""
+    if trials.run is not None:
+        worker = trials.run_worker[trials.run_analysed]
+    elif trials.row_worker is not None:
+        worker = trials.row_worker
+    else:
+        return [0]
+    return np.flatnonzero(np.bincount(worker, minlength=len(trials.worker_names))).tolist()
+
+
+def _anything(trials: CompactTrials) -> bool:
+    """Whether the analysed rows know a run, a position or a start time (diagnostics.Parts.anything)."""
+    if len(trials) == 0:
+        return False
+    if trials.run is not None or trials.position is not None:
+        return True
+    return trials.row_time is not None and bool(np.isfinite(trials.row_time).any())
+
+
 def _strata_method() -> str:
     from benchsage.analyze.strata import METHOD
 
@@ -155,7 +177,7 @@ def _strata_method() -> str:
 
 def _bins(trials: CompactTrials) -> Any:
     """The position bins of the whole file's random-arm rows (diagnostics.position.position_bins)."""
-    if trials.positions == 0:  # no random-arm rows (every row has a position: tidy_stream reads no other files)
+    if trials.positions == 0:  # no random-arm rows, or no positions (a row has a position if any has: tidy_stream)
         return None
     return bins_for(trials.positions, trials.random_per_comparison, 5)
 
@@ -196,22 +218,22 @@ def _bounds(rows_per_test: np.ndarray, batch_rows: int) -> np.ndarray:
 
 def _table(trials: CompactTrials, rows: np.ndarray) -> TrialTable:
     n = len(rows)
-    run = trials.run[rows].astype(np.int64)
-    # A row's arm and worker are its run's.
+    # A row's arm, worker and start are its run's (without runs, its own).
     return TrialTable(
         test_names=trials.test_names,
         metric_names=trials.metric_names,
         worker_names=trials.worker_names,
         test=trials.test[rows].astype(np.int32),
         metric=trials.metric[rows].astype(np.int32) if trials.metric is not None else np.zeros(n, dtype=np.int32),
-        arm=trials.run_arm[run],
+        arm=trials.arm(rows),
         value=trials.value[rows],
-        run=run,
-        position=trials.position[rows].astype(np.int32),
-        predecessor=trials.predecessor[rows].astype(np.int32),
-        worker=trials.run_worker[run],
-        # The analysis reads start times per run (trials.run_start); every row has a run.
-        time=trials.run_start[run],
+        run=np.full(n, UNKNOWN, dtype=np.int64) if trials.run is None else trials.run[rows].astype(np.int64),
+        position=np.full(n, UNKNOWN, dtype=np.int32) if trials.position is None else trials.position[rows].astype(np.int32),
+        predecessor=(np.full(n, NO_PREDECESSOR_INFO, dtype=np.int32) if trials.predecessor is None
+                     else trials.predecessor[rows].astype(np.int32)),
+        worker=trials.worker(rows),
+        # The analysis reads start times per run (trials.run_start) where rows have runs.
+        time=trials.time(rows),
         primary=np.ones(n, dtype=bool),
         sources=(str(trials.path),),
         provenance={"format": "tidy"},
