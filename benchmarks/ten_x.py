@@ -13,7 +13,12 @@ paper-scale file, 2.3 M trials) `benchsage analyze` by blocks and batches and th
 path (benchsage.api.analyze_sources) must print the same JSON, byte for byte;
 --check-ten-x compares on the 23 M-trial file as well (the in-memory path needs ~6 GiB there).
 
-    python benchmarks/ten_x.py [--repeat 1] [--dir DIR] [--check-file FILE] [--check-ten-x]
+--minimal does all this with files of the required columns only, `test,order,value` (failed
+trials left out; generate_paper_dataset.py --minimal), analysed as `benchsage analyze FILE --json`
+(the format detected, as a user would type it): no runs, no positions, no start times. With
+--dir /tmp and --delete, the 23 M-trial file (about 0.5 GiB minimal) is removed when done.
+
+    python benchmarks/ten_x.py [--minimal] [--repeat 1] [--dir DIR] [--delete] [--check-file FILE] [--check-ten-x]
 
 Exit status: 0 when the results are identical (whatever the timings), 1 otherwise.
 """
@@ -21,6 +26,7 @@ Exit status: 0 when the results are identical (whatever the timings), 1 otherwis
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import tempfile
@@ -58,17 +64,19 @@ def same_result(path: Path, workdir: str) -> tuple[bool, str]:
     if batched.stdout == "DECLINED":
         return False, f"{path.name}: the batched analysis declined the file (batched.can_batch, tidy_stream.stream_tidy): `benchsage analyze` reads it in memory"
     same = batched.stdout == in_memory.stdout
+    rows = json.loads(batched.stdout)["values"]
+    per_row = 2**20 / max(rows, 1)
     return same, (f"{path.name}: JSON of the batched and the in-memory analysis {'identical' if same else 'DIFFER'} "
-                  f"({len(batched.stdout):,} bytes; in-memory peak {in_memory.peak_mib:.0f} MiB, batched {batched.peak_mib:.0f} MiB)")
+                  f"({len(batched.stdout):,} bytes; {rows:,} values; in-memory peak {in_memory.peak_mib:.0f} MiB "
+                  f"({in_memory.peak_mib * per_row:.0f} bytes a value), batched {batched.peak_mib:.0f} MiB ({batched.peak_mib * per_row:.0f} bytes a value))")
 
 
-def print_times(base: list[Measurement], ours: list[Measurement], repeat: int) -> None:
+def print_times(base: list[Measurement], ours: list[Measurement], repeat: int, command: str) -> None:
     base_time = statistics.median(m.seconds for m in base)
     ours_time = statistics.median(m.seconds for m in ours)
     print(f"{'command':44s} {'seconds':>9s} {'ratio':>7s} {'peak MiB':>9s}")
     print(f"{'pyarrow.csv.read_csv(FILE)':44s} {base_time:9.2f} {'1.0x':>7s} {max(m.peak_mib for m in base):9.0f}")
-    print(f"{'benchsage analyze FILE --format tidy --json':44s} {ours_time:9.2f} {ours_time / base_time:6.2f}x {max(m.peak_mib for m in ours):9.0f}",
-          flush=True)
+    print(f"{command:44s} {ours_time:9.2f} {ours_time / base_time:6.2f}x {max(m.peak_mib for m in ours):9.0f}", flush=True)
     if repeat > 1:
         print(f"(median of {repeat} alternating repetitions; peak = the largest of them)")
 
@@ -80,18 +88,32 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=1, help="measure each command this many times, alternating (median reported)")
     parser.add_argument("--check-file", type=Path, default=None, help="compare the batched and in-memory JSON on this file (default: the paper-scale file)")
     parser.add_argument("--check-ten-x", action="store_true", help="also compare on the 23 M-trial file (needs ~6 GiB)")
+    parser.add_argument("--minimal", action="store_true", help="files of the columns test, order, value only")
+    parser.add_argument("--delete", action="store_true", help="delete the files this run generated when done")
     args = parser.parse_args()
+    minimal = args.minimal
 
-    path = args.file or gen.default_path(gen.DEFAULT_TESTS, TRIALS, gen.DEFAULT_SEED)
+    path = args.file or gen.default_path(gen.DEFAULT_TESTS, TRIALS, gen.DEFAULT_SEED, minimal=minimal)
     if args.dir is not None and args.file is None:
         path = args.dir / path.name
-    if not path.exists():
-        print(f"generating {path} ...", flush=True)
-        gen.write(path, gen.DEFAULT_TESTS, TRIALS, gen.DEFAULT_SEED)
-    check = args.check_file or gen.default_path()
-    if not check.exists():
-        print(f"generating {check} ...", flush=True)
-        gen.write(check, gen.DEFAULT_TESTS, gen.DEFAULT_TRIALS, gen.DEFAULT_SEED)
+    check = args.check_file or gen.default_path(minimal=minimal)
+    if args.dir is not None and args.check_file is None:
+        check = args.dir / check.name
+    generated = []
+    for file, trials in ((path, TRIALS), (check, gen.DEFAULT_TRIALS)):
+        if not file.exists():
+            print(f"generating {file} ...", flush=True)
+            gen.write(file, gen.DEFAULT_TESTS, trials, gen.DEFAULT_SEED, minimal=minimal)
+            generated += [file, file.with_name(file.name + ".truth.json")]
+    try:
+        return run(args, path, check)
+    finally:
+        for file in generated if args.delete else []:
+            file.unlink(missing_ok=True)
+
+
+def run(args: argparse.Namespace, path: Path, check: Path) -> int:
+    """Time and compare (main's work once the files exist)."""
     with open(path, "rb") as fh:  # both children then read the file from the page cache
         while fh.read(1 << 24):
             pass
@@ -99,7 +121,7 @@ def main() -> int:
     print(f"file: {path} ({path.stat().st_size / 2**20:.0f} MiB)")
     print(f"machine: {machine()}")
     base_cmd = [sys.executable, "-c", PYARROW_READ, str(path)]
-    ours_cmd = [*benchsage_command(), "analyze", str(path), "--format", "tidy", "--json"]
+    ours_cmd = [*benchsage_command(), "analyze", str(path), *([] if args.minimal else ["--format", "tidy"]), "--json"]
     base: list[Measurement] = []
     ours: list[Measurement] = []
     with tempfile.TemporaryDirectory() as workdir:
@@ -107,7 +129,7 @@ def main() -> int:
             pair = [(base, base_cmd), (ours, ours_cmd)]
             for results, cmd in pair if i % 2 == 0 else reversed(pair):
                 results.append(measure(cmd, workdir))
-        print_times(base, ours, args.repeat)
+        print_times(base, ours, args.repeat, f"benchsage analyze FILE{'' if args.minimal else ' --format tidy'} --json")
         checks = [same_result(check, workdir)]
         if args.check_ten_x:
             checks.append(same_result(path, workdir))
