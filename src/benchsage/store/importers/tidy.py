@@ -17,7 +17,7 @@ import numpy as np
 
 from benchsage.store.importers import _csv
 from benchsage.store.importers.base import Importer, check_arms, exclusion_summary
-from benchsage.store.table import NO_PREDECESSOR_INFO, UNKNOWN, TrialTable, derive_predecessors, encode_treatments
+from benchsage.store.table import NO_PREDECESSOR_INFO, UNKNOWN, TrialTable, constant, derive_predecessors, encode_treatments, is_constant
 from benchsage.vocabulary import SWEEP_PREFIX
 
 REQUIRED = ("test", "order", "value")
@@ -65,7 +65,8 @@ def read_tidy(path: str | Path, *, require_both_arms: bool = True) -> TrialTable
     # Columns leave `cols` as they are used, so that a paper-scale file's arrays are not all
     # held twice (file rows, then analysable rows) at the same time.
     codes, numbers = cols.codes, cols.numbers
-    zeros = np.zeros(n, dtype=np.int32)
+    # A column the file does not have is one value in the memory of one (table.constant).
+    zeros = constant(n, 0, np.int32)
 
     test_names, test = cols.labels["test"], codes.pop("test")
     arm = _csv.arms(path, cols.labels["order"], codes.pop("order"), "order")
@@ -83,27 +84,31 @@ def read_tidy(path: str | Path, *, require_both_arms: bool = True) -> TrialTable
             run[np.isin(run_codes, blank)] = UNKNOWN
         del run_codes
     else:
-        run = np.full(n, UNKNOWN, dtype=np.int64)
+        run = constant(n, UNKNOWN, np.int64)
     pos = numbers.pop("position", None)
-    position = np.full(n, UNKNOWN, dtype=np.int32) if pos is None else np.where(np.isnan(pos), UNKNOWN, pos).astype(np.int32)
+    position = constant(n, UNKNOWN, np.int32) if pos is None else np.where(np.isnan(pos), UNKNOWN, pos).astype(np.int32)
     del pos
 
     # A failed trial still ran and still warmed (or polluted) the machine for its successor.
     if "run" in has and "position" in has:
         predecessor = derive_predecessors(run, position, test)
     else:
-        predecessor = np.full(n, NO_PREDECESSOR_INFO, dtype=np.int32)
+        predecessor = constant(n, NO_PREDECESSOR_INFO, np.int32)
 
     excluded, warnings = exclusion_summary(path, ok, status, status_names, run, position, test)
     del status
     every = bool(ok.all())
 
+    kept = n if every else int(np.count_nonzero(ok))
+
     def analysable(column: np.ndarray) -> np.ndarray:
-        return column if every else column[ok]
+        if every:
+            return column
+        return constant(kept, column[0], column.dtype) if is_constant(column) else column[ok]
 
     # One column at a time: each file-row column is dropped as soon as its copy exists.
     value = analysable(numbers.pop("value"))
-    time = analysable(numbers.pop("time")) if "time" in numbers else np.full(len(value), np.nan)
+    time = analysable(numbers.pop("time")) if "time" in numbers else constant(len(value), np.nan, np.float64)
     test, metric, arm, worker = analysable(test), analysable(metric), analysable(arm), analysable(worker)
     run, position, predecessor = analysable(run), analysable(position), analysable(predecessor)
     provenance: dict[str, Any] = {"format": "tidy"}
@@ -125,7 +130,7 @@ def read_tidy(path: str | Path, *, require_both_arms: bool = True) -> TrialTable
         predecessor=predecessor,
         worker=worker,
         time=time,
-        primary=np.ones(len(value), dtype=bool),
+        primary=constant(len(value), True, bool),
         excluded=excluded,
         sources=(str(path),),
         warnings=warnings,
