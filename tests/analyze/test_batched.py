@@ -167,6 +167,42 @@ def test_a_fleet_without_runs_is_streamed(tmp_path: Path, kept: tuple[str, ...])
     assert in_batches(path, block_bytes=300, batch_rows=50) == expected
 
 
+def one_piece(path: Path, options: Options = Options()) -> str:
+    """analyze_loaded's JSON of the file's table: the in-memory analysis in one piece."""
+    from benchsage.analyze.pipeline import analyze_loaded
+    from benchsage.store.importers.detect import load_sources
+
+    return analysis_json_text(analyze_loaded(load_sources([str(path)], format="tidy"), options))
+
+
+def test_a_large_table_in_memory_is_analysed_in_batches_with_the_same_json(paper_like: Path, tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(api, "BATCH_TABLE_ROWS", 0)
+    used: list[bool] = []
+    real = batched.analyze_compact
+    monkeypatch.setattr(batched, "analyze_compact", lambda *a, **k: used.append(True) or real(*a, **k))
+    rows = trials_rows(tests=[f"t{i}" for i in range(5)], runs=12)
+    files = {
+        "paper-like": paper_like,
+        # Runs apart and a run label used twice: stream_tidy declines, the table is batched.
+        "shuffled": write(tmp_path / "shuffled.csv", HEADER, [rows[i] for i in np.random.default_rng(1).permutation(len(rows))]),
+        "reused": write(tmp_path / "reused.csv", HEADER, [[*r[:4], "r0" if r[4] == "r8" else r[4], *r[5:]] for r in rows]),
+        "minimal": write(tmp_path / "minimal.csv", ["test", "order", "value"], [[r[0], r[1], r[3]] for r in rows if r[7] == "ok"]),
+    }
+    for name, path in files.items():
+        for options in OPTIONS:
+            used.clear()
+            assert in_memory(path, options) == one_piece(path, options), name
+            assert used == [True], name
+    # Tables batches would not give analyze_loaded's result for are analysed in one piece.
+    for name, case in {"some positions": [[*r[:5], "" if i == 3 else r[5], *r[6:]] for i, r in enumerate(rows)],
+                       "spanning workers": [[*r, "n1" if i % 2 else "n2"] for i, r in enumerate(rows)],
+                       "a run of two arms": [[*r[:4], "r0" if r[4] == "r7" else r[4], *r[5:]] for r in rows]}.items():
+        path = write(tmp_path / "declined.csv", HEADER + ["worker"] * (name == "spanning workers"), case)
+        used.clear()
+        assert in_memory(path) == one_piece(path) and used == [], name
+
+
 def test_a_minimal_file_is_held_in_eleven_bytes_a_row(tmp_path: Path) -> None:
     rows = [r for r in trials_rows(tests=[f"t{i}" for i in range(5)], runs=12) if r[7] == "ok"]
     path = write(tmp_path / "minimal.csv", ["test", "order", "value"], [r[:2] + [r[3]] for r in rows])

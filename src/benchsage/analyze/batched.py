@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import numpy as np
@@ -37,7 +38,7 @@ from benchsage.analyze.order import analyze_table
 from benchsage.analyze.sorted_values import ValueOrder, sort_values
 from benchsage.analyze.verdict import Analysis, Combined, Diagnostics, TestVerdict, WorkerVerdicts
 from benchsage.store.importers.tidy_stream import CompactTrials
-from benchsage.store.table import NO_PREDECESSOR_INFO, UNKNOWN, TrialTable
+from benchsage.store.table import NO_PREDECESSOR_INFO, RANDOM_CODE, UNKNOWN, TrialTable, is_constant
 from benchsage.vocabulary import VERSION
 
 BATCH_ROWS = 100_000  # rows analysed at a time: the work of two batches (one diagnosed, one analysed) fits in what reading the file freed
@@ -54,6 +55,83 @@ def can_batch(trials: CompactTrials) -> bool:
     if {f.name for f in dataclasses.fields(Diagnostics)} - FILLED:
         return False
     return len(trials.worker_names) <= 1 or trials.comparisons_on_one_worker
+
+
+def compact_of(table: TrialTable) -> CompactTrials | None:
+    """The rows of a table read_tidy made from one file as CompactTrials (views of its columns,
+    per-run facts computed), for the batched analysis of a table already in memory; None where
+    stream_tidy would not read the file so (treatments, a position or a run in some rows only, a
+    run of two arms or on two workers), as then only analyze_loaded is known to give the result."""
+    if table.provenance.get("format") != "tidy" or len(table.sources) != 1 or table.dims or len(table) == 0:
+        return None
+    metrics = len(table.metric_names)
+    if not (is_constant(table.primary) and bool(table.primary[0])) or int(table.metric.max()) >= metrics:
+        return None
+    run = _all_or_none(table.run)
+    position = _all_or_none(table.position)
+    if run is False or position is False:
+        return None
+    random = table.arm == RANDOM_CODE
+    per_run = dict(run_start=np.zeros(0), run_arm=np.zeros(0, dtype=np.int8), run_worker=np.zeros(0, dtype=np.int32))
+    if run is not None:
+        found = _per_run(table)
+        if found is None:
+            return None
+        per_run = found
+    key = table.test.astype(np.int64) * metrics + table.metric
+    owner = np.full(len(table.test_names) * metrics, -1, dtype=np.int64)
+    owner[key] = table.worker
+    return CompactTrials(
+        path=Path(table.sources[0]),
+        test_names=table.test_names,
+        metric_names=table.metric_names,
+        worker_names=table.worker_names,
+        test=table.test,
+        metric=None if metrics == 1 else table.metric,
+        value=table.value,
+        run=run,
+        position=position,
+        predecessor=table.predecessor if run is not None and position is not None else None,
+        **per_run,
+        run_analysed=per_run["run_arm"] >= 0,
+        rows_per_test=np.bincount(table.test, minlength=len(table.test_names)),
+        random_per_comparison=np.bincount(key[random], minlength=len(owner)),
+        positions=int(table.position[random].max()) + 1 if position is not None and random.any() else 0,
+        comparisons_on_one_worker=bool(np.array_equal(owner[key], table.worker)),
+        has_time=not is_constant(table.time),
+        excluded=table.excluded,
+        warnings=table.warnings,
+        row_arm=table.arm if run is None else None,
+        row_worker=table.worker if run is None and len(table.worker_names) > 1 else None,
+        row_time=None if run is not None or is_constant(table.time) else table.time,
+    )
+
+
+def _all_or_none(column: np.ndarray) -> np.ndarray | bool | None:
+    """The column when every row knows it, None when none does, False when some do."""
+    if is_constant(column) and column[0] < 0:
+        return None
+    known = column >= 0
+    return column if known.all() else (None if not known.any() else False)
+
+
+def _per_run(table: TrialTable) -> dict[str, np.ndarray] | None:
+    """Each run's start (its rows' earliest finite time), arm and worker, as stream_tidy gives
+    them; None when a run has rows of two arms or two workers."""
+    size = int(table.run.max()) + 1
+    first = np.full(size, len(table), dtype=np.int64)
+    np.minimum.at(first, table.run, np.arange(len(table)))
+    has = first < len(table)
+    run_arm = np.full(size, -1, dtype=np.int8)
+    run_arm[has] = table.arm[first[has]]
+    run_worker = np.zeros(size, dtype=np.int32)
+    run_worker[has] = table.worker[first[has]]
+    if not (np.array_equal(run_arm[table.run], table.arm) and np.array_equal(run_worker[table.run], table.worker)):
+        return None
+    run_start = np.full(size, np.inf)
+    timed = np.isfinite(table.time)
+    np.minimum.at(run_start, table.run[timed], table.time[timed])
+    return dict(run_start=np.where(np.isinf(run_start), np.nan, run_start), run_arm=run_arm, run_worker=run_worker)
 
 
 def analyze_compact(trials: CompactTrials, options: Options = Options(), *, batch_rows: int = BATCH_ROWS) -> Analysis:
