@@ -22,7 +22,8 @@ from benchsage.analyze.options import Options
 from benchsage.api import analyze_sources, analyze_sources_only
 from benchsage.cli import cli, main
 from benchsage.design.williams import williams_orders
-from benchsage.store.importers import tidy_stream
+from benchsage.errors import DataError
+from benchsage.store.importers import tidy, tidy_stream
 from benchsage.report.json import analysis_json_text
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -201,6 +202,38 @@ def test_a_large_table_in_memory_is_analysed_in_batches_with_the_same_json(paper
         path = write(tmp_path / "declined.csv", HEADER + ["worker"] * (name == "spanning workers"), case)
         used.clear()
         assert in_memory(path) == one_piece(path) and used == [], name
+
+
+@pytest.mark.parametrize("kept", [(), ("status",), ("metric", "position", "time", "status", "worker")], ids=["minimal", "status", "all-but-run"])
+def test_a_large_file_without_runs_is_read_block_by_block_into_the_same_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                                 kept: tuple[str, ...]) -> None:
+    rows = [[*r, "n1" if r[0] < "t3" else "n2"] for r in trials_rows(tests=[f"t{i}" for i in range(6)], runs=10, failed=0.05)]
+    header = [*HEADER, "worker"]
+    keep = [i for i, name in enumerate(header) if name in ("test", "order", "value", *kept)]
+    some = rows if "status" in kept else [r for r in rows if r[7] == "ok"]
+    path = write(tmp_path / "runless.csv", [header[i] for i in keep], [[r[i] for i in keep] for r in some])
+    whole = tidy.read_tidy(path)
+    monkeypatch.setattr(tidy, "STREAM_READ_BYTES", 0)
+    monkeypatch.setattr(tidy_stream, "BLOCK_BYTES", 300)
+    used: list[bool] = []
+    real = tidy_stream.table_of
+    monkeypatch.setattr(tidy_stream, "table_of", lambda *a: used.append(True) or real(*a))
+    streamed = tidy.read_tidy(path)
+    assert used == [True]
+    for name in ("test_names", "metric_names", "worker_names", "excluded", "sources", "warnings", "provenance", "dims"):
+        assert getattr(streamed, name) == getattr(whole, name), name
+    for name in ("test", "metric", "arm", "value", "run", "position", "predecessor", "worker", "time", "primary", "treatment"):
+        a, b = getattr(streamed, name), getattr(whole, name)
+        assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True), name
+    # A bad cell: read_tidy's own error, from the stream.
+    some[len(some) // 2][header.index("value")] = "abc"
+    bad = write(tmp_path / "bad.csv", [header[i] for i in keep], [[r[i] for i in keep] for r in some])
+    with pytest.raises(DataError) as streamed_error:
+        tidy.read_tidy(bad)
+    monkeypatch.setattr(tidy, "STREAM_READ_BYTES", 1 << 40)
+    with pytest.raises(DataError) as whole_error:
+        tidy.read_tidy(bad)
+    assert str(streamed_error.value) == str(whole_error.value) and f"line {len(some) // 2 + 2}," in str(whole_error.value)
 
 
 def test_a_minimal_file_is_held_in_eleven_bytes_a_row(tmp_path: Path) -> None:

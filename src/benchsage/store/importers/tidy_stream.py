@@ -34,7 +34,7 @@ from benchsage.errors import DataError
 from benchsage.store.importers import _csv
 from benchsage.store.importers.base import exclusion_summary
 from benchsage.store.importers.tidy import REQUEST, is_ok
-from benchsage.store.table import ARMS, FIRST, NO_PREDECESSOR_INFO, RANDOM_CODE
+from benchsage.store.table import ARMS, FIRST, NO_PREDECESSOR_INFO, RANDOM_CODE, UNKNOWN, TrialTable, constant
 from benchsage.vocabulary import SWEEP_PREFIX
 
 BLOCK_BYTES = 4 << 20  # per piece of the file; the tests pass small pieces to cross many piece borders
@@ -218,6 +218,38 @@ def has_treatments(columns: Sequence[str]) -> bool:
     """Whether a header names treatment columns (context, observer, context:NAME, factor:NAME,
     sweep:NAME): the in-memory reader gives every row its treatment, which compact rows do not carry."""
     return any(c in ("context", "observer") or c.startswith(("context:", "factor:", SWEEP_PREFIX)) for c in columns)
+
+
+def table_of(trials: CompactTrials) -> TrialTable:
+    """read_tidy's table of a file without runs, from its CompactTrials (which hold every
+    column of such a file per row): the columns widened to the table's types, those the file
+    does not have one value each (table.constant)."""
+    if trials.run is not None:
+        raise ValueError("table_of needs a file without runs: the compact rows keep one start time per run")
+    n = len(trials)
+
+    def column(values: np.ndarray | None, dtype: Any, missing: Any) -> np.ndarray:
+        return constant(n, missing, dtype) if values is None else values.astype(dtype, copy=False)
+
+    return TrialTable(
+        test_names=trials.test_names,
+        metric_names=trials.metric_names,
+        worker_names=trials.worker_names,
+        test=trials.test.astype(np.int32),
+        metric=column(trials.metric, np.int32, 0),
+        arm=trials.row_arm,  # type: ignore[arg-type]
+        value=trials.value,
+        run=constant(n, UNKNOWN, np.int64),
+        position=column(trials.position, np.int32, UNKNOWN),
+        predecessor=constant(n, NO_PREDECESSOR_INFO, np.int32),
+        worker=column(trials.row_worker, np.int32, 0),
+        time=column(trials.row_time, np.float64, np.nan),
+        primary=constant(n, True, bool),
+        excluded=trials.excluded,
+        sources=(str(trials.path),),
+        warnings=trials.warnings,
+        provenance={"format": "tidy"},
+    )
 
 
 def stream_tidy(path: str | Path, *, block_bytes: int = BLOCK_BYTES) -> CompactTrials | None:
