@@ -9,14 +9,15 @@ memory is its own ru_maxrss, read with wait4 on that child alone. Prints the tim
 the peaks and PASS/FAIL against the budget: under 1 GiB and within 3x of pyarrow's read.
 
 It also checks that the result is the in-memory analysis's: on --check-file (default: the
-paper-scale file, 2.3 M trials) `benchsage analyze` by blocks and batches and the in-memory
-path (benchsage.api.analyze_sources) must print the same JSON, byte for byte;
---check-ten-x compares on the 23 M-trial file as well (the in-memory path needs ~6 GiB there).
+paper-scale file, 2.3 M trials) `benchsage analyze` by blocks and batches, the in-memory
+path (benchsage.api.analyze_sources) and the table analysed in one piece (analyze_loaded)
+must print the same JSON, byte for byte, and the peak of each is printed;
+--check-ten-x compares on the 23 M-trial file as well (the one-piece analysis needs ~6 GiB there, ~3 minimal).
 
 --minimal does all this with files of the required columns only, `test,order,value` (failed
 trials left out; generate_paper_dataset.py --minimal), analysed as `benchsage analyze FILE --json`
 (the format detected, as a user would type it): no runs, no positions, no start times. With
---dir /tmp and --delete, the 23 M-trial file (about 0.5 GiB minimal) is removed when done.
+--dir /tmp and --delete, the files this run generated (the 23 M-trial one: 0.7 GiB minimal) are removed when done.
 
     python benchmarks/ten_x.py [--minimal] [--repeat 1] [--dir DIR] [--delete] [--check-file FILE] [--check-ten-x]
 
@@ -43,11 +44,17 @@ RATIO_BUDGET = 3.0
 
 PYARROW_READ = "import sys, pyarrow.csv as c; t = c.read_csv(sys.argv[1]); print(t.num_rows)"
 
-# The JSON of both paths in one child per path: the batched one as `benchsage analyze` runs it,
-# the in-memory one as analyze_sources does for any file.
+# The JSON of each path in one child per path: the batched one as `benchsage analyze` runs it,
+# the in-memory one as analyze_sources does for any file (its table analysed in batches of tests
+# from a million rows on), and the reference, the table analysed in one piece (analyze_loaded).
 IN_MEMORY = (
     "import sys; from benchsage.api import analyze_sources; from benchsage.report.json import analysis_json_text; "
     "a, _ = analyze_sources([sys.argv[1]], format='tidy'); sys.stdout.write(analysis_json_text(a))"
+)
+ONE_PIECE = (
+    "import sys; from benchsage.store.importers.detect import load_sources; from benchsage.analyze.pipeline import analyze_loaded; "
+    "from benchsage.report.json import analysis_json_text; "
+    "sys.stdout.write(analysis_json_text(analyze_loaded(load_sources([sys.argv[1]], format='tidy'))))"
 )
 BATCHED = (
     "import sys; from benchsage.api import analyze_tidy_file; from benchsage.report.json import analysis_json_text; "
@@ -63,17 +70,19 @@ def data_lines(path: Path) -> int:
 
 
 def same_result(path: Path, workdir: str) -> tuple[bool, str]:
-    """Whether the batched and the in-memory analysis of `path` print the same JSON."""
+    """Whether the batched, the in-memory and the one-piece analysis of `path` print the same JSON."""
     batched = measure([sys.executable, "-c", BATCHED, str(path)], workdir)
     in_memory = measure([sys.executable, "-c", IN_MEMORY, str(path)], workdir)
+    one_piece = measure([sys.executable, "-c", ONE_PIECE, str(path)], workdir)
     if batched.stdout == "DECLINED":
         return False, f"{path.name}: the batched analysis declined the file (batched.can_batch, tidy_stream.stream_tidy): `benchsage analyze` reads it in memory"
-    same = batched.stdout == in_memory.stdout
+    same = batched.stdout == in_memory.stdout == one_piece.stdout
     rows = data_lines(path)
     per_row = 2**20 / max(rows, 1)
-    return same, (f"{path.name}: JSON of the batched and the in-memory analysis {'identical' if same else 'DIFFER'} "
-                  f"({len(batched.stdout):,} bytes; {rows:,} rows; in-memory peak {in_memory.peak_mib:.0f} MiB "
-                  f"({in_memory.peak_mib * per_row:.0f} bytes a row), batched {batched.peak_mib:.0f} MiB ({batched.peak_mib * per_row:.0f} bytes a row))")
+    peaks = ", ".join(f"{name} {m.peak_mib:.0f} MiB ({m.peak_mib * per_row:.0f} bytes a row)"
+                      for name, m in (("batched", batched), ("in memory", in_memory), ("one piece", one_piece)))
+    return same, (f"{path.name}: JSON of the batched, in-memory and one-piece analyses {'identical' if same else 'DIFFER'} "
+                  f"({len(batched.stdout):,} bytes; {rows:,} rows); peaks: {peaks}")
 
 
 def print_times(base: list[Measurement], ours: list[Measurement], repeat: int, command: str) -> None:
