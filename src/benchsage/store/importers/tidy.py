@@ -17,36 +17,14 @@ import numpy as np
 
 from benchsage.store.importers import _csv
 from benchsage.store.importers.base import Importer, check_arms, exclusion_summary
+from benchsage.store.importers.tidy_columns import _TEXT_COLUMNS, OPTIONAL, REQUEST, REQUIRED, is_ok  # noqa: F401 (tidy.REQUEST, ...)
 from benchsage.store.table import NO_PREDECESSOR_INFO, UNKNOWN, TrialTable, constant, derive_predecessors, encode_treatments, is_constant
 from benchsage.vocabulary import SWEEP_PREFIX
-
-REQUIRED = ("test", "order", "value")
-OPTIONAL = ("metric", "run", "position", "worker", "time", "status", "boot_id")
-_TEXT_COLUMNS = ("test", "order", "metric", "run", "worker", "status", "boot_id")
-
 
 # A file without runs at least this large is read block by block (tidy_stream.py), its table
 # built from the compact rows: the same table, without the whole file parsed at once (which
 # held about 80 bytes a row at its peak, for 13 bytes a row of a test,order,value table).
 STREAM_READ_BYTES = 64 << 20
-
-
-def is_ok(status: str) -> bool:
-    return status.strip().lower() == "ok"
-
-
-# What read_columns reads of a tidy file (tidy_stream.py reads the same, block by block).
-REQUEST: dict[str, Any] = dict(
-    required=REQUIRED,
-    categorical=_TEXT_COLUMNS,
-    numeric=("value", "time"),
-    integer=("position",),
-    status="status",
-    is_ok=is_ok,
-    needed=("value",),
-    strict=("time", "position"),
-    codes_only=("run",),
-)
 
 
 def treatment_columns(columns: Sequence[str]) -> tuple[str, ...]:

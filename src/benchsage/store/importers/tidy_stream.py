@@ -33,7 +33,7 @@ import pyarrow.csv as pacsv
 from benchsage.errors import DataError
 from benchsage.store.importers import _csv
 from benchsage.store.importers.base import exclusion_summary
-from benchsage.store.importers.tidy import REQUEST, is_ok
+from benchsage.store.importers.tidy_columns import REQUEST, is_ok
 from benchsage.store.table import ARMS, FIRST, NO_PREDECESSOR_INFO, RANDOM_CODE, UNKNOWN, TrialTable, constant
 from benchsage.vocabulary import SWEEP_PREFIX
 
