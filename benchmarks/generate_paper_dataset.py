@@ -6,10 +6,11 @@ run, position, worker and time columns. Values are lognormal with per-test scale
 orders of magnitude; some tests report coarse values (ties), a few trials fail, and a fraction
 of suites carry injected order effects (a warm-up penalty at position 0, a carry-over pair).
 
-    python benchmarks/generate_paper_dataset.py [--tests 1880] [--trials 2300000] [--seed 2023] [-o FILE]
+    python benchmarks/generate_paper_dataset.py [--tests 1880] [--trials 2300000] [--seed 2023] [--minimal] [-o FILE]
 
-The same arguments always give the same file. Next to it, FILE.truth.json says which order
-effects were injected where.
+--minimal writes only the columns a tidy file needs, test, order and value, and leaves the
+failed trials out (without a status column an empty value is an error). The same arguments
+always give the same file. Next to it, FILE.truth.json says which order effects were injected where.
 """
 
 from __future__ import annotations
@@ -39,8 +40,11 @@ FAILED_TRIALS = 0.0005
 OUTLIER_TRIALS = 0.005  # OS jitter: a trial slowed by an exponential amount
 
 
-def default_path(tests: int = DEFAULT_TESTS, trials: int = DEFAULT_TRIALS, seed: int = DEFAULT_SEED) -> Path:
-    return HERE / "data" / f"paper-{tests}x{trials}-s{seed}.csv"
+MINIMAL = ("test", "order", "value")  # the required columns of a tidy file
+
+
+def default_path(tests: int = DEFAULT_TESTS, trials: int = DEFAULT_TRIALS, seed: int = DEFAULT_SEED, *, minimal: bool = False) -> Path:
+    return HERE / "data" / f"paper-{tests}x{trials}-s{seed}{'-minimal' if minimal else ''}.csv"
 
 
 @dataclass(frozen=True)
@@ -179,8 +183,10 @@ def _significant_digits(x: np.ndarray, digits: int) -> np.ndarray:
     return np.round(x * factor) / factor
 
 
-def write(path: Path, tests: int, trials: int, seed: int) -> tuple[int, list[Injected]]:
+def write(path: Path, tests: int, trials: int, seed: int, *, minimal: bool = False) -> tuple[int, list[Injected]]:
     table, injected = generate(tests, trials, seed)
+    if minimal:  # the ok trials' test, order and value
+        table = table.filter(pa.array(table.column("status").combine_chunks().indices.to_numpy(zero_copy_only=False) == 0)).select(list(MINIMAL))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".part")
     # Dictionary columns are written as their text; cast first for older pyarrow versions.
@@ -197,13 +203,14 @@ def main() -> None:
     parser.add_argument("--tests", type=int, default=DEFAULT_TESTS, help="number of tests (default %(default)s)")
     parser.add_argument("--trials", type=int, default=DEFAULT_TRIALS, help="approximate number of trials (default %(default)s)")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument("--minimal", action="store_true", help="only the columns test, order, value (failed trials left out)")
     parser.add_argument("-o", "--output", type=Path, default=None, help="CSV to write (default benchmarks/data/paper-...csv)")
     args = parser.parse_args()
     if args.tests < 1 or args.trials < 12 * args.tests:
         parser.error("need at least 1 test and 12 trials per test (6 runs per arm)")
-    path = args.output or default_path(args.tests, args.trials, args.seed)
+    path = args.output or default_path(args.tests, args.trials, args.seed, minimal=args.minimal)
     t0 = time.perf_counter()
-    rows, injected = write(path, args.tests, args.trials, args.seed)
+    rows, injected = write(path, args.tests, args.trials, args.seed, minimal=args.minimal)
     size = path.stat().st_size / 2**20
     kinds = {k: sum(i.kind == k for i in injected) for k in ("warmup", "carryover")}
     print(f"wrote {rows:,} trials of {args.tests:,} tests to {path} ({size:.0f} MiB) in {time.perf_counter() - t0:.1f} s; "

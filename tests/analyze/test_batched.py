@@ -5,6 +5,8 @@ does not handle are analysed in memory, and bad files fail with the in-memory re
 from __future__ import annotations
 
 import csv
+import itertools
+import json
 import sys
 from pathlib import Path
 
@@ -20,7 +22,8 @@ from benchsage.analyze.options import Options
 from benchsage.api import analyze_sources, analyze_sources_only
 from benchsage.cli import cli, main
 from benchsage.design.williams import williams_orders
-from benchsage.store.importers import tidy_stream
+from benchsage.errors import DataError
+from benchsage.store.importers import tidy, tidy_stream
 from benchsage.report.json import analysis_json_text
 
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
@@ -139,6 +142,113 @@ def test_missing_optional_columns(tmp_path: Path, dropped: tuple[str, ...]) -> N
     assert in_batches(path, block_bytes=512, batch_rows=100) == in_memory(path)
 
 
+def test_any_tidy_shape_is_streamed_with_the_in_memory_json(tmp_path: Path) -> None:
+    # Every subset of the optional columns, down to the three required ones (a file without a
+    # status column holds its ok trials only).
+    rows = trials_rows(tests=[f"t{i}" for i in range(6)], runs=10, failed=0.05)
+    optional = ["metric", "run", "position", "time", "status"]
+    for k in range(len(optional) + 1):
+        for kept in itertools.combinations(optional, k):
+            keep = [i for i, name in enumerate(HEADER) if name in ("test", "order", "value", *kept)]
+            some = rows if "status" in kept else [r for r in rows if r[7] == "ok"]
+            path = write(tmp_path / f"{'-'.join(kept) or 'minimal'}.csv", [HEADER[i] for i in keep], [[r[i] for i in keep] for r in some])
+            assert in_batches(path, block_bytes=512, batch_rows=90) == in_memory(path), kept
+
+
+@pytest.mark.parametrize("kept", [(), ("time",), ("position", "status")], ids=["minimal", "time", "position-status"])
+def test_a_fleet_without_runs_is_streamed(tmp_path: Path, kept: tuple[str, ...]) -> None:
+    # Each worker ran its own tests; rows say their worker but not their run.
+    rows = [[*r, "n1" if r[0] in ("t0", "t1") else "n2"] for r in trials_rows(tests=[f"t{i}" for i in range(4)], runs=10, failed=0.05)]
+    header = [*HEADER, "worker"]
+    keep = [i for i, name in enumerate(header) if name in ("test", "order", "value", "worker", *kept)]
+    some = rows if "status" in kept else [r for r in rows if r[7] == "ok"]
+    path = write(tmp_path / "fleet.csv", [header[i] for i in keep], [[r[i] for i in keep] for r in some])
+    expected = in_memory(path)
+    assert json.loads(expected)["combined"]["workers"] == 2
+    assert in_batches(path, block_bytes=300, batch_rows=50) == expected
+
+
+def one_piece(path: Path, options: Options = Options()) -> str:
+    """analyze_loaded's JSON of the file's table: the in-memory analysis in one piece."""
+    from benchsage.analyze.pipeline import analyze_loaded
+    from benchsage.store.importers.detect import load_sources
+
+    return analysis_json_text(analyze_loaded(load_sources([str(path)], format="tidy"), options))
+
+
+def test_a_large_table_in_memory_is_analysed_in_batches_with_the_same_json(paper_like: Path, tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(api, "BATCH_TABLE_ROWS", 0)
+    used: list[bool] = []
+    real = batched.analyze_compact
+    monkeypatch.setattr(batched, "analyze_compact", lambda *a, **k: used.append(True) or real(*a, **k))
+    rows = trials_rows(tests=[f"t{i}" for i in range(5)], runs=12)
+    files = {
+        "paper-like": paper_like,
+        # Runs apart and a run label used twice: stream_tidy declines, the table is batched.
+        "shuffled": write(tmp_path / "shuffled.csv", HEADER, [rows[i] for i in np.random.default_rng(1).permutation(len(rows))]),
+        "reused": write(tmp_path / "reused.csv", HEADER, [[*r[:4], "r0" if r[4] == "r8" else r[4], *r[5:]] for r in rows]),
+        "minimal": write(tmp_path / "minimal.csv", ["test", "order", "value"], [[r[0], r[1], r[3]] for r in rows if r[7] == "ok"]),
+    }
+    for name, path in files.items():
+        for options in OPTIONS:
+            used.clear()
+            assert in_memory(path, options) == one_piece(path, options), name
+            assert used == [True], name
+    # Tables batches would not give analyze_loaded's result for are analysed in one piece.
+    for name, case in {"some positions": [[*r[:5], "" if i == 3 else r[5], *r[6:]] for i, r in enumerate(rows)],
+                       "spanning workers": [[*r, "n1" if i % 2 else "n2"] for i, r in enumerate(rows)],
+                       "a run of two arms": [[*r[:4], "r0" if r[4] == "r7" else r[4], *r[5:]] for r in rows]}.items():
+        path = write(tmp_path / "declined.csv", HEADER + ["worker"] * (name == "spanning workers"), case)
+        used.clear()
+        assert in_memory(path) == one_piece(path) and used == [], name
+
+
+@pytest.mark.parametrize("kept", [(), ("status",), ("metric", "position", "time", "status", "worker")], ids=["minimal", "status", "all-but-run"])
+def test_a_large_file_without_runs_is_read_block_by_block_into_the_same_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                                 kept: tuple[str, ...]) -> None:
+    rows = [[*r, "n1" if r[0] < "t3" else "n2"] for r in trials_rows(tests=[f"t{i}" for i in range(6)], runs=10, failed=0.05)]
+    header = [*HEADER, "worker"]
+    keep = [i for i, name in enumerate(header) if name in ("test", "order", "value", *kept)]
+    some = rows if "status" in kept else [r for r in rows if r[7] == "ok"]
+    path = write(tmp_path / "runless.csv", [header[i] for i in keep], [[r[i] for i in keep] for r in some])
+    whole = tidy.read_tidy(path)
+    monkeypatch.setattr(tidy, "STREAM_READ_BYTES", 0)
+    monkeypatch.setattr(tidy_stream, "BLOCK_BYTES", 300)
+    used: list[bool] = []
+    real = tidy_stream.table_of
+    monkeypatch.setattr(tidy_stream, "table_of", lambda *a: used.append(True) or real(*a))
+    streamed = tidy.read_tidy(path)
+    assert used == [True]
+    for name in ("test_names", "metric_names", "worker_names", "excluded", "sources", "warnings", "provenance", "dims"):
+        assert getattr(streamed, name) == getattr(whole, name), name
+    for name in ("test", "metric", "arm", "value", "run", "position", "predecessor", "worker", "time", "primary", "treatment"):
+        a, b = getattr(streamed, name), getattr(whole, name)
+        assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True), name
+    # A bad cell: read_tidy's own error, from the stream.
+    some[len(some) // 2][header.index("value")] = "abc"
+    bad = write(tmp_path / "bad.csv", [header[i] for i in keep], [[r[i] for i in keep] for r in some])
+    with pytest.raises(DataError) as streamed_error:
+        tidy.read_tidy(bad)
+    monkeypatch.setattr(tidy, "STREAM_READ_BYTES", 1 << 40)
+    with pytest.raises(DataError) as whole_error:
+        tidy.read_tidy(bad)
+    assert str(streamed_error.value) == str(whole_error.value) and f"line {len(some) // 2 + 2}," in str(whole_error.value)
+
+
+def test_a_minimal_file_is_held_in_eleven_bytes_a_row(tmp_path: Path) -> None:
+    rows = [r for r in trials_rows(tests=[f"t{i}" for i in range(5)], runs=12) if r[7] == "ok"]
+    path = write(tmp_path / "minimal.csv", ["test", "order", "value"], [r[:2] + [r[3]] for r in rows])
+    trials = tidy_stream.stream_tidy(path, block_bytes=256)
+    assert trials is not None and batched.can_batch(trials)
+    assert trials.run is None and trials.position is None and trials.predecessor is None and trials.row_time is None
+    held = sum(a.nbytes for a in (trials.test, trials.value, trials.row_arm))
+    assert len(trials) == len(rows) and held == 11 * len(rows)
+    assert [trials.test_names[t] for t in trials.test[:3]] == [r[0] for r in rows[:3]]
+    assert np.array_equal(trials.value, [r[3] for r in rows])
+    assert np.array_equal(trials.arm(), [r[1] == "random" for r in rows])
+
+
 @pytest.mark.parametrize("failed", [0.0, 0.03])
 def test_carryover_balance_adds_up_over_batches(tmp_path: Path, failed: float) -> None:
     # Complete Williams squares of 6 tests, 3 metrics a trial: balanced without failed trials,
@@ -218,6 +328,33 @@ def test_bad_rows_fail_as_in_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(api, "STREAM_BYTES", 0)
     monkeypatch.setattr(tidy_stream, "BLOCK_BYTES", 300)
     assert run() == expected
+
+
+@pytest.mark.parametrize("header", [["test", "order", "value"], HEADER], ids=["minimal", "every-column"])
+def test_text_in_block_three_fails_as_in_memory_without_reading_into_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                            capsys: pytest.CaptureFixture[str], header: list[str]) -> None:
+    rows = [[r[HEADER.index(c)] for c in header] for r in trials_rows(tests=[f"t{i}" for i in range(5)], runs=30, failed=0.0)]
+    path = write(tmp_path / "good.csv", header, rows)
+    pieces = [bytes(p).count(b"\n") for p in tidy_stream._pieces(path, 300)]
+    line = pieces[0] + pieces[1] + 1 + 3  # the header, two pieces, then the third line of the third piece
+    rows[line - 2][header.index("value")] = "abc"
+    path = write(tmp_path / "bad.csv", header, rows)
+    ends = np.cumsum([bytes(p).count(b"\n") for p in tidy_stream._pieces(path, 300)]) + 1
+    assert int(np.searchsorted(ends, line)) == 2  # in the third block
+
+    def run() -> tuple[object, str, str]:
+        with pytest.raises(SystemExit) as exit:
+            main(["analyze", str(path), "--json"])
+        out, err = capsys.readouterr()
+        return exit.value.code, out, err
+
+    in_memory = run()
+    assert in_memory[0] == 2 and in_memory[1] == "" and len(in_memory[2].strip().splitlines()) == 1
+    assert f"line {line}, column 'value': 'abc' is not a number" in in_memory[2] and str(path) in in_memory[2]
+    monkeypatch.setattr(api, "STREAM_BYTES", 0)
+    monkeypatch.setattr(tidy_stream, "BLOCK_BYTES", 300)
+    monkeypatch.setattr(api, "analyze_sources", lambda *a, **k: pytest.fail("the file was read into memory"))
+    assert run() == in_memory
 
 
 def test_cli_analyses_a_large_file_in_batches(paper_like: Path, streamed: None, monkeypatch: pytest.MonkeyPatch) -> None:

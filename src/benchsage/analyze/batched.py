@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import numpy as np
@@ -37,7 +38,7 @@ from benchsage.analyze.order import analyze_table
 from benchsage.analyze.sorted_values import ValueOrder, sort_values
 from benchsage.analyze.verdict import Analysis, Combined, Diagnostics, TestVerdict, WorkerVerdicts
 from benchsage.store.importers.tidy_stream import CompactTrials
-from benchsage.store.table import TrialTable
+from benchsage.store.table import NO_PREDECESSOR_INFO, RANDOM_CODE, UNKNOWN, TrialTable, is_constant
 from benchsage.vocabulary import VERSION
 
 BATCH_ROWS = 100_000  # rows analysed at a time: the work of two batches (one diagnosed, one analysed) fits in what reading the file freed
@@ -56,15 +57,94 @@ def can_batch(trials: CompactTrials) -> bool:
     return len(trials.worker_names) <= 1 or trials.comparisons_on_one_worker
 
 
+def compact_of(table: TrialTable) -> CompactTrials | None:
+    """The rows of a table read_tidy made from one file as CompactTrials (views of its columns,
+    per-run facts computed), for the batched analysis of a table already in memory; None where
+    stream_tidy would not read the file so (treatments, a position or a run in some rows only, a
+    run of two arms or on two workers), as then only analyze_loaded is known to give the result."""
+    if table.provenance.get("format") != "tidy" or len(table.sources) != 1 or table.dims or len(table) == 0:
+        return None
+    metrics = len(table.metric_names)
+    if not (is_constant(table.primary) and bool(table.primary[0])) or int(table.metric.max()) >= metrics:
+        return None
+    run = _all_or_none(table.run)
+    position = _all_or_none(table.position)
+    if run is False or position is False:
+        return None
+    random = table.arm == RANDOM_CODE
+    per_run = dict(run_start=np.zeros(0), run_arm=np.zeros(0, dtype=np.int8), run_worker=np.zeros(0, dtype=np.int32))
+    if run is not None:
+        found = _per_run(table)
+        if found is None:
+            return None
+        per_run = found
+    key = table.test.astype(np.int64) * metrics + table.metric
+    owner = np.full(len(table.test_names) * metrics, -1, dtype=np.int64)
+    owner[key] = table.worker
+    return CompactTrials(
+        path=Path(table.sources[0]),
+        test_names=table.test_names,
+        metric_names=table.metric_names,
+        worker_names=table.worker_names,
+        test=table.test,
+        metric=None if metrics == 1 else table.metric,
+        value=table.value,
+        run=run,
+        position=position,
+        predecessor=table.predecessor if run is not None and position is not None else None,
+        **per_run,
+        run_analysed=per_run["run_arm"] >= 0,
+        rows_per_test=np.bincount(table.test, minlength=len(table.test_names)),
+        random_per_comparison=np.bincount(key[random], minlength=len(owner)),
+        positions=int(table.position[random].max()) + 1 if position is not None and random.any() else 0,
+        comparisons_on_one_worker=bool(np.array_equal(owner[key], table.worker)),
+        has_time=not is_constant(table.time),
+        excluded=table.excluded,
+        warnings=table.warnings,
+        row_arm=table.arm if run is None else None,
+        row_worker=table.worker if run is None and len(table.worker_names) > 1 else None,
+        row_time=None if run is not None or is_constant(table.time) else table.time,
+    )
+
+
+def _all_or_none(column: np.ndarray) -> np.ndarray | bool | None:
+    """The column when every row knows it, None when none does, False when some do."""
+    if is_constant(column) and column[0] < 0:
+        return None
+    known = column >= 0
+    return column if known.all() else (None if not known.any() else False)
+
+
+def _per_run(table: TrialTable) -> dict[str, np.ndarray] | None:
+    """Each run's start (its rows' earliest finite time), arm and worker, as stream_tidy gives
+    them; None when a run has rows of two arms or two workers."""
+    size = int(table.run.max()) + 1
+    first = np.full(size, len(table), dtype=np.int64)
+    np.minimum.at(first, table.run, np.arange(len(table)))
+    has = first < len(table)
+    run_arm = np.full(size, -1, dtype=np.int8)
+    run_arm[has] = table.arm[first[has]]
+    run_worker = np.zeros(size, dtype=np.int32)
+    run_worker[has] = table.worker[first[has]]
+    if not (np.array_equal(run_arm[table.run], table.arm) and np.array_equal(run_worker[table.run], table.worker)):
+        return None
+    run_start = np.full(size, np.inf)
+    timed = np.isfinite(table.time)
+    np.minimum.at(run_start, table.run[timed], table.time[timed])
+    return dict(run_start=np.where(np.isinf(run_start), np.nan, run_start), run_arm=run_arm, run_worker=run_worker)
+
+
 def analyze_compact(trials: CompactTrials, options: Options = Options(), *, batch_rows: int = BATCH_ROWS) -> Analysis:
     """The analysis of compact rows (can_batch must hold), as analyze_loaded(read_tidy(file))."""
     alpha = options.alpha if options.alpha is not None else 0.05
     correction = options.correction or "bonferroni"
-    present = np.flatnonzero(np.bincount(trials.run_worker[trials.run_analysed], minlength=len(trials.worker_names))).tolist()
+    present = _present(trials)
     n_workers = len(present)
     fleet = n_workers > 1
+    # As diagnostics.Parts.anything: a table that knows no runs, positions or times has nothing to diagnose.
+    diagnose = options.diagnostics and _anything(trials)
 
-    bins = _bins(trials) if options.diagnostics else None
+    bins = _bins(trials) if diagnose else None
     verdicts: list[TestVerdict] = []
     notes: list[Any] = []
     owner_parts: list[np.ndarray] = []
@@ -82,14 +162,14 @@ def analyze_compact(trials: CompactTrials, options: Options = Options(), *, batc
             notes.extend(batch.warnings)
             if owners is not None:
                 owner_parts.append(owners)
-            trends_here = options.diagnostics and found.busy[0] < found.busy[1]
+            trends_here = diagnose and found.busy[0] < found.busy[1]
             if trends_here:
                 found.add_trends(index, table, sv)
             found.busy[0] += time.perf_counter() - start
             if diagnosing is not None:
                 diagnosing.result()
             start = time.perf_counter()
-            if options.diagnostics:
+            if diagnose:
                 diagnosing = second.submit(found.add, index, table, sv, not trends_here)
             del table, sv, batch
         if diagnosing is not None:
@@ -99,7 +179,7 @@ def analyze_compact(trials: CompactTrials, options: Options = Options(), *, batc
 
     tests, alpha_corrected, order_matters = recorrect(verdicts, correction, alpha)
     diagnostics = None
-    if options.diagnostics:
+    if diagnose:
         diagnostics = found.diagnostics()
     warnings = list(trials.warnings) + notes
     combined = None
@@ -147,6 +227,26 @@ def _order_analysis(table: TrialTable, sv: ValueOrder, options: Options, alpha: 
     return batch, _owners(table, sv) if fleet else None
 
 
+def _present(trials: CompactTrials) -> list[int]:
+    """The workers with analysed rows."""
+    if trials.run is not None:
+        worker = trials.run_worker[trials.run_analysed]
+    elif trials.row_worker is not None:
+        worker = trials.row_worker
+    else:
+        return [0]
+    return np.flatnonzero(np.bincount(worker, minlength=len(trials.worker_names))).tolist()
+
+
+def _anything(trials: CompactTrials) -> bool:
+    """Whether the analysed rows know a run, a position or a start time (diagnostics.Parts.anything)."""
+    if len(trials) == 0:
+        return False
+    if trials.run is not None or trials.position is not None:
+        return True
+    return trials.row_time is not None and bool(np.isfinite(trials.row_time).any())
+
+
 def _strata_method() -> str:
     from benchsage.analyze.strata import METHOD
 
@@ -155,7 +255,7 @@ def _strata_method() -> str:
 
 def _bins(trials: CompactTrials) -> Any:
     """The position bins of the whole file's random-arm rows (diagnostics.position.position_bins)."""
-    if trials.positions == 0:  # no random-arm rows (every row has a position: tidy_stream reads no other files)
+    if trials.positions == 0:  # no random-arm rows, or no positions (a row has a position if any has: tidy_stream)
         return None
     return bins_for(trials.positions, trials.random_per_comparison, 5)
 
@@ -196,22 +296,22 @@ def _bounds(rows_per_test: np.ndarray, batch_rows: int) -> np.ndarray:
 
 def _table(trials: CompactTrials, rows: np.ndarray) -> TrialTable:
     n = len(rows)
-    run = trials.run[rows].astype(np.int64)
-    # A row's arm and worker are its run's.
+    # A row's arm, worker and start are its run's (without runs, its own).
     return TrialTable(
         test_names=trials.test_names,
         metric_names=trials.metric_names,
         worker_names=trials.worker_names,
         test=trials.test[rows].astype(np.int32),
         metric=trials.metric[rows].astype(np.int32) if trials.metric is not None else np.zeros(n, dtype=np.int32),
-        arm=trials.run_arm[run],
+        arm=trials.arm(rows),
         value=trials.value[rows],
-        run=run,
-        position=trials.position[rows].astype(np.int32),
-        predecessor=trials.predecessor[rows].astype(np.int32),
-        worker=trials.run_worker[run],
-        # The analysis reads start times per run (trials.run_start); every row has a run.
-        time=trials.run_start[run],
+        run=np.full(n, UNKNOWN, dtype=np.int64) if trials.run is None else trials.run[rows].astype(np.int64),
+        position=np.full(n, UNKNOWN, dtype=np.int32) if trials.position is None else trials.position[rows].astype(np.int32),
+        predecessor=(np.full(n, NO_PREDECESSOR_INFO, dtype=np.int32) if trials.predecessor is None
+                     else trials.predecessor[rows].astype(np.int32)),
+        worker=trials.worker(rows),
+        # The analysis reads start times per run (trials.run_start) where rows have runs.
+        time=trials.time(rows),
         primary=np.ones(n, dtype=bool),
         sources=(str(trials.path),),
         provenance={"format": "tidy"},

@@ -37,6 +37,18 @@ class MetricInfo:
 HARNESS_METRIC_INFO: dict[str, MetricInfo] = {name: MetricInfo(name, unit, better) for name, (unit, better) in HARNESS_METRIC_UNITS.items()}
 
 
+def constant(n: int, value: Any, dtype: Any) -> np.ndarray:
+    """n copies of one value in the memory of one: a read-only view, for the column of a source
+    that does not have it (a tidy file without runs: every run UNKNOWN). Indexing it gives an
+    ordinary array; writing to it is an error."""
+    return np.broadcast_to(np.array(value, dtype=dtype), (n,))
+
+
+def is_constant(column: np.ndarray) -> bool:
+    """Whether a column is constant()'s view."""
+    return column.ndim == 1 and len(column) > 1 and column.strides == (0,)
+
+
 def _ints(values: Any, dtype: Any = np.int64) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(values, dtype=dtype))
 

@@ -262,6 +262,18 @@ def read_blocks(path: Path, found: list[str], want: _Want, *, as_text: bool, blo
         offset += rows
 
 
+def check_cells(path: Path, found: list[str], want: _Want) -> None:
+    """Raise the DataError read_columns raises for a bad cell or line of the file, if any, in
+    the same words (the same blocks, checked in the same order), keeping no block once checked:
+    for a reader that streams the file and met a cell it cannot take."""
+    try:
+        for _ in read_blocks(path, found, want, as_text=False):
+            pass
+    except _Retry:  # as read_columns: numbers read again as text
+        for _ in read_blocks(path, found, want, as_text=True):
+            pass
+
+
 def _read(path: Path, found: list[str], want: _Want, *, as_text: bool) -> Columns:
     cat, num, lst = want.categorical, want.numeric, want.lists
     code_parts: dict[str, list[np.ndarray]] = {c: [] for c in cat}

@@ -17,30 +17,14 @@ import numpy as np
 
 from benchsage.store.importers import _csv
 from benchsage.store.importers.base import Importer, check_arms, exclusion_summary
-from benchsage.store.table import NO_PREDECESSOR_INFO, UNKNOWN, TrialTable, derive_predecessors, encode_treatments
+from benchsage.store.importers.tidy_columns import _TEXT_COLUMNS, OPTIONAL, REQUEST, REQUIRED, is_ok  # noqa: F401 (tidy.REQUEST, ...)
+from benchsage.store.table import NO_PREDECESSOR_INFO, UNKNOWN, TrialTable, constant, derive_predecessors, encode_treatments, is_constant
 from benchsage.vocabulary import SWEEP_PREFIX
 
-REQUIRED = ("test", "order", "value")
-OPTIONAL = ("metric", "run", "position", "worker", "time", "status", "boot_id")
-_TEXT_COLUMNS = ("test", "order", "metric", "run", "worker", "status", "boot_id")
-
-
-def is_ok(status: str) -> bool:
-    return status.strip().lower() == "ok"
-
-
-# What read_columns reads of a tidy file (tidy_stream.py reads the same, block by block).
-REQUEST: dict[str, Any] = dict(
-    required=REQUIRED,
-    categorical=_TEXT_COLUMNS,
-    numeric=("value", "time"),
-    integer=("position",),
-    status="status",
-    is_ok=is_ok,
-    needed=("value",),
-    strict=("time", "position"),
-    codes_only=("run",),
-)
+# A file without runs at least this large is read block by block (tidy_stream.py), its table
+# built from the compact rows: the same table, without the whole file parsed at once (which
+# held about 80 bytes a row at its peak, for 13 bytes a row of a test,order,value table).
+STREAM_READ_BYTES = 64 << 20
 
 
 def treatment_columns(columns: Sequence[str]) -> tuple[str, ...]:
@@ -59,13 +43,25 @@ def read_tidy(path: str | Path, *, require_both_arms: bool = True) -> TrialTable
     arms of the combined table instead.
     """
     path = Path(path)
-    dims = treatment_columns(_csv.header(path))
+    columns = _csv.header(path)
+    dims = treatment_columns(columns)
+    if not dims and "run" not in columns and path.stat().st_size >= STREAM_READ_BYTES:
+        from benchsage.store.importers.tidy_stream import stream_tidy, table_of
+
+        trials = stream_tidy(path)  # a bad cell: read_tidy's own error, from the stream
+        if trials is not None:
+            table = table_of(trials)
+            del trials
+            if require_both_arms:
+                check_arms(table, str(path))
+            return table
     cols, _ = _csv.read_columns(path, **{**REQUEST, "categorical": _TEXT_COLUMNS + dims})
     n, has, ok = cols.n, set(cols.names), cols.ok
     # Columns leave `cols` as they are used, so that a paper-scale file's arrays are not all
     # held twice (file rows, then analysable rows) at the same time.
     codes, numbers = cols.codes, cols.numbers
-    zeros = np.zeros(n, dtype=np.int32)
+    # A column the file does not have is one value in the memory of one (table.constant).
+    zeros = constant(n, 0, np.int32)
 
     test_names, test = cols.labels["test"], codes.pop("test")
     arm = _csv.arms(path, cols.labels["order"], codes.pop("order"), "order")
@@ -83,27 +79,31 @@ def read_tidy(path: str | Path, *, require_both_arms: bool = True) -> TrialTable
             run[np.isin(run_codes, blank)] = UNKNOWN
         del run_codes
     else:
-        run = np.full(n, UNKNOWN, dtype=np.int64)
+        run = constant(n, UNKNOWN, np.int64)
     pos = numbers.pop("position", None)
-    position = np.full(n, UNKNOWN, dtype=np.int32) if pos is None else np.where(np.isnan(pos), UNKNOWN, pos).astype(np.int32)
+    position = constant(n, UNKNOWN, np.int32) if pos is None else np.where(np.isnan(pos), UNKNOWN, pos).astype(np.int32)
     del pos
 
     # A failed trial still ran and still warmed (or polluted) the machine for its successor.
     if "run" in has and "position" in has:
         predecessor = derive_predecessors(run, position, test)
     else:
-        predecessor = np.full(n, NO_PREDECESSOR_INFO, dtype=np.int32)
+        predecessor = constant(n, NO_PREDECESSOR_INFO, np.int32)
 
     excluded, warnings = exclusion_summary(path, ok, status, status_names, run, position, test)
     del status
     every = bool(ok.all())
 
+    kept = n if every else int(np.count_nonzero(ok))
+
     def analysable(column: np.ndarray) -> np.ndarray:
-        return column if every else column[ok]
+        if every:
+            return column
+        return constant(kept, column[0], column.dtype) if is_constant(column) else column[ok]
 
     # One column at a time: each file-row column is dropped as soon as its copy exists.
     value = analysable(numbers.pop("value"))
-    time = analysable(numbers.pop("time")) if "time" in numbers else np.full(len(value), np.nan)
+    time = analysable(numbers.pop("time")) if "time" in numbers else constant(len(value), np.nan, np.float64)
     test, metric, arm, worker = analysable(test), analysable(metric), analysable(arm), analysable(worker)
     run, position, predecessor = analysable(run), analysable(position), analysable(predecessor)
     provenance: dict[str, Any] = {"format": "tidy"}
@@ -125,7 +125,7 @@ def read_tidy(path: str | Path, *, require_both_arms: bool = True) -> TrialTable
         predecessor=predecessor,
         worker=worker,
         time=time,
-        primary=np.ones(len(value), dtype=bool),
+        primary=constant(len(value), True, bool),
         excluded=excluded,
         sources=(str(path),),
         warnings=warnings,

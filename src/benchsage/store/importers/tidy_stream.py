@@ -5,11 +5,16 @@ What read_tidy keeps per file row and then per analysed row (about 80 bytes at t
 reduced here to what the analysis reads, per analysed row: the value (float64), test and
 predecessor as int16, the run as int32 and the position as int8 (each widened when a value
 needs it): 17-19 bytes. The arm and the worker are the run's, start times one start per run.
-Two threads parse the next pieces of the file with pyarrow while this one works on the last. Only files of the usual shape are read this way: every row with a run and a position,
-each run's rows together and in position order, each run of one arm on one worker, no line
-break in a label, no treatment columns (has_treatments). For any other file, and for any
-problem in the file (whose one-line error the in-memory reader words), stream_tidy returns
-None and the caller reads the file with read_tidy, which gives the same analysis.
+A file without runs (a minimal `test,order,value` file, say) keeps the arm per row instead
+(int8), and the worker (int16) and start time (float64) per row when it has them: 11 bytes a
+row for the minimal file. Two threads parse the next pieces of the file with pyarrow while
+this one works on the last. Only files of the usual shape are read this way: a position in
+every row or in none, a run in every row or in none, each run's rows together and in position
+order, each run of one arm on one worker, no line break in a label, no treatment columns
+(has_treatments). For any other file stream_tidy returns None and the caller reads the file
+with read_tidy, which gives the same analysis. A cell read_tidy would refuse (text in a number
+column, say) is worded as read_tidy words it, naming the line (_csv.check_cells), without
+reading the file into memory.
 """
 
 from __future__ import annotations
@@ -28,8 +33,8 @@ import pyarrow.csv as pacsv
 from benchsage.errors import DataError
 from benchsage.store.importers import _csv
 from benchsage.store.importers.base import exclusion_summary
-from benchsage.store.importers.tidy import REQUEST, is_ok
-from benchsage.store.table import ARMS, FIRST, NO_PREDECESSOR_INFO, RANDOM_CODE
+from benchsage.store.importers.tidy_columns import REQUEST, is_ok
+from benchsage.store.table import ARMS, FIRST, NO_PREDECESSOR_INFO, RANDOM_CODE, UNKNOWN, TrialTable, constant
 from benchsage.vocabulary import SWEEP_PREFIX
 
 BLOCK_BYTES = 4 << 20  # per piece of the file; the tests pass small pieces to cross many piece borders
@@ -56,9 +61,9 @@ class CompactTrials:
     test: np.ndarray
     metric: np.ndarray | None  # None: one metric
     value: np.ndarray
-    run: np.ndarray
-    position: np.ndarray
-    predecessor: np.ndarray
+    run: np.ndarray | None  # None: the file has no runs (every row's run is unknown)
+    position: np.ndarray | None  # None: the file has no positions
+    predecessor: np.ndarray | None  # None: not known (no runs or no positions)
     run_start: np.ndarray
     run_arm: np.ndarray
     run_worker: np.ndarray
@@ -70,21 +75,40 @@ class CompactTrials:
     has_time: bool
     excluded: int
     warnings: tuple[str, ...]
+    # Without runs, per row: the arm, the worker (None: one worker) and the start time (None: no time column).
+    row_arm: np.ndarray | None = None
+    row_worker: np.ndarray | None = None
+    row_time: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.value)
 
     def arm(self, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
         """The arm of each row (of `rows`): its run's."""
+        if self.run is None:
+            return self.row_arm[rows]  # type: ignore[index]
         return self.run_arm[self.run[rows]]
 
     def worker(self, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
         """The worker of each row (of `rows`): its run's."""
+        if self.run is None:
+            return np.zeros(len(self.value[rows]), dtype=np.int32) if self.row_worker is None else self.row_worker[rows].astype(np.int32)
         return self.run_worker[self.run[rows]]
+
+    def time(self, rows: np.ndarray | slice = slice(None)) -> np.ndarray:
+        """The start time the analysis reads for each row (of `rows`): its run's start, or
+        without runs its own (NaN without a time column)."""
+        if self.run is not None:
+            return self.run_start[self.run[rows]]
+        return np.full(len(self.value[rows]), np.nan) if self.row_time is None else self.row_time[rows]
 
 
 class _Decline(Exception):
     """The file is not of the shape the compact reader handles; read it in memory instead."""
+
+
+class _BadCell(Exception):
+    """A cell read_tidy would refuse, or may: _csv.check_cells words it (or else the file is read in memory)."""
 
 
 class _Growing:
@@ -162,7 +186,7 @@ class _PerComparison:
         self.positions = 0  # one more than the largest random-arm position
         self.one_worker = True
 
-    def add(self, test: np.ndarray, metric: np.ndarray, worker: np.ndarray, random: np.ndarray, position: np.ndarray,
+    def add(self, test: np.ndarray, metric: np.ndarray, worker: np.ndarray, random: np.ndarray, position: np.ndarray | None,
             n_tests: int, n_metrics: int) -> None:
         if n_tests > self.random.shape[0] or n_metrics > self.random.shape[1]:
             shape = (max(n_tests, 2 * self.random.shape[0]), max(n_metrics, self.random.shape[1]))
@@ -177,7 +201,7 @@ class _PerComparison:
         width = self.random.shape[1]
         key = test.astype(np.int64) * width + metric
         self.random += np.bincount(key[random], minlength=self.random.size).reshape(self.random.shape)
-        if random.any():
+        if random.any() and position is not None:
             self.positions = max(self.positions, int(position[random].max()) + 1)
         if self.one_worker:
             owner = self.owner.reshape(-1)  # a view: writes reach self.owner
@@ -196,15 +220,55 @@ def has_treatments(columns: Sequence[str]) -> bool:
     return any(c in ("context", "observer") or c.startswith(("context:", "factor:", SWEEP_PREFIX)) for c in columns)
 
 
+def table_of(trials: CompactTrials) -> TrialTable:
+    """read_tidy's table of a file without runs, from its CompactTrials (which hold every
+    column of such a file per row): the columns widened to the table's types, those the file
+    does not have one value each (table.constant)."""
+    if trials.run is not None:
+        raise ValueError("table_of needs a file without runs: the compact rows keep one start time per run")
+    n = len(trials)
+
+    def column(values: np.ndarray | None, dtype: Any, missing: Any) -> np.ndarray:
+        return constant(n, missing, dtype) if values is None else values.astype(dtype, copy=False)
+
+    return TrialTable(
+        test_names=trials.test_names,
+        metric_names=trials.metric_names,
+        worker_names=trials.worker_names,
+        test=trials.test.astype(np.int32),
+        metric=column(trials.metric, np.int32, 0),
+        arm=trials.row_arm,  # type: ignore[arg-type]
+        value=trials.value,
+        run=constant(n, UNKNOWN, np.int64),
+        position=column(trials.position, np.int32, UNKNOWN),
+        predecessor=constant(n, NO_PREDECESSOR_INFO, np.int32),
+        worker=column(trials.row_worker, np.int32, 0),
+        time=column(trials.row_time, np.float64, np.nan),
+        primary=constant(n, True, bool),
+        excluded=trials.excluded,
+        sources=(str(trials.path),),
+        warnings=trials.warnings,
+        provenance={"format": "tidy"},
+    )
+
+
 def stream_tidy(path: str | Path, *, block_bytes: int = BLOCK_BYTES) -> CompactTrials | None:
     """The analysed rows of a tidy CSV file as CompactTrials, or None when the file should be
     read with read_tidy (a shape this reader does not handle, or a problem to report)."""
     path = Path(path)
     try:
         found, want, _ = _csv.plan(path, **REQUEST)
-        if "run" not in found or "position" not in found or has_treatments(found):
-            return None
+    except (DataError, pa.ArrowException, OSError):
+        return None  # read_tidy words it
+    if has_treatments(found):
+        return None
+    try:
         return _stream(path, found, block_bytes=block_bytes)
+    except (_BadCell, pa.ArrowInvalid):
+        # A cell read_tidy refuses, or a line it cannot parse: its error, naming the line, from a
+        # pass over the file that keeps no rows; a file it would read after all is read in memory.
+        _csv.check_cells(path, found, want)
+        return None
     except (_Decline, DataError, pa.ArrowException, OSError):
         return None
 
@@ -287,6 +351,16 @@ class _Labels(_csv._Labels):
         return codes
 
 
+def _positions(column: pa.Array) -> np.ndarray:
+    """A block's positions; a row without one declines the file (read_tidy keeps it, unknown)."""
+    if column.null_count:
+        raise _Decline
+    position = _csv._numpy(column)
+    if len(position) and int(position.min()) < 0:
+        raise _BadCell
+    return position
+
+
 def _stream(path: Path, found: list[str], *, block_bytes: int) -> CompactTrials:
     stream = _Stream(path, found, block_bytes)
     for batch in _blocks(path, found, stream.types, block_bytes):
@@ -301,10 +375,12 @@ class _Stream:
     def __init__(self, path: Path, found: list[str], block_bytes: int) -> None:
         self.path, self.block_bytes = path, block_bytes
         self.has_metric, self.has_worker, self.has_time = "metric" in found, "worker" in found, "time" in found
+        self.has_run, self.has_position = "run" in found, "position" in found
         self.cat = [c for c in _CATEGORICAL if c in found]
-        self.types: dict[str, Any] = {c: _csv._DICT for c in (*self.cat, "run")}
+        self.types: dict[str, Any] = {c: _csv._DICT for c in (*self.cat, *(["run"] if self.has_run else []))}
         self.types.update({c: pa.float64() for c in (["value", "time"] if self.has_time else ["value"])})
-        self.types["position"] = pa.int32()  # "1.5" or "x" stop the reader: read_tidy words the error
+        if self.has_position:
+            self.types["position"] = pa.int32()  # "1.5" or "x" stop the reader: check_cells words the error
         self.labels = {c: _Labels() for c in self.cat}
         self.runs = _PerRun()
         self.counts = _PerComparison()
@@ -316,17 +392,26 @@ class _Stream:
         self.carry: tuple[int, int, int, int] = (-2, -2, 0, NO_PREDECESSOR_INFO)
         self.arm_lookup = np.zeros(0, dtype=np.int8)
         self.good = np.zeros(0, dtype=bool)
+        self.arms_seen = np.zeros(2, dtype=bool)  # of analysed rows, for a file without runs
         self.total = 0
 
     def _columns(self, n: int) -> None:
         """Sized from the first block's rows per byte."""
         size = self.path.stat().st_size
         capacity = int(size * n / max(min(self.block_bytes, size), 1) * 1.25) + 1024
-        for name, dtype in (("test", np.int16), ("value", np.float64), ("run", np.int32), ("position", np.int8),
-                            ("predecessor", np.int16)):
-            self.cols[name] = _Growing(dtype, capacity)
+        wanted: list[tuple[str, Any]] = [("test", np.int16), ("value", np.float64)]
         if self.has_metric:
-            self.cols["metric"] = _Growing(np.int16, capacity)
+            wanted.append(("metric", np.int16))
+        if self.has_run:
+            wanted.append(("run", np.int32))
+        else:  # per row what is otherwise per run
+            wanted += [("arm", np.int8)] + [("worker", np.int16)] * self.has_worker + [("time", np.float64)] * self.has_time
+        if self.has_position:
+            wanted.append(("position", np.int8))
+        if self.has_run and self.has_position:
+            wanted.append(("predecessor", np.int16))
+        for name, dtype in wanted:
+            self.cols[name] = _Growing(dtype, capacity)
 
     def add(self, batch: Any) -> None:
         n = batch.num_rows
@@ -335,48 +420,53 @@ class _Stream:
         codes = {c: self.labels[c].codes(batch.column(c)) for c in self.cat}
         arm = self._arms(codes["order"])
         ok = self._analysed(codes.get("status"))  # None: every row is analysed
-        position_column = batch.column("position")
-        if position_column.null_count:
-            raise _Decline
-        position = _csv._numpy(position_column)
-        if int(position.min()) < 0:
-            raise _Decline
+        position = _positions(batch.column("position")) if self.has_position else None
         value = _csv._numpy(batch.column("value"))
         time = _csv._numpy(batch.column("time")) if self.has_time else None
-        run, self.last_label = _runs(batch.column("run"), self.last_label, self.runs, self.run_hashes)
+        run = None
+        if self.has_run:
+            run, self.last_label = _runs(batch.column("run"), self.last_label, self.runs, self.run_hashes)
         del batch
         test = codes["test"]
         worker = codes["worker"] if self.has_worker else np.zeros(n, dtype=np.int32)
-        # Each run on one worker (the run ids of read_tidy are then the runs, numbered by worker).
-        fresh = self.runs.owner[run] < 0
-        self.runs.owner[run[fresh]] = worker[fresh]
-        if not np.array_equal(self.runs.owner[run], worker):
-            raise _Decline
-        predecessor, self.carry = _predecessors(run, position, test, self.carry)
+        predecessor = None
+        if run is not None:
+            # Each run on one worker (the run ids of read_tidy are then the runs, numbered by worker).
+            fresh = self.runs.owner[run] < 0
+            self.runs.owner[run[fresh]] = worker[fresh]
+            if not np.array_equal(self.runs.owner[run], worker):
+                raise _Decline
+            if position is not None:
+                predecessor, self.carry = _predecessors(run, position, test, self.carry)
 
         def analysed(column: np.ndarray) -> np.ndarray:
             return column if ok is None else column[ok]
 
         if ok is not None:
             bad = ~ok
-            self.bad_parts.append((run[bad], position[bad], test[bad], codes["status"][bad]))
+            unknown = np.full(int(bad.sum()), -1, dtype=np.int32)
+            self.bad_parts.append((unknown if run is None else run[bad], unknown if position is None else position[bad], test[bad],
+                                   codes["status"][bad]))
         value = analysed(value)
         if not np.isfinite(value).all():
-            raise _Decline  # read_tidy names the line
-        run_ok, arm_ok = analysed(run), analysed(arm)
-        if len(run_ok):
-            _run_facts(self.runs, run_ok, arm_ok, None if time is None else analysed(time))
-        test_ok, position_ok = analysed(test), analysed(position)
-        metric_ok = analysed(codes["metric"]) if self.has_metric else np.zeros(len(run_ok), dtype=np.int32)
+            raise _BadCell  # check_cells names the line, as read_tidy does
+        arm_ok = analysed(arm)
+        test_ok = analysed(test)
+        position_ok = None if position is None else analysed(position)
+        metric_ok = analysed(codes["metric"]) if self.has_metric else np.zeros(len(test_ok), dtype=np.int32)
         self.counts.add(test_ok, metric_ok, analysed(worker), arm_ok == RANDOM_CODE, position_ok, len(self.labels["test"].names),
                         len(self.labels["metric"].names) if self.has_metric else 1)
-        self.cols["test"].append(test_ok)
-        self.cols["value"].append(value)
-        self.cols["run"].append(run_ok)
-        self.cols["position"].append(position_ok)
-        self.cols["predecessor"].append(analysed(predecessor))
-        if self.has_metric:
-            self.cols["metric"].append(metric_ok)
+        columns = {"test": test_ok, "value": value, "metric": metric_ok, "position": position_ok}
+        if run is not None:
+            run_ok = analysed(run)
+            if len(run_ok):
+                _run_facts(self.runs, run_ok, arm_ok, None if time is None else analysed(time))
+            columns.update(run=run_ok, predecessor=None if predecessor is None else analysed(predecessor))
+        else:
+            self.arms_seen[np.unique(arm_ok)] = True
+            columns.update(arm=arm_ok, worker=analysed(worker), time=None if time is None else analysed(time))
+        for name, col in self.cols.items():
+            col.append(columns[name])  # type: ignore[arg-type]
         self.total += n
 
     def _arms(self, order: np.ndarray) -> np.ndarray:
@@ -401,33 +491,17 @@ class _Stream:
     def finish(self) -> CompactTrials:
         if self.total == 0:
             raise _Decline  # read_tidy says the file has no rows
-        hashes = np.sort(np.concatenate(self.run_hashes))
-        self.run_hashes = []
-        if (hashes[1:] == hashes[:-1]).any():
-            raise _Decline  # a run label with two stretches of rows (or two labels with one hash)
-        del hashes
-        runs = self.runs
-        runs.done()
         out = {name: col.done() for name, col in self.cols.items()}
         self.cols = {}
-        # Run ids as _csv.combined_ids(worker, run label) numbers them: by worker, then label.
-        used = np.flatnonzero(runs.owner >= 0)
-        by_worker = used[np.argsort(runs.owner[used], kind="stable")]
-        rank = np.full(len(runs.owner), -1, dtype=np.int32)
-        rank[by_worker] = np.arange(len(by_worker))
-        run = out["run"]
-        for at in range(0, len(run), 1 << 20):  # in place, a slice at a time: no second run column
-            run[at : at + (1 << 20)] = rank[run[at : at + (1 << 20)]]
-        size = len(by_worker)
-        run_start = np.full(size, np.nan)
-        run_start[rank[used]] = np.where(np.isinf(runs.start[used]), np.nan, runs.start[used])
-        run_arm = np.full(size, -1, dtype=np.int8)
-        run_arm[rank[used]] = runs.first_arm[used]
-        run_worker = np.zeros(size, dtype=np.int32)
-        run_worker[rank[used]] = runs.owner[used]
+        if self.has_run:
+            per_run, rank = self._runs(out["run"])
+            arms_seen = per_run["run_arm"] >= 0
+            arms_seen = np.bincount(per_run["run_arm"][arms_seen], minlength=2) > 0
+        else:
+            per_run = dict(run_start=np.zeros(0), run_arm=np.zeros(0, dtype=np.int8), run_worker=np.zeros(0, dtype=np.int32))
+            rank, arms_seen = None, self.arms_seen
         excluded, warnings = self._excluded(rank)
-        analysed_arms = np.bincount(run_arm[run_arm >= 0], minlength=2)
-        if len(run) == 0 or not analysed_arms.all():
+        if len(out["value"]) == 0 or not arms_seen.all():
             raise _Decline  # read_tidy and load_sources word the error
         labels = self.labels
         test_names = tuple(labels["test"].names)
@@ -441,13 +515,11 @@ class _Stream:
             test=out["test"],
             metric=out.get("metric"),
             value=out["value"],
-            run=run,
-            position=out["position"],
-            predecessor=out["predecessor"],
-            run_start=run_start,
-            run_arm=run_arm,
-            run_worker=run_worker,
-            run_analysed=run_arm >= 0,
+            run=out.get("run"),
+            position=out.get("position"),
+            predecessor=out.get("predecessor"),
+            **per_run,
+            run_analysed=per_run["run_arm"] >= 0,
             rows_per_test=rows_per_test,
             random_per_comparison=random_per_comparison,
             positions=self.counts.positions,
@@ -455,14 +527,44 @@ class _Stream:
             has_time=self.has_time,
             excluded=excluded,
             warnings=warnings,
+            row_arm=out.get("arm"),
+            row_worker=out.get("worker"),
+            row_time=out.get("time"),
         )
 
-    def _excluded(self, rank: np.ndarray) -> tuple[int, Any]:
+    def _runs(self, run: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        """Numbers the runs of `run` (in place) as read_tidy does, and gives each run's start, arm
+        and worker, and the new number of each run as read (its rank)."""
+        hashes = np.sort(np.concatenate(self.run_hashes))
+        self.run_hashes = []
+        if (hashes[1:] == hashes[:-1]).any():
+            raise _Decline  # a run label with two stretches of rows (or two labels with one hash)
+        del hashes
+        runs = self.runs
+        runs.done()
+        # Run ids as _csv.combined_ids(worker, run label) numbers them: by worker, then label.
+        used = np.flatnonzero(runs.owner >= 0)
+        by_worker = used[np.argsort(runs.owner[used], kind="stable")]
+        rank = np.full(len(runs.owner), -1, dtype=np.int32)
+        rank[by_worker] = np.arange(len(by_worker))
+        for at in range(0, len(run), 1 << 20):  # in place, a slice at a time: no second run column
+            run[at : at + (1 << 20)] = rank[run[at : at + (1 << 20)]]
+        size = len(by_worker)
+        run_start = np.full(size, np.nan)
+        run_start[rank[used]] = np.where(np.isinf(runs.start[used]), np.nan, runs.start[used])
+        run_arm = np.full(size, -1, dtype=np.int8)
+        run_arm[rank[used]] = runs.first_arm[used]
+        run_worker = np.zeros(size, dtype=np.int32)
+        run_worker[rank[used]] = runs.owner[used]
+        return dict(run_start=run_start, run_arm=run_arm, run_worker=run_worker), rank
+
+    def _excluded(self, rank: np.ndarray | None) -> tuple[int, Any]:
         if not self.bad_parts:
             return 0, ()
         r, p, t, st = (np.concatenate([part[i] for part in self.bad_parts]) for i in range(4))
         status_names = tuple(self.labels["status"].names)
-        return exclusion_summary(self.path, np.zeros(len(r), dtype=bool), st, status_names, rank[r].astype(np.int64), p, t)
+        run = r.astype(np.int64) if rank is None else rank[r].astype(np.int64)
+        return exclusion_summary(self.path, np.zeros(len(r), dtype=bool), st, status_names, run, p, t)
 
 
 def _run_facts(runs: _PerRun, run: np.ndarray, arm: np.ndarray, time: np.ndarray | None) -> None:
