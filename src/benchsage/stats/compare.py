@@ -18,6 +18,7 @@ from scipy import special
 
 from benchsage.stats._grouped import row_ranks
 from benchsage.stats.correction import adjust
+from benchsage.stats.permutation import floor_p, log_assignments
 from benchsage.stats.ranksum import mann_whitney
 from benchsage.stats.shift import ci_rank, pairwise_order_statistics
 
@@ -335,11 +336,14 @@ def compare(
         test = _touati(x, y, alpha, shapiro_always)
     else:
         test = _mann_whitney_test(x, y, "mann-whitney", "two-sided Mann-Whitney U test")
+    # A t-test's far tail underflows to 0; no test of m + n values can give less than one over
+    # their C(m + n, m) splits.
+    p = float(floor_p(np.array(test.p), log_assignments(m + n, math.lgamma(m + 1) + math.lgamma(n + 1))))
     return Comparison(
         ratio=ratio,
         ci=ci,
-        p=test.p,
-        better=_decide(test.p, test.direction, alpha, higher_is_better),
+        p=p,
+        better=_decide(p, test.direction, alpha, higher_is_better),
         method=test.method,
         ci_method=named,
         n_a=m,
