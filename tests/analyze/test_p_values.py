@@ -2,7 +2,7 @@
 t approximation of Spearman's rho gave p = 0 to a perfect trend over 6 runs; a chi-squared tail
 underflows to 0 with thousands of values). The analysis JSON is walked for every p-value key
 over experiments built to reach the extremes: perfect trends, complete separations at large N,
-contexts, observer levels, factors, a fleet and declared claims."""
+contexts, observer levels, factors, a fleet, a sweep's curves and declared claims."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from benchsage.store.table import TrialTable
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parent / "treatments"))
+from curves_data import swept_columns, swept_table  # noqa: E402
 from fleet_data import tidy_fleet  # noqa: E402
 from treatment_data import build, claims, const, env_time  # noqa: E402
 
@@ -83,6 +84,7 @@ CASES = {
         lambda: build({"o3": lambda c, o, f: 0.01 * (2.0 if o == "strace" else 1.0) * (1.5 if f["A"] == "hi" else 1.0), "o2": const(0.012)},
                       contexts=2, runs=16, observer=("none", "strace"), factors=2), claims(("o3", "o2"))),
     "a fleet with an odd worker": (lambda: tidy_fleet({"n1": 1.0, "n2": 1.0, "n3": 1.5}, runs_per_arm=10, effect=0.5), None),
+    "a sweep with a factor, its series compared level by level": (lambda: swept_table(swept_columns(slowdown=3.0, noise=0.001)), None),
 }
 
 
