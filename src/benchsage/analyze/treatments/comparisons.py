@@ -13,7 +13,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from benchsage.analyze.treatments.options import SPEC_CLAIM, CompareRequest, TreatmentOptions
-from benchsage.analyze.treatments.table import CONTEXT_PREFIX, NUMERIC_DIMENSIONS, num, provenance
+from benchsage.analyze.treatments.table import CONTEXT_PREFIX, NUMERIC_DIMENSIONS, num, numeric_levels, provenance
 from benchsage.errors import UsageError
 from benchsage.stats.compare import Comparison, ContextSummary, DimensionVerdicts, compare, decide_levels, summarize_contexts
 from benchsage.stats.correction import adjust
@@ -303,7 +303,7 @@ def _levels(table: TrialTable, k: int, name: str, of_both: np.ndarray) -> list[t
     code = table.treatment[:, k]
     names = table.dim_levels[k]
     present = np.unique(code[of_both & (code >= 0)])
-    if name in NUMERIC_DIMENSIONS and _all_numbers(names) and len(present) > 2:
+    if name in NUMERIC_DIMENSIONS and numeric_levels(tuple(names)) and len(present) > 2:
         value = np.array([float(names[c]) for c in present])
         cut = float(np.median(value))
         low = value <= cut if (value > cut).any() else value < cut
@@ -312,10 +312,3 @@ def _levels(table: TrialTable, k: int, name: str, of_both: np.ndarray) -> list[t
                 for side, half in ((True, halves[0]), (False, halves[1])) if len(half)]
     return [(names[c], code == c) for c in present.tolist() if len(np.unique(table.test[of_both & (code == c)])) == 2]
 
-
-def _all_numbers(levels: Sequence[str]) -> bool:
-    try:
-        [float(v) for v in levels]
-    except ValueError:
-        return False
-    return True
