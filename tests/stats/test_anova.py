@@ -86,9 +86,11 @@ def test_the_components_add_up_to_the_total_in_a_balanced_design(shape: list[int
     assert all(v >= 0 for v in ss.values())
 
 
-def test_no_error_makes_any_variation_certain_and_none_untested() -> None:
+def test_no_error_gives_the_least_p_of_the_cells_and_no_variation_no_test() -> None:
     result = factorial_anova([1, 1, 2, 2, 3, 3], {"a": ["x", "x", "y", "y", "z", "z"]}, {"a": ["x", "y", "z"]})
-    assert result.term("a").f == float("inf") and result.term("a").p == 0.0 and result.to_json()["terms"][0]["f"] is None
+    # never 0: one of the 6! / (2! 2! 2!) = 90 ways to deal the observations into the cells
+    assert result.term("a").f == float("inf") and result.term("a").p == pytest.approx(1 / 90, rel=1e-12)
+    assert result.to_json()["terms"][0]["f"] is None
     flat = factorial_anova([1.0] * 6, {"a": ["x", "x", "y", "y", "z", "z"]}, {"a": ["x", "y", "z"]})
     assert flat.term("a").p is None and flat.error_pct is None
 

@@ -12,14 +12,18 @@ values (both arms together): the k-sample Kruskal-Wallis test across workers (df
 Kruskal & Wallis 1952), one family over the tests (Bonferroni or Holm, as the analysis);
 `spread_pct` = (largest - smallest worker median) / smallest x 100 (None when the smallest is
 not positive). Outliers, for a test whose workers differ: Dunn's pairwise comparisons of its
-workers (Dunn 1964, the post-hoc test of Kruskal-Wallis, on the same ranks), Holm over the
-test's pairs at the Bonferroni share alpha / m of the test family (m tests), so that the claims
-of all tests together keep the family-wise error at most alpha; a worker is an outlier when it
-differs from more than half of the other workers. That names the odd machine of a fleet whose
-majority agrees (1, 1, 1.5: the third), names every worker when none agrees with the others (1,
-1.5, 3), and, unlike a test of each worker against all the others pooled, does not flag a
-normal worker because the pool it is compared with contains the odd one. The gate (the test's
-own Kruskal-Wallis being significant) keeps an agreeing fleet's outliers empty. With two
+workers (Dunn 1964, the post-hoc test of Kruskal-Wallis, on the same ranks) at the Bonferroni
+share alpha / m of the test family (m tests), stepped down by Shaffer's (1986) method with the
+Kruskal-Wallis test as its gate (shaffer_limits): once the gate rejects that all workers agree,
+at most t of the pairs can be alike, t given by the ways W workers can fall into groups of
+equals (with three workers, one pair at most: each pair is tested at the full share, where Holm
+over the three pairs spent a third of it), so the claims of all tests together keep the
+family-wise error at most alpha. A worker is an outlier when it differs from more than half of
+the other workers. That names the odd machine of a fleet whose majority agrees (1, 1, 1.5: the
+third), names every worker when none agrees with the others (1, 1.5, 3), and, unlike a test of
+each worker against the others pooled or against the median of their medians, does not flag a
+normal worker of three because what it is compared with contains the odd one. The gate (the
+test's own Kruskal-Wallis being significant) keeps an agreeing fleet's outliers empty. With two
 workers that differ, both are listed: two machines cannot say which one is odd.
 """
 
@@ -183,17 +187,40 @@ def fleet_rows(table: TrialTable, *, alpha: float, correction: str, min_values: 
 
 
 def _outliers(pairs: Sequence[tuple[int, int, float]], n_workers: int, level: float) -> list[int]:
-    """Workers that differ (Holm over the pairs at `level`) from more than half of the others."""
-    usable = [(i, j, p) for i, j, p in pairs if math.isfinite(p)]
+    """Workers that differ from more than half of the others, the pairs decided by Shaffer's
+    step-down at `level` after the gate (see shaffer_limits)."""
+    usable = sorted(((i, j, p) for i, j, p in pairs if math.isfinite(p)), key=lambda pair: pair[2])
     if not usable:
         return []
-    reject = adjust(np.array([p for _, _, p in usable]), "holm", level).reject.tolist()
+    limits = shaffer_limits(n_workers)
     differs: dict[int, int] = {}
-    for (i, j, _), r in zip(usable, reject):
-        if r:
-            differs[i] = differs.get(i, 0) + 1
-            differs[j] = differs.get(j, 0) + 1
+    for step, (i, j, p) in enumerate(usable):
+        true_at_most = limits[min(step, len(limits) - 1)]
+        if true_at_most > 0 and p > level / true_at_most:
+            break  # step-down: the first pair kept stops the procedure
+        differs[i] = differs.get(i, 0) + 1
+        differs[j] = differs.get(j, 0) + 1
     return sorted(x for x, k in differs.items() if k > (n_workers - 1) / 2)
+
+
+def shaffer_limits(n_workers: int) -> tuple[int, ...]:
+    """t_i, i = 1..W(W-1)/2: the most pairs of W workers that can still be alike when i - 1 pairs
+    differ and the gate rejected that all are alike. Shaffer (1986), "Modified sequentially
+    rejective multiple test procedures", JASA 81(395): the pairs that are alike are those within
+    groups of equal workers, so their possible numbers are S(W) = {C(g1, 2) + ... : g1 + ... = W};
+    t_i = max{s in S(W): s <= min(M - i + 1, M - 1)}, M = C(W, 2). The i-th smallest p is rejected
+    when p <= level / t_i (t_i = 0: the gate decided it). Three workers: S = {0, 1, 3}, t = 1, 1, 1."""
+    possible = _alike_counts(n_workers)
+    pairs = n_workers * (n_workers - 1) // 2
+    return tuple(max(s for s in possible if s <= min(pairs - i, pairs - 1)) for i in range(pairs))
+
+
+def _alike_counts(n: int) -> frozenset[int]:
+    """S(n): the numbers of alike pairs of n workers split into groups of equals."""
+    counts = [frozenset({0}), frozenset({0})]
+    for k in range(2, n + 1):
+        counts.append(frozenset(j * (j - 1) // 2 + x for j in range(1, k + 1) for x in counts[k - j]))
+    return counts[n] if n < len(counts) else frozenset({0})
 
 
 def fleet_warnings(rows: Sequence[FleetRow]) -> list[WorkersDiffer]:

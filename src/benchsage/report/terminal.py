@@ -435,6 +435,8 @@ def _comparisons(analysis: Analysis, console: Console, st: _Styles) -> None:
         _line(console, f"  {comparison_sentence(r)}", st.warning if flips else (st.verdict_none if r.better else ""))
         if flips and r.better is not None:
             against = [c for c in r.per_context if c.better not in (None, r.better)]
+            if not against:  # a flip along a dimension only: the sentence names its levels
+                continue
             names = ", ".join(c.name + (f" ({' '.join(f'{k}={v}' for k, v in c.values.items())})" if c.values else "")
                               for c in against[:MAX_FLIP_CONTEXTS])
             loser = r.b if r.better == "a" else r.a

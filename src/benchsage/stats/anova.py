@@ -18,6 +18,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from scipy import special
 
+from benchsage.stats.permutation import least_p, log_assignments
+
 from benchsage.stats.factorial import term_masks
 
 
@@ -191,6 +193,10 @@ def factorial_anova(values: Any, settings: Mapping[str, Sequence[Any]], factors:
     k, r = len(names), cells.shape[-1]
     error_df = math.prod(cells.shape[:-1]) * (r - 1)
     mse = sse / error_df
+    # Never below one over the ways to deal the N observations into the cells (r each): an F
+    # tail underflows to 0, and with no error at all the F test gives 0.
+    n_cells = math.prod(cells.shape[:-1])
+    floor = float(least_p(log_assignments(n_cells * r, n_cells * math.lgamma(r + 1))))
     terms = []
     for mask in term_masks(k):
         members = tuple(names[j] for j in range(k) if mask >> j & 1)
@@ -198,9 +204,9 @@ def factorial_anova(values: Any, settings: Mapping[str, Sequence[Any]], factors:
         ms = ss[mask] / df
         if mse > 0:
             f: float | None = ms / mse
-            p: float | None = float(special.fdtrc(df, error_df, f))
-        else:  # no error at all: any variation of the term is certain, none is no evidence
-            f, p = (math.inf, 0.0) if ms > 0 else (None, None)
+            p: float | None = max(float(special.fdtrc(df, error_df, f)), floor)
+        else:  # no error at all: the least p a test of these cells can give; no variation is no evidence
+            f, p = (math.inf, floor) if ms > 0 else (None, None)
         terms.append(AnovaTerm(":".join(members), members, df, ss[mask], ms, f, p, 100.0 * ss[mask] / sst if sst > 0 else None))
     means = cells.mean(axis=-1)
     grand = float(means.mean())

@@ -8,7 +8,7 @@ protocol; summaries say whether the winner stays the same in each order arm and 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -18,6 +18,7 @@ from scipy import special
 
 from benchsage.stats._grouped import row_ranks
 from benchsage.stats.correction import adjust
+from benchsage.stats.permutation import floor_p, log_assignments
 from benchsage.stats.ranksum import mann_whitney
 from benchsage.stats.shift import ci_rank, pairwise_order_statistics
 
@@ -335,11 +336,14 @@ def compare(
         test = _touati(x, y, alpha, shapiro_always)
     else:
         test = _mann_whitney_test(x, y, "mann-whitney", "two-sided Mann-Whitney U test")
+    # A t-test's far tail underflows to 0; no test of m + n values can give less than one over
+    # their C(m + n, m) splits.
+    p = float(floor_p(np.array(test.p), log_assignments(m + n, math.lgamma(m + 1) + math.lgamma(n + 1))))
     return Comparison(
         ratio=ratio,
         ci=ci,
-        p=test.p,
-        better=_decide(test.p, test.direction, alpha, higher_is_better),
+        p=p,
+        better=_decide(p, test.direction, alpha, higher_is_better),
         method=test.method,
         ci_method=named,
         n_a=m,
@@ -375,13 +379,56 @@ def holds_in(winner: str | None, per_arm: Mapping[str, Comparison]) -> dict[str,
 
 
 @dataclass(frozen=True)
+class LevelComparison:
+    """a vs b over every value at one level of a dimension (env_bytes 0-2800, cpus "1"):
+    better is decided on p_adjusted, corrected over every level of every dimension."""
+
+    level: str
+    comparison: Comparison
+    better: str | None
+    p_adjusted: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        c = self.comparison
+        return {"level": self.level, "better": self.better, "ratio": _num(c.ratio), "p": _num(c.p),
+                "p_adjusted": _num(self.p_adjusted), "n_a": c.n_a, "n_b": c.n_b}
+
+
+@dataclass(frozen=True)
+class DimensionVerdicts:
+    """A comparison answered at each level of one dimension of the contexts (or one factor);
+    flips: some level favours a and another b, each significant after the correction."""
+
+    dimension: str
+    levels: tuple[LevelComparison, ...]
+
+    @property
+    def flips(self) -> bool:
+        won = {lv.better for lv in self.levels}
+        return "a" in won and "b" in won
+
+    def strength(self) -> float:
+        """The weaker side of a flip: the larger of the smallest p_adjusted favouring a and the
+        smallest favouring b (inf without a flip); the flip_dimension is the strongest."""
+        if not self.flips:
+            return math.inf
+        return max(min(lv.p_adjusted for lv in self.levels if lv.better == side and lv.p_adjusted is not None)
+                   for side in ("a", "b"))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"flips": self.flips, "levels": [lv.to_json() for lv in self.levels]}
+
+
+@dataclass(frozen=True)
 class ContextSummary:
     """How a comparison fares across measurement contexts.
 
     n: contexts; a_better, b_better: contexts where that test is better, significant after the
     family-wise correction over the contexts; undecided: the others (including contexts with
-    too few values for a test); flips: a_better >= 1 and b_better >= 1, i.e. the winner changes
-    with the context, each way significant (Mytkowicz et al.'s sign flip of a speedup).
+    too few values for a test); flips: the winner changes with the context, each way
+    significant (Mytkowicz et al.'s sign flip of a speedup): a_better >= 1 and b_better >= 1, or
+    a flip between the levels of one of the dimensions in `by` (see decide_levels), which pool
+    the contexts that share a level and so find a flip with far fewer values per context.
     """
 
     n: int
@@ -391,9 +438,26 @@ class ContextSummary:
     flips: bool
     correction: str
     alpha: float
+    by: tuple[DimensionVerdicts, ...] = ()
+
+    @property
+    def flip_dimension(self) -> str | None:
+        """The dimension along which the winner flips most clearly (None: no dimension flips)."""
+        flipping = [d for d in self.by if d.flips]
+        return min(flipping, key=DimensionVerdicts.strength).dimension if flipping else None
+
+    def with_dimensions(self, by: Sequence[DimensionVerdicts]) -> "ContextSummary":
+        """This summary with the comparison answered per level of each dimension too."""
+        by = tuple(by)
+        return replace(self, by=by, flips=self.flips or any(d.flips for d in by))
 
     def to_json(self) -> dict[str, Any]:
-        return {"n": self.n, "a_better": self.a_better, "b_better": self.b_better, "undecided": self.undecided, "flips": self.flips}
+        out: dict[str, Any] = {"n": self.n, "a_better": self.a_better, "b_better": self.b_better, "undecided": self.undecided,
+                               "flips": self.flips}
+        if self.by:
+            out["by"] = {d.dimension: d.to_json() for d in self.by}
+            out["flip_dimension"] = self.flip_dimension
+        return out
 
 
 def summarize_contexts(per_context: Sequence[Comparison] | Mapping[str, Comparison], alpha: float = 0.05, correction: str = "bonferroni") -> ContextSummary:
@@ -423,3 +487,27 @@ def summarize_contexts(per_context: Sequence[Comparison] | Mapping[str, Comparis
         correction=correction,
         alpha=float(alpha),
     )
+
+
+def decide_levels(per_level: Mapping[str, Mapping[str, Comparison]], alpha: float = 0.05,
+                  correction: str = "bonferroni") -> tuple[DimensionVerdicts, ...]:
+    """Decide a comparison at each level of each dimension: per_level[dimension][level] is
+    compare() over all values at that level (every context sharing it), and the p-values of
+    every (dimension, level) are corrected together (bonferroni or holm) before each is decided.
+
+    Why per level: contexts that share a level of a dimension (the small environments) pool
+    their values, so a winner that flips with that dimension is found with the values users
+    have (16 a side at 16 runs per arm over 8 contexts, where each context alone holds 4, too
+    few for a corrected test). Why one family: a false flip needs a rejection in the wrong
+    direction at some level; with the Bonferroni share each such error has probability at most
+    alpha / (2 m), so together at most alpha / 2, as summarize_contexts's own false flips.
+    Dimensions are kept in the order given, levels too.
+    """
+    keys = [(d, lv) for d, levels in per_level.items() for lv in levels]
+    cs = [per_level[d][lv] for d, lv in keys]
+    decided = adjust(np.array([np.nan if c.p is None else c.p for c in cs], dtype=np.float64), correction, alpha)
+    out: dict[str, list[LevelComparison]] = {d: [] for d in per_level}
+    for i, ((d, lv), c) in enumerate(zip(keys, cs)):
+        better = _decide(0.0 if decided.reject[i] else None, c.direction, alpha, c.higher_is_better)
+        out[d].append(LevelComparison(lv, c, better, _num(decided.p_adjusted[i])))
+    return tuple(DimensionVerdicts(d, tuple(levels)) for d, levels in out.items())

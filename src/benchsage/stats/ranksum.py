@@ -26,6 +26,7 @@ import numpy as np
 from scipy import special
 
 from benchsage.stats._grouped import GroupedRanks, check_grouped, grouped_ranks, row_ranks
+from benchsage.stats.permutation import floor_p, log_assignments
 
 # Exact null distribution of U below this size on both sides and without ties, as R's
 # wilcox.test; the normal approximation is accurate beyond it.
@@ -76,6 +77,7 @@ def rank_sum_test(rank_sum: np.ndarray, n0: np.ndarray, n1: np.ndarray, tie_term
     tie-corrected Kruskal-Wallis H of the two samples, computed in the second form, whose
     integer factors are exact. With continuity, p = 2 (1 - Phi((|S| - 1/2) / sqrt(Var(S))))
     (at most 1), the continuity-corrected normal approximation of scipy.stats.mannwhitneyu.
+    p is floored at 1 / C(N, n1) (permutation.least_p), where the tail underflows.
 
     rank_sum: S per comparison (half-integers: exact in float64); n0, n1: the sample sizes;
     tie_term: T per comparison (the tie term of all N values).
@@ -98,6 +100,9 @@ def rank_sum_test(rank_sum: np.ndarray, n0: np.ndarray, n1: np.ndarray, tie_term
         p[defined] = np.minimum(1.0, 2.0 * special.ndtr(-(np.abs(s[defined]) - 0.5) / sd[defined]))
     else:
         p[defined] = special.chdtrc(1.0, h[defined])
+    # never below 1 / C(N, n1), one of the equally likely splits (a far tail underflows to 0)
+    split = special.gammaln(f0 + 1.0) + special.gammaln(f1 + 1.0)
+    p[defined] = floor_p(p[defined], log_assignments(n[defined], split[defined]))
     return RankSumResult(statistic=h, z=z, pvalue=p)
 
 

@@ -12,6 +12,7 @@ import numpy as np
 from scipy import special
 
 from benchsage.stats._grouped import check_grouped, grouped_ranks
+from benchsage.stats.permutation import MAX_EXACT, exact_correlation_p, floor_p, log_assignments
 
 
 class SpearmanResult(NamedTuple):
@@ -33,9 +34,12 @@ def spearman_grouped(
     """Spearman's rho of (x, y) within each group, and the two-sided p-value of rho = 0.
 
     Spearman (1904): the Pearson correlation of the ranks (ties get their average rank). The
-    p-value uses the t approximation t = rho sqrt((n - 2) / (1 - rho**2)) with n - 2 degrees
-    of freedom, as scipy.stats.spearmanr (which this agrees with). rho is NaN when a group has
-    fewer than 2 pairs or x or y is constant in it; the p-value is NaN also when n < 3.
+    p-value is exact up to MAX_EXACT pairs (permutation.exact_correlation_p: the share of the n!
+    assignments of y to x with a rho as far from 0; the t approximation is poor there, and gives
+    p = 0 at rho = +-1), and beyond uses the t approximation t = rho sqrt((n - 2) / (1 - rho**2))
+    with n - 2 degrees of freedom, as scipy.stats.spearmanr (which it then agrees with), floored
+    at 1 / n! (permutation.least_p): never 0. rho is NaN when a group has fewer than 2 pairs or x
+    or y is constant in it; the p-value is NaN also when n < 3.
 
     x_in_order: x is probably ascending within each group already (times of rows stored in
     time order), which saves its sort when true (checked; any x is accepted).
@@ -62,5 +66,21 @@ def spearman_grouped(
         dof = n[testable] - 2.0
         with np.errstate(divide="ignore"):
             t = r * np.sqrt(np.clip(dof / ((r + 1.0) * (1.0 - r)), 0.0, None))
-        p[testable] = 2.0 * special.stdtr(dof, -np.abs(t))
+        p[testable] = floor_p(2.0 * special.stdtr(dof, -np.abs(t)), log_assignments(n[testable]))
+    _exact_small(xv, yv, g, n, testable, p)
     return SpearmanResult(rho=rho, pvalue=p)
+
+
+def _exact_small(x: np.ndarray, y: np.ndarray, g: np.ndarray, n: np.ndarray, testable: np.ndarray, p: np.ndarray) -> None:
+    """p of the testable groups of at most MAX_EXACT pairs replaced by the exact one, one batch
+    per group size."""
+    small = testable & (n <= MAX_EXACT)
+    if not small.any():
+        return
+    rows = np.flatnonzero(small[g])
+    rows = rows[np.argsort(g[rows], kind="stable")]  # each group's rows together
+    sizes = n.astype(np.int64)[g[rows]]
+    for size in np.unique(sizes).tolist():
+        mine = rows[sizes == size]
+        groups = g[mine[::size]]
+        p[groups] = exact_correlation_p(x[mine].reshape(-1, size), y[mine].reshape(-1, size))

@@ -13,6 +13,7 @@ import numpy as np
 from scipy import special
 
 from benchsage.stats._grouped import GroupedRanks, check_grouped, grouped_ranks
+from benchsage.stats.permutation import floor_p, log_assignments
 from benchsage.stats.ranksum import label_rank_sums, rank_sum_variance
 
 
@@ -121,6 +122,10 @@ def van_elteren(
     chi2[defined] = numerator[defined] ** 2 / variance[defined]
     p = np.full(n_groups, np.nan)
     p[defined] = special.chdtrc(1.0, chi2[defined])
+    # never below one over the splits of every stratum: prod_j C(n_j, m_j)
+    splits = np.bincount(pair_group, weights=special.gammaln(n + 1.0) - special.gammaln(m + 1.0) - special.gammaln(n - m + 1.0),
+                         minlength=n_groups)
+    p[defined] = floor_p(p[defined], log_assignments(0.0, -splits[defined]))
     return StratifiedResult(statistic=chi2, pvalue=p, strata=strata, n0=n0, n1=n1)
 
 
@@ -161,6 +166,8 @@ def kruskal_k(values: np.ndarray, group: np.ndarray, sample: np.ndarray, n_group
     df = np.maximum(k - 1, 0).astype(np.int64)
     p = np.full(n_groups, np.nan)
     p[defined] = special.chdtrc(df[defined].astype(np.float64), h[defined])
+    sizes = np.bincount(pair_group, weights=special.gammaln(n_pair + 1.0), minlength=n_groups)
+    p[defined] = floor_p(p[defined], log_assignments(n[defined], sizes[defined]))  # never below 1 / (N! / prod n_i!)
     return KruskalKResult(statistic=h, df=df, pvalue=p)
 
 
@@ -225,4 +232,6 @@ def dunn(values: np.ndarray, group: np.ndarray, sample: np.ndarray, n_groups: in
         z = (mean_rank[a] - mean_rank[b]) / np.sqrt(s2[gg] * (1.0 / n_pair[a] + 1.0 / n_pair[b]))
     z = np.where(s2[gg] > 0, z, np.nan)
     p = np.where(np.isfinite(z), 2.0 * special.ndtr(-np.abs(z)), np.nan)
+    # never below 1 / C(n_i + n_j, n_i), one of the splits of the pair's values
+    p = floor_p(p, log_assignments(n_pair[a] + n_pair[b], special.gammaln(n_pair[a] + 1.0) + special.gammaln(n_pair[b] + 1.0)))
     return DunnPairs(group=gg, i=pair_sample[a], j=pair_sample[b], z=z, pvalue=p)

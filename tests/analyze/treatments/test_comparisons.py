@@ -20,9 +20,10 @@ from benchsage.errors import UsageError
 from benchsage.stats.compare import ratio_ci_bonett_price
 from benchsage.store.table import TrialTable
 from benchsage.report.treatments_json import comparison_json
+from benchsage.report.words import comparison_sentence
 
 sys.path.insert(0, str(Path(__file__).parent))
-from treatment_data import build, claims, columns_of, const, env_time, fleet_table  # noqa: E402
+from treatment_data import ENV, build, claims, columns_of, const, env_time, fleet_table  # noqa: E402
 
 
 def test_a_comparison_whose_winner_depends_on_the_environment_flips_and_sleeps_get_their_ratio() -> None:
@@ -177,3 +178,49 @@ def test_a_claim_is_answered_in_each_combination_of_factor_levels() -> None:
     # Without factors the row has no factor keys.
     (plain,) = analyze_treatments(build({"o3": const(0.093), "o2": const(0.100)}, contexts=0), options=claims(("o3", "o2"))).comparisons
     assert plain.factor_cells is None and "factor_cells" not in comparison_json(plain)
+
+
+def test_a_winner_that_flips_with_the_environment_size_is_found_with_16_runs_per_arm() -> None:
+    # o3 2x faster than o2 with a small environment, 1.5x slower with a large one; 8 contexts
+    # of 4 values per test each: no context decides on its own, the environment's halves do.
+    table = build({"o3": lambda c, o, f: 0.010 if ENV[c] < 5000 else 0.030, "o2": const(0.020)}, runs=16, cv=0.1)
+    (row,) = analyze_treatments(table, options=claims(("o3", "o2"))).comparisons
+    s = row.contexts
+    assert (s.n, s.undecided) == (8, 8) and all(c.comparison.n_a == 4 for c in row.per_context)
+    assert s.flips and s.flip_dimension == "env_bytes"
+    doc = comparison_json(row)["contexts"]
+    env = doc["by"]["env_bytes"]
+    assert [(lv["level"], lv["better"], lv["n_a"], lv["n_b"]) for lv in env["levels"]] == [("0-4200", "a", 16, 16), ("5600-9800", "b", 16, 16)]
+    assert doc["by"]["cpus"]["flips"] is False and doc["flip_dimension"] == "env_bytes"
+    sentence = comparison_sentence(row)
+    assert "flips with env_bytes: o3 better at 0-4200, o2 at 5600-9800" in sentence
+
+
+def test_a_uniform_winner_does_not_flip_along_any_dimension() -> None:
+    table = build({"o3": const(0.010), "o2": const(0.020)}, runs=16, cv=0.1)
+    (row,) = analyze_treatments(table, options=claims(("o3", "o2"))).comparisons
+    assert not row.contexts.flips and row.contexts.flip_dimension is None
+    assert {d.dimension for d in row.contexts.by} == {"env_bytes", "cpus"}
+    assert all(lv.better == "a" for d in row.contexts.by for lv in d.levels)
+    assert comparison_json(row)["contexts"]["flip_dimension"] is None
+
+
+def test_factor_levels_are_answered_beside_the_factor_cells() -> None:
+    # o3 better with A = lo, worse with A = hi, whatever B: each factor cell holds 8 values
+    o3 = lambda c, o, f: 0.050 if f["A"] == "lo" else 0.150  # noqa: E731
+    table = build({"o3": o3, "o2": const(0.100)}, contexts=0, factors=2, runs=16, seed=9, cv=0.1)
+    (row,) = analyze_treatments(table, options=claims(("o3", "o2"))).comparisons
+    assert row.factor_cells is not None and row.factor_cells.flip_dimension == "A"
+    by = {d.dimension: d for d in row.factor_cells.by}
+    assert by["A"].flips and not by["B"].flips
+
+
+def test_the_environment_flip_on_the_command_line_from_a_tidy_file(tmp_path: Path) -> None:
+    table = build({"o3": lambda c, o, f: 0.010 if ENV[c] < 5000 else 0.030, "o2": const(0.020)}, runs=16, cv=0.1)
+    table.to_pandas().rename(columns={"arm": "order"}).to_csv(tmp_path / "t.csv", index=False)
+    done = subprocess.run([sys.executable, "-m", "benchsage", "analyze", "t.csv", "--compare", "o3,o2", "--json"], cwd=tmp_path,
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=120)
+    assert done.returncode == 0, done.stderr
+    (row,) = json.loads(done.stdout)["comparisons"]
+    assert row["contexts"]["flips"] is True and row["contexts"]["undecided"] == 8 and row["contexts"]["flip_dimension"] == "env_bytes"
+    assert [lv["better"] for lv in row["contexts"]["by"]["env_bytes"]["levels"]] == ["a", "b"]

@@ -13,9 +13,9 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from benchsage.analyze.treatments.options import SPEC_CLAIM, CompareRequest, TreatmentOptions
-from benchsage.analyze.treatments.table import CONTEXT_PREFIX, num, provenance
+from benchsage.analyze.treatments.table import CONTEXT_PREFIX, NUMERIC_DIMENSIONS, num, numeric_levels, provenance
 from benchsage.errors import UsageError
-from benchsage.stats.compare import Comparison, ContextSummary, compare, summarize_contexts
+from benchsage.stats.compare import Comparison, ContextSummary, DimensionVerdicts, compare, decide_levels, summarize_contexts
 from benchsage.stats.correction import adjust
 from benchsage.store.table import ARMS, TrialTable
 from benchsage.vocabulary import CONTEXT, FACTOR_PREFIX
@@ -193,8 +193,12 @@ def comparison_rows(table: TrialTable, requests: list[CompareRequest], alpha: fl
                 arms.append(StratumComparison(arm, s, s.better))
         holds = {s.name: (None if better is None else s.better == better) for s in arms}
         summary, per_context = (None, ()) if context is None else _per_context(table, context, stratum, alpha_each, correction)
+        if summary is not None:
+            summary = summary.with_dimensions(_by_level(table, CONTEXT_PREFIX, len(per_context), a, b, m, stratum, alpha_each, correction))
         workers, per_worker = _per_worker(table, a, b, m, stratum, alpha_each, correction)
         cells, per_cell = _per_factor_cell(table, a, b, m, stratum, alpha_each, correction)
+        if cells is not None:
+            cells = cells.with_dimensions(_by_level(table, FACTOR_PREFIX, len(per_cell), a, b, m, stratum, alpha_each, correction))
         rows.append(ComparisonRow(r.a, r.b, table.metric_names[m], table.metric_info(table.metric_names[m]).unit, higher(m), c,
                                   num(family.p_adjusted[i]), better, holds, tuple(arms), summary, per_context, alpha_each,
                                   workers, per_worker, cells, per_cell))
@@ -271,3 +275,40 @@ def _decided_strata(strata: Sequence[tuple[str, np.ndarray]], stratum: Callable[
         better = _winner(c.direction, c.higher_is_better) if decided.reject[i] else None
         per.append(StratumComparison(name, c, better, num(decided.p_adjusted[i])))
     return summary, tuple(per)
+
+
+def _by_level(table: TrialTable, prefix: str, strata: int, a: int, b: int, m: int, stratum: Callable[[np.ndarray], Comparison],
+              alpha_each: float, correction: str) -> tuple[DimensionVerdicts, ...]:
+    """a vs b at each level of each dimension named with `prefix` (the contexts' dimensions, or
+    the factors), decided together after the correction over every (dimension, level)
+    (stats.compare.decide_levels). A dimension is answered when two or more of its levels hold
+    both tests and it has fewer such levels than there are strata (contexts, factor cells): a
+    dimension with a level per context (a link order drawn afresh for each) says nothing the
+    contexts do not."""
+    of_both = ((table.test == a) | (table.test == b)) & (table.metric == m)
+    per_level: dict[str, dict[str, Comparison]] = {}
+    for k, dim in enumerate(table.dims):
+        if not dim.startswith(prefix):
+            continue
+        levels = _levels(table, k, dim[len(prefix):], of_both)
+        if 2 <= len(levels) < strata:
+            per_level[dim[len(prefix):]] = {name: stratum(rows) for name, rows in levels}
+    return decide_levels(per_level, alpha_each, correction) if per_level else ()
+
+
+def _levels(table: TrialTable, k: int, name: str, of_both: np.ndarray) -> list[tuple[str, np.ndarray]]:
+    """The levels of dimension k that hold values of both tests, as (name, rows). A numeric
+    context dimension (env_bytes, cwd_bytes) drawn afresh for each context is cut in two at
+    the median of its values, "low-high" each: the small environments against the large."""
+    code = table.treatment[:, k]
+    names = table.dim_levels[k]
+    present = np.unique(code[of_both & (code >= 0)])
+    if name in NUMERIC_DIMENSIONS and numeric_levels(tuple(names)) and len(present) > 2:
+        value = np.array([float(names[c]) for c in present])
+        cut = float(np.median(value))
+        low = value <= cut if (value > cut).any() else value < cut
+        halves = [present[low], present[~low]]
+        return [(f"{float(np.min(value[low == side])):g}-{float(np.max(value[low == side])):g}", np.isin(code, half))
+                for side, half in ((True, halves[0]), (False, halves[1])) if len(half)]
+    return [(names[c], code == c) for c in present.tolist() if len(np.unique(table.test[of_both & (code == c)])) == 2]
+

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 import numpy as np
 
 from benchsage.analyze.levels import AcrossLevels
 from benchsage.analyze.treatments.notes import ContextMethod, DimensionMethod
-from benchsage.analyze.treatments.table import CONTEXT_PREFIX, NUMERIC_DIMENSIONS, comparisons_of, names_of, num, split_rows
+from benchsage.analyze.treatments.table import CONTEXT_PREFIX, NUMERIC_DIMENSIONS, comparisons_of, names_of, num, numeric_levels, split_rows
 from benchsage.stats.correction import adjust
 from benchsage.stats.permutation import MAX_EXACT, exact_rank_p
 from benchsage.stats.spearman import spearman_grouped
@@ -152,7 +151,7 @@ def _dimension_test(table: TrialTable, k: int, medians: np.ndarray) -> _Dimensio
     asymptotic beyond."""
     ctx_codes = table.levels(CONTEXT)[1]  # type: ignore[index]
     levels = table.dim_levels[k]
-    numeric = table.dims[k][len(CONTEXT_PREFIX):] in NUMERIC_DIMENSIONS and _numeric(levels)
+    numeric = table.dims[k][len(CONTEXT_PREFIX):] in NUMERIC_DIMENSIONS and numeric_levels(levels)
     setting = np.full(medians.shape[1], -1, dtype=np.int64)  # each context's level of dimension k
     for c in range(medians.shape[1]):
         known = table.treatment[(ctx_codes == c) & (table.treatment[:, k] >= 0), k]
@@ -183,12 +182,3 @@ def _dimension_test(table: TrialTable, k: int, medians: np.ndarray) -> _Dimensio
 # Up to this many contexts, a dimension's p-value comes from all n! assignments of the context
 # medians (40,320 at 8, the default number of variants).
 EXACT_CONTEXTS = MAX_EXACT
-
-
-@lru_cache(maxsize=8)
-def _numeric(levels: Sequence[str]) -> bool:
-    try:
-        [float(v) for v in levels]
-    except ValueError:
-        return False
-    return bool(levels)

@@ -5,7 +5,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from functools import lru_cache
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -16,6 +17,16 @@ CONTEXT_PREFIX = CONTEXT + ":"
 # Context dimensions whose levels are magnitudes (bytes): tested for a monotone trend. The others
 # (a CPU list, ASLR on/off, a link order) are categories.
 NUMERIC_DIMENSIONS = ("env_bytes", "cwd_bytes")
+
+
+@lru_cache(maxsize=8)
+def numeric_levels(levels: Sequence[str]) -> bool:
+    """Whether every level of a dimension reads as a number (and there is one)."""
+    try:
+        [float(v) for v in levels]
+    except ValueError:
+        return False
+    return bool(levels)
 
 
 def num(x: Any) -> float | None:

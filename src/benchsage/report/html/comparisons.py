@@ -7,6 +7,7 @@ from typing import Any, Mapping
 from benchsage.report.html.material import Material
 from benchsage.report.html.numbers import DASH
 from benchsage.report.words import comparison_sentence
+from benchsage.report.words.comparisons import flip_text
 
 KEY = "comparisons"
 TITLE = "Comparisons"
@@ -29,6 +30,7 @@ def view(material: Material) -> dict[str, Any] | None:
             "sentence": comparison_sentence(claim),
             "winner": winner or ("undecided" if c.get("p") is not None else DASH),
             "contexts": _strata_won(c, contexts),
+            "flip": "; ".join(flip_text(claim, claim.contexts)) if claim.contexts is not None else "",
             "flips": None if not contexts else contexts.get("flips"),
             "holds": [(c.get("holds_in") or {}).get(arm) for arm in ("fixed", "random")],
             "workers": _strata_won(c, c.get("workers")),

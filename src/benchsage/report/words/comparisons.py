@@ -108,8 +108,28 @@ def _across(row: ComparisonRow, s: ContextSummary | None, per: Sequence[StratumC
     factor cells); nothing without strata."""
     if s is None or not s.n:
         return []
+    along = flip_text(row, s)
     if all(c.comparison.p is None for c in per):
-        return [f"not testable within the {s.n} {noun} (fewer than {MIN_VALUES} values of a test in each)"]
+        return [f"not testable within the {s.n} {noun} (fewer than {MIN_VALUES} values of a test in each)", *along]
+    return [*_strata_counts(row, s, noun, prep), *along]
+
+
+def flip_text(row: ComparisonRow, s: ContextSummary) -> list[str]:
+    """The flip along a dimension, its levels and their winners: "flips with env_bytes: o3
+    better at 0-4200, o2 at 5600-9800" (nothing without one)."""
+    name = s.flip_dimension
+    if name is None:
+        return []
+    dim = next(d for d in s.by if d.dimension == name)
+    sides = [(side, test, [lv.level for lv in dim.levels if lv.better == side]) for side, test in (("a", row.a), ("b", row.b))]
+    if row.better == "b":
+        sides.reverse()
+    (_, first, first_levels), (_, second, second_levels) = sides
+    return [f"flips with {name}: {first} better at {', '.join(first_levels)}, {second} at {', '.join(second_levels)}"]
+
+
+def _strata_counts(row: ComparisonRow, s: ContextSummary, noun: str, prep: str) -> list[str]:
+    """Where each test wins among the strata themselves."""
     if row.better is not None:
         won = s.a_better if row.better == "a" else s.b_better
         lost = s.b_better if row.better == "a" else s.a_better
@@ -120,6 +140,6 @@ def _across(row: ComparisonRow, s: ContextSummary | None, per: Sequence[StratumC
         if won == 0:
             return [f"undecided {prep} each of the {s.n} {noun}"]
         return [f"holds {prep} {won} of {s.n} {noun}, undecided {prep} {s.undecided}"]
-    if s.flips:
+    if s.a_better and s.b_better:
         return [f"flips: {row.a} better {prep} {s.a_better} and {row.b} {prep} {s.b_better} of {s.n} {noun}"]
     return [f"{row.a} better {prep} {s.a_better}, {row.b} {prep} {s.b_better}, undecided {prep} {s.undecided} of {s.n} {noun}"]
