@@ -319,6 +319,11 @@ class Cgroups:
             self._live[id(trial)] = trial
             return trial
 
+    def prepare(self) -> None:
+        """Make the agent's folders now rather than at the first trial(). Raises CgroupError."""
+        if not self.bases:
+            self._setup()
+
     def _setup(self) -> None:
         own_dir = None  # type: Optional[str]
         if self.v2:

@@ -80,6 +80,17 @@ class Measurement:
         self.cgroup_reason = "cgroups given up mid-experiment: %s" % why
         self.note = "%s; trials are measured without them from now on (no peak_memory or cpu_time)" % self.cgroup_reason
 
+    def prepare(self) -> None:
+        """At a run boundary, off the trials' critical path: the agent's cgroup folders made
+        (on v2 in a delegated subtree, the agent moved into its leaf) before the first trial
+        needs them."""
+        if self.cgroups is None:
+            return
+        try:
+            self.cgroups.prepare()
+        except self.cgroup_error as exc:
+            self.give_up_cgroups(str(exc))
+
     def trial_cgroup(self) -> Any:
         if self.cgroups is None:
             return None

@@ -12,7 +12,7 @@ import signal
 import time
 
 from benchsage.agent import measurement, protocol
-from benchsage.agent.host import boot_id, take_snapshot
+from benchsage.agent.host import boot_id, stop_helper, take_snapshot
 from benchsage.agent.protocol import ControllerGone, RequestChannel
 from benchsage.agent.spawn import run_process
 from benchsage.agent.wait import prepare_exit_waits
@@ -106,6 +106,7 @@ def main() -> None:
     try:
         Agent(RequestChannel(0), out_fd).serve()
     finally:
+        stop_helper()
         measurement.close()
 
 
