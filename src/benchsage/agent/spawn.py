@@ -282,29 +282,36 @@ def run_process(
         os.setpgid(pid, pid)  # also done in the child: whichever runs first
     except OSError:
         pass
-    for fd in (out_w, err_w, rep_w):
-        os.close(fd)
+    # The agent keeps its copies of the output pipes' write ends until the trial was waited for:
+    # the trial's exit then wakes it once (its pidfd), not first at the pipes' hang-up, while
+    # the exiting trial still needs the CPU the woken agent would take. What the trial wrote
+    # is read as it comes, and the rest after its exit without waiting for EOF (wait_for).
+    os.close(rep_w)
     pidfd = -1
     finished = False
     try:
-        report = read_all(rep_r)  # the exec time, then EOF at exec (close-on-exec), or why it failed
+        pidfd = exit_waiter(pid)
+        os.set_blocking(out_r, False)
+        os.set_blocking(err_r, False)
+        # The child's report (its exec time, or why it did not start) is read when its pipe
+        # closes: at the exec when a deadline counts from it, else after the trial's exit, so
+        # that the agent sleeps from the fork to the trial's end.
+        status, usage, t_end, timed_out, tails, report = wait_for(
+            pid, pidfd, out_r, err_r, t0, timeout, output_limit, channel, rep_r if timeout is not None else -1)
+        finished = True
+        if report is None:
+            report = read_all(rep_r)
         if report.startswith(b"!"):  # the child could not join its cgroup
             report = report[1:]
             if control is not None and cgroup is not None:
                 control.give_up_cgroups("the trial could not join its cgroup %s" % cgroup.dirs[0])
                 cgroup = None
-        pidfd = exit_waiter(pid)
         exec_time, why = _read_report(report, cwd, path, cpus, aslr)
-        if exec_time is None:
-            kill_group(pid)  # a report it cannot read: whatever the child became, it is not measured
-            os.wait4(pid, 0)
-            finished = True
+        if exec_time is None:  # whatever the child became, it is not measured
+            if control is not None:
+                control.finish(cgroup, pid)
             return _failed("cannot start %r: %s" % (command, why), started, how)
         t0 = exec_time
-        os.set_blocking(out_r, False)
-        os.set_blocking(err_r, False)
-        status, usage, t_end, timed_out, tails = wait_for(pid, pidfd, out_r, err_r, t0, timeout, output_limit, channel)
-        finished = True
     except BaseException:
         kill_group(pid)
         try:
@@ -313,7 +320,7 @@ def run_process(
             pass
         raise
     finally:
-        for fd in (pidfd, out_r, err_r, rep_r):
+        for fd in (pidfd, out_r, err_r, rep_r, out_w, err_w):
             if fd >= 0:
                 os.close(fd)
         if control is not None and not finished:
