@@ -54,6 +54,11 @@ class Measurement:
         self._energy0 = None  # type: Optional[Tuple[int, ...]]
         self._known = set()  # type: set
         self._oom0 = 0
+        # Off the critical path (idle(), once a reply is sent): the last trial's cgroup removed
+        # (or kept for recycling), the next trial's made ready with its counters' zero.
+        self._removing = None  # type: Any
+        self._ready = None  # type: Any
+        self._ready_oom0 = 0
 
     def describe(self) -> Dict[str, Any]:
         host, iso = cpus.host_cpus(), cpus.isolated()
@@ -76,6 +81,7 @@ class Measurement:
             except Exception:
                 pass
         self.cgroups = None
+        self._removing = self._ready = None
         self.subreaper = self.subreaper or _become_subreaper()
         self.cgroup_reason = "cgroups given up mid-experiment: %s" % why
         self.note = "%s; trials are measured without them from now on (no peak_memory or cpu_time)" % self.cgroup_reason
@@ -92,15 +98,28 @@ class Measurement:
             self.give_up_cgroups(str(exc))
 
     def trial_cgroup(self) -> Any:
+        """The next trial's cgroup: the one idle() made ready, else one made now."""
+        if self._ready is None:
+            self.idle()
+        cgroup, self._ready = self._ready, None
+        self._oom0 = self._ready_oom0
+        return cgroup
+
+    def idle(self) -> None:
+        """Between trials, when the agent has nothing else to do (its reply is sent): remove
+        the last trial's cgroup and make the next one ready, so that neither is between the
+        end of a trial and the start of the next."""
         if self.cgroups is None:
-            return None
+            return
         try:
-            cgroup = self.cgroups.trial()
+            if self._removing is not None:
+                cgroup, self._removing = self._removing, None
+                cgroup.remove()
+            if self._ready is None:
+                self._ready = self.cgroups.trial()
+                self._ready_oom0 = _oom_kills(self._ready)  # a recycled cgroup's counter goes on from earlier trials
         except self.cgroup_error as exc:
             self.give_up_cgroups(str(exc))
-            return None
-        self._oom0 = _oom_kills(cgroup)  # a recycled cgroup's counter goes on from earlier trials
-        return cgroup
 
     def before(self) -> None:
         """Just before the fork: which children the agent already has (a reset's daemons are
@@ -132,7 +151,7 @@ class Measurement:
                     out["peak_memory"] = usage.peak_memory
                 out["cpu_time"] = usage.cpu_time
                 out["oom_kills"] = _oom_kills(cgroup) - self._oom0
-                cgroup.remove()
+                self._removing = cgroup  # by idle(), once the result is sent
             except self.cgroup_error as exc:
                 self.give_up_cgroups(str(exc))
         if self.subreaper:

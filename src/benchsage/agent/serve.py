@@ -94,6 +94,7 @@ class Agent:
             protocol.send(self.out_fd, reply)
             if not more:
                 return
+            measurement.measurement().idle()  # the cgroup work between trials, while the controller journals
 
 
 def main() -> None:
