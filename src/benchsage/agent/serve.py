@@ -54,7 +54,10 @@ class Agent:
             return {"boot_id": boot_id(request.get("command"))}, True
         if op == "snapshot":
             commands = [(c, w) for c, w in request.get("commands") or ()]
-            return {"snapshot": take_snapshot(commands, list(request.get("files") or ()), request.get("cwd") or "/")}, True
+            reply = {"snapshot": take_snapshot(commands, list(request.get("files") or ()), request.get("cwd") or "/")}
+            if request.get("boot_id"):  # the boot identity with it: one round trip per run, not two
+                reply["boot_id"] = boot_id(request.get("boot_id_command"))
+            return reply, True
         if op == "window":  # a trial's window on this host: its collectors read at the open and the close
             if self.window is None:
                 from benchsage.agent.collectors import Window  # only on hosts with collectors
