@@ -11,8 +11,10 @@ peak_memory, and an agent running as root without cgroups is not measured: exit 
 leftover search. `--ssh` also measures `sleep 0.02` on an ssh worker of a one-host fake
 fleet (examples/fleet/fakefleet.py; the same machine, through sshd and the agent there).
 
-Budgets: wall time within 0.25 ms of hyperfine -N; max_rss of /bin/true under 8 MiB; the
-gap between trials under 0.5 ms (median); remote `sleep 0.02` within 20.0-21.2 ms.
+Budgets: wall time within 0.25 ms of hyperfine -N; max_rss of /bin/true under 12 MiB (the
+agent's resident size, which Linux charges a posix_spawn'd child at its exec; under 8 MiB with
+BENCHSAGE_AGENT_FORK=1, from a forked copy); the gap between trials under 0.5 ms (median);
+remote `sleep 0.02` within 20.0-21.2 ms.
 
     python benchmarks/fidelity.py [--runs 300] [--rounds 3] [--python PYTHON] [--ssh]
 """
@@ -35,7 +37,7 @@ from benchsage.execute.transports import SshTransport
 from benchsage.execute.worker import ProcessRequest
 
 BUDGET_MS = 0.25
-RSS_BUDGET_KIB = 8 * 1024
+RSS_BUDGET_KIB = (8 if os.environ.get("BENCHSAGE_AGENT_FORK", "") not in ("", "0") else 12) * 1024
 GAP_BUDGET_MS = 0.5
 REMOTE_SLEEP_MS = (20.0, 21.2)
 FLEET = Path(__file__).resolve().parents[1] / "examples" / "fleet"
