@@ -286,7 +286,6 @@ def _run_forked(command: str, path: str, argv: List[str], full_env: Mapping[str,
     reports the time just before its exec, where the trial's clock starts."""
     out_r, out_w, err_r, err_w = pipes
     rep_r, rep_w = os.pipe()
-    started = time.time()
     t0 = time.perf_counter()
     try:
         pid = os.fork()
@@ -379,8 +378,6 @@ def _run_spawned(command: str, path: str, argv: List[str], env: Mapping[str, str
     code: the agent is not woken until the trial ends."""
     out_r, out_w, err_r, err_w = pipes
     pid, t0, failure, cgroup_failed = _spawn_as_child(path, argv, env, cwd, (_stdin_fd(), out_w, err_w), cpus, aslr, cgroup)
-    if failure is None:  # the trial's start, as the journal records it: its spawn, not its preparation
-        started = time.time() - (time.perf_counter() - t0)
     if cgroup_failed and control is not None and cgroup is not None:
         control.give_up_cgroups("the trial could not join its cgroup %s" % cgroup.dirs[0])
         cgroup = None
