@@ -320,10 +320,6 @@ class Cgroups:
             self._live[id(trial)] = trial
             return trial
 
-    def home(self) -> List[str]:
-        """v1: the `tasks` files of the agent's own cgroups (TrialCgroup.leave)."""
-        return self._home
-
     def prepare(self) -> None:
         """Make the agent's folders now rather than at the first trial(). Raises CgroupError."""
         if not self.bases:
@@ -480,13 +476,12 @@ class TrialCgroup:
                 os.close(fd)
 
     def can_enter(self) -> bool:
-        """Whether the agent may step in around a spawn (join, leave): v1, where `tasks` moves
-        the one thread without the global lock."""
+        """Whether the agent may step in around a spawn (join, leave): v1 (`tasks`, no global lock)."""
         return not self._v2
 
     def leave(self) -> None:
         """After join() by the agent itself: back to the agent's own cgroups. Raises OSError."""
-        for path in self._owner.home():
+        for path in self._owner._home:  # the `tasks` files of the agent's own v1 cgroups
             _write(path, b"0")
 
     def read(self) -> Usage:
@@ -588,6 +583,9 @@ def _read(path: str) -> bytes:
         return os.read(fd, 65536)
     finally:
         os.close(fd)
+
+
+read_file = _read  # for measurement.py
 
 
 def _write(path: str, data: bytes) -> None:

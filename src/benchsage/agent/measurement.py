@@ -59,6 +59,7 @@ class Measurement:
         self._removing = None  # type: Any
         self._ready = None  # type: Any
         self._ready_oom0 = 0
+        self._oom_last = (None, 0)  # type: Tuple[Any, int]  # the last finished trial's cgroup and its OOM count
 
     def describe(self) -> Dict[str, Any]:
         host, iso = cpus.host_cpus(), cpus.isolated()
@@ -117,7 +118,9 @@ class Measurement:
                 cgroup.remove()
             if self._ready is None:
                 self._ready = self.cgroups.trial()
-                self._ready_oom0 = _oom_kills(self._ready)  # a recycled cgroup's counter goes on from earlier trials
+                # A recycled cgroup's counter goes on from earlier trials: as finish() left it.
+                last, count = self._oom_last
+                self._ready_oom0 = count if last is self._ready else _oom_kills(self._ready)
         except self.cgroup_error as exc:
             self.give_up_cgroups(str(exc))
 
@@ -150,7 +153,9 @@ class Measurement:
                 if usage.peak_memory is not None:
                     out["peak_memory"] = usage.peak_memory
                 out["cpu_time"] = usage.cpu_time
-                out["oom_kills"] = _oom_kills(cgroup) - self._oom0
+                count = _oom_kills(cgroup)
+                out["oom_kills"] = count - self._oom0
+                self._oom_last = (cgroup, count)
                 self._removing = cgroup  # by idle(), once the result is sent
             except self.cgroup_error as exc:
                 self.give_up_cgroups(str(exc))
@@ -259,13 +264,13 @@ def _oom_kills(cgroup: Any) -> int:
     """Processes of the trial's cgroup the kernel's OOM killer killed (v1 memory.oom_control,
     v2 memory.events)."""
     for folder in cgroup.dirs:
-        for name in ("memory.events", "memory.oom_control"):
+        for name in ("memory.oom_control", "memory.events"):
             try:
-                with open(os.path.join(folder, name)) as f:
-                    for line in f:
-                        key, _, value = line.partition(" ")
-                        if key == "oom_kill":
-                            return int(value)
-            except (OSError, ValueError):
+                data = cgroups.read_file(os.path.join(folder, name))
+            except OSError:
                 continue
+            for line in data.splitlines():
+                key, _, value = line.partition(b" ")
+                if key == b"oom_kill":
+                    return int(value)
     return 0
