@@ -104,9 +104,9 @@ def main() -> int:
     gap_ms = med(gaps) * 1e3
     print(f"{trials} trials of /bin/true, {args.rounds} rounds (medians); cgroups as the agent's default")
     print(f"bare loop (posix_spawn + waitpid)     : {bare_ms:7.3f} ms per exec")
-    print(f"{args.tests} tests per run ({2 * runs_per_arm} runs)       : {med(many) * 1e3:7.3f} ms per trial "
+    print(f"{f'{args.tests} tests per run ({2 * runs_per_arm} runs)':38}: {med(many) * 1e3:7.3f} ms per trial "
           f"({med(many) * 1e3 / bare_ms:.1f}x the bare loop)")
-    print(f"1 test per run ({trials} runs)         : {med(single) * 1e3:7.3f} ms per trial "
+    print(f"{f'1 test per run ({trials} runs)':38}: {med(single) * 1e3:7.3f} ms per trial "
           f"({med(single) * 1e3 / bare_ms:.1f}x the bare loop)")
     over = boundary_ms - bare_ms
     print(f"run boundary                          : {boundary_ms:7.3f} ms ({over:+.3f} ms above a bare exec; "
