@@ -301,3 +301,32 @@ def _state(pid: int) -> str | None:
 def _parent(pid: int) -> int:
     data = Path(f"/proc/{pid}/stat").read_bytes()
     return int(data[data.rindex(b")") + 2 :].split()[1])
+
+
+def test_a_trial_cgroup_made_ready_between_trials_that_vanishes_is_given_up_once() -> None:
+    """The agent makes the next trial's cgroup ready once its reply is sent (off the path from
+    one trial to the next); removed by someone before the trial joins it, the trial runs
+    without it, the agent says so once and measures on as child subreaper."""
+    require_cgroups()
+    with LocalWorker() as worker:
+        agent = worker.connect()["pid"]
+        first = worker.run(ProcessRequest("true", "/", trial=True))
+        assert first.peak_memory is not None and first.note is None
+        worker._request({"op": "ping"})  # answered after the agent's work between trials
+        with open(f"/proc/{agent}/cgroup") as f:
+            memory = own_cgroups(f.read())["memory"]
+        [base] = Path("/sys/fs/cgroup/memory" + memory).glob(f"benchsage-{agent}-*")
+        [ready] = base.glob("trial-*")  # the next trial's, ready and empty
+        assert (ready / "tasks").read_text() == ""
+        for hierarchy in ("memory" + memory, "cpuacct", "freezer"):
+            folder = Path("/sys/fs/cgroup") / hierarchy / base.name
+            for trial in sorted(folder.glob("trial-*")):
+                trial.rmdir()
+        second = worker.run(ProcessRequest("echo measured", "/", trial=True))
+        assert second.ok and second.stdout == b"measured\n" and second.wall_time > 0
+        assert second.peak_memory is None and second.cpu_time is None
+        assert second.note is not None and "could not join its cgroup" in second.note and "\n" not in second.note
+        third = worker.run(ProcessRequest(LEFTOVERS, "/", trial=True))
+        assert third.ok and third.note is None and third.peak_memory is None  # said once
+        assert third.leftovers == 2 and gone_soon(pids_of(third.stdout))  # now as subreaper
+        assert worker.run(ProcessRequest("true", "/", trial=True)).note is None

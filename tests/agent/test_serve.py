@@ -92,3 +92,34 @@ def test_controller_sleeps_while_the_agent_measures(tmp_path: Path) -> None:
         spent = time.process_time() - cpu
     assert r.ok and 2 <= r.wall_time < 3
     assert spent < 0.05, f"controller used {spent * 1000:.1f} ms of CPU during a 2 s trial"
+
+
+def test_snapshots_come_from_one_helper_that_imports_once_and_ends_with_the_agent(tmp_path: Path) -> None:
+    """A run's snapshot costs no fork with imports: one helper, forked at the first snapshot,
+    takes them all; the agent never imports what it uses (its size stays); the helper ends
+    when the agent does."""
+    script = tmp_path / "run.sh"
+    script.write_text("#!/bin/sh\ntrue\n")
+    script.chmod(0o755)
+
+    def children(pid: int) -> set[int]:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return {int(p) for p in f.read().split()}
+
+    with LocalWorker() as worker:
+        agent = worker.connect()["pid"]
+        assert children(agent) == set()
+        first = worker.snapshot([], str(tmp_path), [("./run.sh", str(tmp_path))])
+        [helper] = children(agent)
+        for _ in range(3):
+            assert worker.run(ProcessRequest("/bin/true", str(tmp_path), trial=True)).ok
+            snap = worker.snapshot([], str(tmp_path), [("./run.sh", str(tmp_path))])
+            assert children(agent) == {helper}
+            assert snap["files"] == first["files"] and snap["agent_rss_kib"] <= first["agent_rss_kib"] + 256
+            assert snap["time"] > first["time"] and snap["noise"].keys() == first["noise"].keys()
+        # hashlib (OpenSSL's libcrypto, for the files' sha256) is loaded in the helper only.
+        assert "libcrypto" in Path(f"/proc/{helper}/maps").read_text()
+        assert "libcrypto" not in Path(f"/proc/{agent}/maps").read_text()
+        script.write_text("#!/bin/sh\nfalse\n")  # a changed file is hashed again
+        assert worker.snapshot([], str(tmp_path), [("./run.sh", str(tmp_path))])["files"] != first["files"]
+    assert gone(helper)

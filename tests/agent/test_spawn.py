@@ -223,3 +223,31 @@ def test_a_report_from_the_child_that_cannot_be_read_is_a_reason_not_a_crash(tmp
     exec_time, why = spawn._read_report(report, str(tmp_path), "/bin/true", None, None)
     assert exec_time is None and why and "\n" not in why
     assert spawn._read_report(b"12.5|", str(tmp_path), "/bin/true", None, None) == (12.5, "")
+
+
+@pytest.mark.parametrize("fork", [False, True], ids=["posix_spawn", "fork"])
+def test_a_trial_starts_with_its_cpus_aslr_cwd_and_cgroup_and_the_agent_keeps_its_own(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fork: bool) -> None:
+    """Started by posix_spawn, the agent takes on the trial's CPUs, ASLR, working directory and
+    cgroup for the instant of the spawn; the trial has them, the agent has its own again."""
+    from benchsage.agent import spawn
+
+    if fork:
+        monkeypatch.setenv(spawn.FORK_ENV, "1")
+    cpus = sorted(os.sched_getaffinity(0))
+    before = (os.getcwd(), os.sched_getaffinity(0), open("/proc/self/cgroup").read(), open("/proc/self/personality").read())
+    script = "cat /proc/self/personality; grep Cpus_allowed_list /proc/self/status; pwd; cat /proc/self/cgroup"
+    r = run_process(f"sh -c '{script}'", str(tmp_path), trial=True, cpus=cpus[:1], aslr=False)
+    assert r["exit_status"] == 0, r
+    lines = r["stdout"].decode().splitlines()
+    assert int(lines[0], 16) & ADDR_NO_RANDOMIZE
+    assert lines[1].split(":")[1].strip() == str(cpus[0])
+    assert lines[2] == str(tmp_path)
+    if r.get("peak_memory") is not None:  # cgroups here: the trial ran in its own
+        assert any("benchsage-" in line and "/trial-" in line for line in lines[3:])
+    assert (os.getcwd(), os.sched_getaffinity(0), open("/proc/self/cgroup").read(),
+            open("/proc/self/personality").read()) == before
+    assert r["spawn"] == "shell" and r["wall_time"] > 0
+    missing = run_process("/bin/true", str(tmp_path / "gone"), trial=True, cpus=cpus[:1])
+    assert missing["exit_status"] is None and "working directory" in missing["error"] and "No such file" in missing["error"]
+    assert os.getcwd() == before[0] and open("/proc/self/cgroup").read() == before[2]

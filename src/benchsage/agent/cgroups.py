@@ -284,6 +284,7 @@ class Cgroups:
         self._live = {}  # type: Dict[int, TrialCgroup]  # id() -> trial, handed out and not removed
         self._spare = []  # type: List[TrialCgroup]  # v1: emptied cgroups ready for another trial
         self._moved_from = None  # type: Optional[str]  # v2: the agent's cgroup before it moved
+        self._home = [os.path.join(path, "tasks") for path in sorted({p for _, p in support.parents})]
 
     def trial(self) -> TrialCgroup:
         """An empty cgroup for one trial, its counters taken as the trial's zero.
@@ -318,6 +319,11 @@ class Cgroups:
             trial._start(fresh=True)
             self._live[id(trial)] = trial
             return trial
+
+    def prepare(self) -> None:
+        """Make the agent's folders now rather than at the first trial(). Raises CgroupError."""
+        if not self.bases:
+            self._setup()
 
     def _setup(self) -> None:
         own_dir = None  # type: Optional[str]
@@ -469,6 +475,15 @@ class TrialCgroup:
             finally:
                 os.close(fd)
 
+    def can_enter(self) -> bool:
+        """Whether the agent may step in around a spawn (join, leave): v1 (`tasks`, no global lock)."""
+        return not self._v2
+
+    def leave(self) -> None:
+        """After join() by the agent itself: back to the agent's own cgroups. Raises OSError."""
+        for path in self._owner._home:  # the `tasks` files of the agent's own v1 cgroups
+            _write(path, b"0")
+
     def read(self) -> Usage:
         """The trial's peak memory (KiB) and CPU time (s) so far. Raises CgroupError."""
         try:
@@ -501,6 +516,7 @@ class TrialCgroup:
                 self._clean = False
                 for folder in _tree(path):
                     found.update(_pids_in(folder))
+        found.discard(os.getpid())  # the agent, if it could not leave (TrialCgroup.enter)
         if found:
             self._clean = False
         return found
@@ -567,6 +583,9 @@ def _read(path: str) -> bytes:
         return os.read(fd, 65536)
     finally:
         os.close(fd)
+
+
+read_file = _read  # for measurement.py
 
 
 def _write(path: str, data: bytes) -> None:

@@ -54,6 +54,12 @@ class Measurement:
         self._energy0 = None  # type: Optional[Tuple[int, ...]]
         self._known = set()  # type: set
         self._oom0 = 0
+        # Off the critical path (idle(), once a reply is sent): the last trial's cgroup removed
+        # (or kept for recycling), the next trial's made ready with its counters' zero.
+        self._removing = None  # type: Any
+        self._ready = None  # type: Any
+        self._ready_oom0 = 0
+        self._oom_last = (None, 0)  # type: Tuple[Any, int]  # the last finished trial's cgroup and its OOM count
 
     def describe(self) -> Dict[str, Any]:
         host, iso = cpus.host_cpus(), cpus.isolated()
@@ -76,20 +82,47 @@ class Measurement:
             except Exception:
                 pass
         self.cgroups = None
+        self._removing = self._ready = None
         self.subreaper = self.subreaper or _become_subreaper()
         self.cgroup_reason = "cgroups given up mid-experiment: %s" % why
         self.note = "%s; trials are measured without them from now on (no peak_memory or cpu_time)" % self.cgroup_reason
 
-    def trial_cgroup(self) -> Any:
+    def prepare(self) -> None:
+        """At a run boundary, off the trials' critical path: the agent's cgroup folders made
+        (on v2 in a delegated subtree, the agent moved into its leaf) before the first trial
+        needs them."""
         if self.cgroups is None:
-            return None
+            return
         try:
-            cgroup = self.cgroups.trial()
+            self.cgroups.prepare()
         except self.cgroup_error as exc:
             self.give_up_cgroups(str(exc))
-            return None
-        self._oom0 = _oom_kills(cgroup)  # a recycled cgroup's counter goes on from earlier trials
+
+    def trial_cgroup(self) -> Any:
+        """The next trial's cgroup: the one idle() made ready, else one made now."""
+        if self._ready is None:
+            self.idle()
+        cgroup, self._ready = self._ready, None
+        self._oom0 = self._ready_oom0
         return cgroup
+
+    def idle(self) -> None:
+        """Between trials, when the agent has nothing else to do (its reply is sent): remove
+        the last trial's cgroup and make the next one ready, so that neither is between the
+        end of a trial and the start of the next."""
+        if self.cgroups is None:
+            return
+        try:
+            if self._removing is not None:
+                cgroup, self._removing = self._removing, None
+                cgroup.remove()
+            if self._ready is None:
+                self._ready = self.cgroups.trial()
+                # A recycled cgroup's counter goes on from earlier trials: as finish() left it.
+                last, count = self._oom_last
+                self._ready_oom0 = count if last is self._ready else _oom_kills(self._ready)
+        except self.cgroup_error as exc:
+            self.give_up_cgroups(str(exc))
 
     def before(self) -> None:
         """Just before the fork: which children the agent already has (a reset's daemons are
@@ -120,8 +153,10 @@ class Measurement:
                 if usage.peak_memory is not None:
                     out["peak_memory"] = usage.peak_memory
                 out["cpu_time"] = usage.cpu_time
-                out["oom_kills"] = _oom_kills(cgroup) - self._oom0
-                cgroup.remove()
+                count = _oom_kills(cgroup)
+                out["oom_kills"] = count - self._oom0
+                self._oom_last = (cgroup, count)
+                self._removing = cgroup  # by idle(), once the result is sent
             except self.cgroup_error as exc:
                 self.give_up_cgroups(str(exc))
         if self.subreaper:
@@ -229,13 +264,13 @@ def _oom_kills(cgroup: Any) -> int:
     """Processes of the trial's cgroup the kernel's OOM killer killed (v1 memory.oom_control,
     v2 memory.events)."""
     for folder in cgroup.dirs:
-        for name in ("memory.events", "memory.oom_control"):
+        for name in ("memory.oom_control", "memory.events"):
             try:
-                with open(os.path.join(folder, name)) as f:
-                    for line in f:
-                        key, _, value = line.partition(" ")
-                        if key == "oom_kill":
-                            return int(value)
-            except (OSError, ValueError):
+                data = cgroups.read_file(os.path.join(folder, name))
+            except OSError:
                 continue
+            for line in data.splitlines():
+                key, _, value = line.partition(b" ")
+                if key == b"oom_kill":
+                    return int(value)
     return 0

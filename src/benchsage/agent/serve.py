@@ -12,7 +12,7 @@ import signal
 import time
 
 from benchsage.agent import measurement, protocol
-from benchsage.agent.host import boot_id, take_snapshot
+from benchsage.agent.host import boot_id, stop_helper, take_snapshot
 from benchsage.agent.protocol import ControllerGone, RequestChannel
 from benchsage.agent.spawn import run_process
 from benchsage.agent.wait import prepare_exit_waits
@@ -54,7 +54,10 @@ class Agent:
             return {"boot_id": boot_id(request.get("command"))}, True
         if op == "snapshot":
             commands = [(c, w) for c, w in request.get("commands") or ()]
-            return {"snapshot": take_snapshot(commands, list(request.get("files") or ()), request.get("cwd") or "/")}, True
+            reply = {"snapshot": take_snapshot(commands, list(request.get("files") or ()), request.get("cwd") or "/")}
+            if request.get("boot_id"):  # the boot identity with it: one round trip per run, not two
+                reply["boot_id"] = boot_id(request.get("boot_id_command"))
+            return reply, True
         if op == "window":  # a trial's window on this host: its collectors read at the open and the close
             if self.window is None:
                 from benchsage.agent.collectors import Window  # only on hosts with collectors
@@ -94,6 +97,7 @@ class Agent:
             protocol.send(self.out_fd, reply)
             if not more:
                 return
+            measurement.measurement().idle()  # the cgroup work between trials, while the controller journals
 
 
 def main() -> None:
@@ -106,6 +110,7 @@ def main() -> None:
     try:
         Agent(RequestChannel(0), out_fd).serve()
     finally:
+        stop_helper()
         measurement.close()
 
 

@@ -16,7 +16,7 @@ import shutil
 import time
 from typing import Any, Sequence
 
-from benchsage.agent.noise import collect_noise
+from benchsage.agent.noise import SOURCES, Reading
 from benchsage.vocabulary import VERSION
 
 _HASH_CACHE_SIZE = 4096
@@ -24,6 +24,10 @@ _HASH_CACHE_SIZE = 4096
 # that preserves mtime, so a rewritten file is always hashed again.
 _hash_cache: dict[tuple[str, int, int, int, int], str] = {}
 _os_release: dict[str, str | None] = {}
+# Noise sources that cannot change while the process that reads them runs (the snapshot helper
+# lives as long as its agent): read once. The others are read at every snapshot.
+_STATIC_SOURCES = frozenset({"kernel", "virtualization"})
+_static_readings: dict[str, Reading] = {}
 
 # Words that start a command but are not a program: skip them and look at the rest.
 _KEYWORDS = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!", "{", "}", "time", "exec", "command", "builtin"})
@@ -97,7 +101,7 @@ def collect(files: Sequence[str], cwd: str) -> dict[str, Any]:
     JSON-serialisable. Settings that cannot be read are None, never an error.
     """
     uname = os.uname()
-    readings = {r.name: r for r in collect_noise()}
+    readings = _readings()
     cpu = readings["cpu"].data
     load = readings["load"].data
     return {
@@ -119,6 +123,19 @@ def collect(files: Sequence[str], cwd: str) -> dict[str, Any]:
         "noise": {name: {"value": r.value, "state": r.state} for name, r in readings.items()},
         "files": file_hashes(files, cwd),
     }
+
+
+def _readings() -> dict[str, Reading]:
+    """Every noise source's reading, in collect_noise's order; the static ones read once."""
+    out = {}
+    for source in SOURCES:
+        reading = _static_readings.get(source.name)
+        if reading is None:
+            reading = source("/").read()
+            if source.name in _STATIC_SOURCES:
+                _static_readings[source.name] = reading
+        out[source.name] = reading
+    return out
 
 
 def _resolve(word: str, cwd: str) -> str | None:

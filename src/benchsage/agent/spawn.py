@@ -1,11 +1,16 @@
-"""Spawning one command: how (exec or /bin/sh -c), the forked child, and run_process, which
+"""Spawning one command: how (exec or /bin/sh -c), how it is started, and run_process, which
 starts, waits for and measures it.
 
 A command without shell syntax is exec'd directly (hyperfine's -N: no shell in the
-measurement). The forked child puts itself in its own process group, joins the trial's cgroup,
-pins itself to its CPUs, sets ASLR, changes to its (possibly padded) working directory and
-reports the monotonic time just before execve: the trial's clock starts at its exec, on the
-host, so neither the fork nor the network is measured.
+measurement). It is started as hyperfine -N starts it, by posix_spawn (vfork and exec): the
+agent takes on, for the instant of the spawn, what the child must start with (the trial's
+CPUs, ASLR, working directory and, on cgroup v1, its cgroup), and the trial's clock starts
+just before the spawn. Where that cannot be (a v2 cgroup, which the agent could only enter
+through cgroup.procs and its lock; FORK_ENV), it is forked: the child puts itself in its own
+process group, joins the trial's cgroup, pins itself to its CPUs, sets ASLR, changes to its
+(possibly padded) working directory and reports the monotonic time just before execve, where
+the clock then starts. Either way the clock runs on the host, so the network is not measured,
+and the agent sleeps until the trial ends (or writes output).
 """
 
 from __future__ import annotations
@@ -263,10 +268,24 @@ def run_process(
     cgroup = control.trial_cgroup() if control is not None else None
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
-    rep_r, rep_w = os.pipe()
     if control is not None:
         control.before()
     prepare_exit_waits()
+    if _spawns(cgroup):
+        return _run_spawned(command, path, argv, full_env, cwd, (out_r, out_w, err_r, err_w), timeout, output_limit,
+                            collect, channel, cpus, aslr, control, cgroup, started, how)
+    return _run_forked(command, path, argv, full_env, cwd, (out_r, out_w, err_r, err_w), timeout, output_limit,
+                       collect, channel, cpus, aslr, control, cgroup, started, how)
+
+
+def _run_forked(command: str, path: str, argv: List[str], full_env: Mapping[str, str], cwd: str,
+                pipes: Tuple[int, int, int, int], timeout: Optional[float], output_limit: int, collect: Tuple[str, ...],
+                channel: Optional[RequestChannel], cpus: Optional[List[int]], aslr: Optional[bool], control: Any,
+                cgroup: Any, started: float, how: str) -> Dict[str, Any]:
+    """run_process by fork: the child sets itself up (_child), joins the trial's cgroup, and
+    reports the time just before its exec, where the trial's clock starts."""
+    out_r, out_w, err_r, err_w = pipes
+    rep_r, rep_w = os.pipe()
     t0 = time.perf_counter()
     try:
         pid = os.fork()
@@ -282,29 +301,36 @@ def run_process(
         os.setpgid(pid, pid)  # also done in the child: whichever runs first
     except OSError:
         pass
-    for fd in (out_w, err_w, rep_w):
-        os.close(fd)
+    # The agent keeps its copies of the output pipes' write ends until the trial was waited for:
+    # the trial's exit then wakes it once (its pidfd), not first at the pipes' hang-up, while
+    # the exiting trial still needs the CPU the woken agent would take. What the trial wrote
+    # is read as it comes, and the rest after its exit without waiting for EOF (wait_for).
+    os.close(rep_w)
     pidfd = -1
     finished = False
     try:
-        report = read_all(rep_r)  # the exec time, then EOF at exec (close-on-exec), or why it failed
+        pidfd = exit_waiter(pid)
+        os.set_blocking(out_r, False)
+        os.set_blocking(err_r, False)
+        # The child's report (its exec time, or why it did not start) is read when its pipe
+        # closes: at the exec when a deadline counts from it, else after the trial's exit, so
+        # that the agent sleeps from the fork to the trial's end.
+        status, usage, t_end, timed_out, tails, report = wait_for(
+            pid, pidfd, out_r, err_r, t0, timeout, output_limit, channel, rep_r if timeout is not None else -1)
+        finished = True
+        if report is None:
+            report = read_all(rep_r)
         if report.startswith(b"!"):  # the child could not join its cgroup
             report = report[1:]
             if control is not None and cgroup is not None:
                 control.give_up_cgroups("the trial could not join its cgroup %s" % cgroup.dirs[0])
                 cgroup = None
-        pidfd = exit_waiter(pid)
         exec_time, why = _read_report(report, cwd, path, cpus, aslr)
-        if exec_time is None:
-            kill_group(pid)  # a report it cannot read: whatever the child became, it is not measured
-            os.wait4(pid, 0)
-            finished = True
+        if exec_time is None:  # whatever the child became, it is not measured
+            if control is not None:
+                control.finish(cgroup, pid)
             return _failed("cannot start %r: %s" % (command, why), started, how)
         t0 = exec_time
-        os.set_blocking(out_r, False)
-        os.set_blocking(err_r, False)
-        status, usage, t_end, timed_out, tails = wait_for(pid, pidfd, out_r, err_r, t0, timeout, output_limit, channel)
-        finished = True
     except BaseException:
         kill_group(pid)
         try:
@@ -313,7 +339,7 @@ def run_process(
             pass
         raise
     finally:
-        for fd in (pidfd, out_r, err_r, rep_r):
+        for fd in (pidfd, out_r, err_r, rep_r, out_w, err_w):
             if fd >= 0:
                 os.close(fd)
         if control is not None and not finished:
@@ -324,6 +350,121 @@ def run_process(
     if collect:
         result["files"] = _collect(collect, cwd)
     return result
+
+
+FORK_ENV = "BENCHSAGE_AGENT_FORK"  # set (not "" or "0"): every command forked, never posix_spawn'd (to compare)
+_SIGNALS_DEFAULT = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGCHLD)
+_agent_cwd = -1  # the agent's own working directory, opened once: it goes back there after a spawn
+
+
+def _spawns(cgroup: Any) -> bool:
+    """Whether the command is started by posix_spawn (vfork and exec, as hyperfine -N does)
+    rather than by fork: where Python has it, unless FORK_ENV says otherwise, and unless the
+    trial's cgroup is v2 (the agent would have to move itself through cgroup.procs, whose lock
+    may wait for an RCU grace period: there the forked child joins it alone)."""
+    if not hasattr(os, "posix_spawn") or os.environ.get(FORK_ENV, "") not in ("", "0"):
+        return False
+    return cgroup is None or cgroup.can_enter()
+
+
+def _run_spawned(command: str, path: str, argv: List[str], env: Mapping[str, str], cwd: str, pipes: Tuple[int, int, int, int],
+                 timeout: Optional[float], output_limit: int, collect: Tuple[str, ...], channel: Optional[RequestChannel],
+                 cpus: Optional[List[int]], aslr: Optional[bool], control: Any, cgroup: Any, started: float,
+                 how: str) -> Dict[str, Any]:
+    """run_process by posix_spawn: the agent takes on, for the instant of the spawn, what the
+    child must start with (its CPUs, ASLR, working directory, the trial's cgroup: inherited at
+    clone or applied at exec) and gives it back at once. The trial's clock starts just before
+    the spawn (the vfork and the exec are measured, as by hyperfine -N). No child runs agent
+    code: the agent is not woken until the trial ends."""
+    out_r, out_w, err_r, err_w = pipes
+    pid, t0, failure, cgroup_failed = _spawn_as_child(path, argv, env, cwd, (_stdin_fd(), out_w, err_w), cpus, aslr, cgroup)
+    if cgroup_failed and control is not None and cgroup is not None:
+        control.give_up_cgroups("the trial could not join its cgroup %s" % cgroup.dirs[0])
+        cgroup = None
+    pidfd = -1
+    finished = False
+    try:
+        if failure is not None:
+            finished = True
+            if control is not None:
+                control.finish(cgroup, 0)
+            return _failed("cannot start %r: %s" % (command, _why_not_started(failure, cwd, path, cpus, aslr)), started, how)
+        pidfd = exit_waiter(pid)
+        os.set_blocking(out_r, False)
+        os.set_blocking(err_r, False)
+        status, usage, t_end, timed_out, tails, _ = wait_for(pid, pidfd, out_r, err_r, t0, timeout, output_limit, channel)
+        finished = True
+    except BaseException:
+        if pid:
+            kill_group(pid)
+            try:
+                os.wait4(pid, 0)
+            except ChildProcessError:
+                pass
+        raise
+    finally:
+        for fd in (pidfd, out_r, err_r, out_w, err_w):
+            if fd >= 0:
+                os.close(fd)
+        if control is not None and not finished:
+            control.finish(cgroup, pid)
+    result = _measured(status, usage, t_end - t0, timed_out, tails, started, how)
+    if control is not None:
+        result.update(control.finish(cgroup, pid))
+    if collect:
+        result["files"] = _collect(collect, cwd)
+    return result
+
+
+def _spawn_as_child(path: str, argv: List[str], env: Mapping[str, str], cwd: str, fds: Tuple[int, int, int],
+                    cpus: Optional[List[int]], aslr: Optional[bool], cgroup: Any) -> Tuple[int, float, Optional[bytes], bool]:
+    """posix_spawn the command in a process group of its own: (pid, perf_counter time just
+    before the spawn, None, whether it could not join its cgroup), or (0, 0.0, b"stage:errno",
+    ...) when it could not start."""
+    global _agent_cwd
+    if _agent_cwd < 0:
+        _agent_cwd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    stage = "cpus"
+    affinity = persona = None  # type: Any
+    entered = cgroup_failed = moved = False
+    pid, t0, failure = 0, 0.0, None  # type: int, float, Optional[bytes]
+    try:
+        if cpus:
+            affinity = os.sched_getaffinity(0)
+            os.sched_setaffinity(0, cpus)
+        if aslr is not None:
+            stage = "aslr"
+            persona = _personality(0xFFFFFFFF)
+            _set_aslr(aslr)
+        stage = "chdir"
+        os.chdir(cwd)
+        moved = True
+        if cgroup is not None:
+            try:
+                cgroup.join()  # the agent itself, until the spawn: the child starts in it
+                entered = True
+            except OSError:
+                cgroup_failed = True
+        _reset_peak_rss()  # the agent's peak is what Linux charges the child at its exec
+        stage = "exec"
+        file_actions = [(os.POSIX_SPAWN_DUP2, fd, target) for target, fd in enumerate(fds)]
+        t0 = time.perf_counter()
+        pid = os.posix_spawn(path, argv, env, file_actions=file_actions, setpgroup=0, setsigdef=_SIGNALS_DEFAULT)
+    except OSError as exc:
+        failure = ("%s:%d" % (stage, exc.errno or 0)).encode()
+    finally:
+        if entered:
+            try:
+                cgroup.leave()
+            except OSError:  # the agent stays in the trial's cgroup (never killed with it): give cgroups up
+                cgroup_failed = True
+        if moved:
+            os.fchdir(_agent_cwd)
+        if persona is not None:
+            _personality(persona)
+        if affinity is not None:
+            os.sched_setaffinity(0, affinity)
+    return pid, t0, failure, cgroup_failed
 
 
 def _prepare(command: str, cwd: str, env: Optional[Mapping[str, str]], aslr: Optional[bool],

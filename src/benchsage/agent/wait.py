@@ -125,10 +125,16 @@ def wait_for(
     timeout: Optional[float],
     output_limit: int,
     channel: Optional[RequestChannel],
-) -> Tuple[int, Any, float, bool, Tuple[Tail, Tail]]:
+    report: int = -1,
+) -> Tuple[int, Any, float, bool, Tuple[Tail, Tail], Optional[bytes]]:
     """Block until the trial exits or its deadline passes; returns (status, rusage, the
-    perf_counter time of its end, whether it timed out, the tails of stdout and stderr).
-    Raises ControllerGone, the trial still running, when `channel` closes."""
+    perf_counter time of its end, whether it timed out, the tails of stdout and stderr, the
+    child's report or None). Raises ControllerGone, the trial still running, when `channel`
+    closes.
+
+    `report`: the child's report pipe (spawn.py), watched for its hang-up only (the child's
+    exec closes it): what it says is read then, and a deadline counts from the exec time it
+    gives rather than from `t0`. The output pipes' hang-ups end nothing: the trial's exit does."""
     tails = {out_r: Tail(output_limit), err_r: Tail(output_limit)}
     poller = select.poll()
     exit_fd = pidfd if pidfd >= 0 else _chld_wakeup
@@ -138,6 +144,9 @@ def wait_for(
     poller.register(err_r, _POLLIN)
     if channel is not None and not channel.closed:
         poller.register(channel.fd, _POLLIN)
+    said = None  # type: Optional[bytes]
+    if report >= 0:
+        poller.register(report, 0)  # POLLHUP and POLLERR only: the child's write does not wake the agent
     open_fds = {out_r, err_r}
     deadline = None if timeout is None else t0 + timeout
     timeout_ms = None  # type: Optional[int]
@@ -166,6 +175,15 @@ def wait_for(
                     _read_all_nonblocking(exit_fd)
                     got, status, usage = os.wait4(pid, os.WNOHANG)
                     exited = got == pid
+            elif fd == report:
+                poller.unregister(fd)
+                said = read_all(fd)
+                stamp, bar, _ = said.lstrip(b"!").partition(b"|")
+                if bar and deadline is not None:
+                    try:
+                        deadline = float(stamp) + (timeout or 0.0)
+                    except ValueError:
+                        pass
             elif channel is not None and fd == channel.fd:
                 channel.fill()
                 if channel.closed:
@@ -189,7 +207,7 @@ def wait_for(
     # Whatever the trial (or a grandchild) wrote before it exited, without waiting for EOF.
     for fd in open_fds:
         _read_into(fd, tails[fd], _DRAIN_CHUNKS)
-    return status, usage, t_end, timed_out, (tails[out_r], tails[err_r])
+    return status, usage, t_end, timed_out, (tails[out_r], tails[err_r]), said
 
 
 def exit_code(status: int) -> int:

@@ -218,6 +218,8 @@ class AgentWorker:
                 "files": [self.host_path(f) for f in files],
                 "cwd": self.host_path(cwd),
                 "commands": [[c, self.host_path(w)] for c, w in commands],
+                "boot_id": True,
+                "boot_id_command": self.boot_id_command,
             },
             timeout=HELLO_TIMEOUT,
         )
@@ -227,7 +229,7 @@ class AgentWorker:
         snap["transport"] = self.transport.describe()
         # The spec's folder on this host: the analysis compares file hashes relative to it.
         snap["dir"] = self.host_path(self.folder or cwd)
-        snap["boot_id"] = self.boot_id()
+        snap["boot_id"] = reply["boot_id"] if "boot_id" in reply else self.boot_id()
         if self.deployed_tree is not None:
             snap["deployed_tree"] = self.deployed_tree
         return snap

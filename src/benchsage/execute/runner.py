@@ -355,6 +355,7 @@ class Runner:
             snapshot = worker.snapshot([], spec.folder, self._commands)
             snapshot["spec_hash"] = spec.digest
             journal.record_snapshot(attempt_id, snapshot)
+            journal.flushed()  # the run before is on disk before this one measures anything
             boot = snapshot.get("boot_id")
             previous: int | None = None
             for position, test_id in enumerate(run["order"]):

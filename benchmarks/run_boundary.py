@@ -1,0 +1,120 @@
+"""Cost of a run boundary, and the gap between two trials of a run, against a bare exec loop in the same run.
+
+Runs the same trials of `/bin/true` (exec'd without a shell, on the local worker, with the
+agent's defaults: cgroups on where the host allows) through `benchsage run` twice per round:
+TESTS tests per run (`--tests`, default 5, `--runs` runs, default 200) and the same number of
+trials as one test per run (TESTS x RUNS runs). A reset of `true` runs before every run, as in
+users' experiments. Between them, a bare loop of the same number of `/bin/true` execs
+(posix_spawn + waitpid from Python: the cheapest exec and wait there is) is timed.
+
+What is measured, from the journal's own times (start-up and analysis never count): the span
+from the first trial's `started` to the last trial's `ended`, divided by the trials (the
+per-trial cost of each layout), and the run boundary = (span of one test per run - span of
+many per run) / (the extra runs): the reset, the snapshot and the journal's bookkeeping of a
+run. Its budget is a bare exec + 5 ms. Also printed: the gap between two trials of a run,
+`started` of a trial minus `ended` of the one before it in the same attempt (median; budget
+0.5 ms), and the first trial's gap after its reset is not among them.
+
+    python benchmarks/run_boundary.py [--runs 200] [--tests 5] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+BOUNDARY_BUDGET_MS = 5.0  # above a bare exec
+GAP_BUDGET_MS = 0.5
+
+
+def spec_text(tests: int, runs_per_arm: int) -> str:
+    body = "\n".join(f'[[test]]\nname = "t{i}"\ncommand = "/bin/true {i}"\n' for i in range(tests))
+    return f'[experiment]\nname = "run-boundary"\nruns = {runs_per_arm}\nseed = 1\n[reset]\ncommand = "true"\n{body}'
+
+
+def run_experiment(spec: str, workdir: str) -> tuple[float, int, int, list[float]]:
+    """(span in s, trials, runs, gaps within runs in s) of one `benchsage run`."""
+    out = os.path.join(workdir, f"out-{time.monotonic_ns()}")
+    done = subprocess.run([sys.executable, "-m", "benchsage", "run", spec, "-o", out, "--quiet", "--json"],
+                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    if done.returncode != 0:
+        sys.exit(f"benchsage run exited {done.returncode}: {done.stderr.decode(errors='replace').strip()}")
+    db = sqlite3.connect(os.path.join(out, "journal.sqlite"))
+    try:
+        span, trials, bad = db.execute("SELECT MAX(ended) - MIN(started), COUNT(*), SUM(status != 'ok') FROM trials").fetchone()
+        runs = db.execute("SELECT COUNT(DISTINCT attempt_id) FROM trials").fetchone()[0]
+        gaps = [g for (g,) in db.execute(
+            "SELECT started - LAG(ended) OVER (PARTITION BY attempt_id ORDER BY id) FROM trials") if g is not None]
+    finally:
+        db.close()
+        shutil.rmtree(out)
+    if bad:
+        sys.exit(f"{bad} of {trials} trials did not succeed")
+    return span, trials, runs, gaps
+
+
+def bare_loop(n: int) -> float:
+    """Seconds per exec of /bin/true by posix_spawn + waitpid, in a fresh Python."""
+    code = (
+        "import os, time\n"
+        "t = time.perf_counter()\n"
+        f"for _ in range({n}):\n"
+        "    os.waitpid(os.posix_spawn('/bin/true', ['/bin/true'], os.environ), 0)\n"
+        "print(time.perf_counter() - t)\n"
+    )
+    return float(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout) / n
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=200, help="runs of the many-tests layout (even: half per arm)")
+    parser.add_argument("--tests", type=int, default=5, help="tests per run of the many-tests layout")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds (medians printed)")
+    args = parser.parse_args()
+    runs_per_arm = max(1, args.runs // 2)
+    trials = 2 * runs_per_arm * args.tests
+    many, single, bare, gaps = [], [], [], []
+    extra_runs = 0
+    with tempfile.TemporaryDirectory() as workdir:
+        specs = {}
+        for name, tests, per_arm in (("many", args.tests, runs_per_arm), ("single", 1, trials // 2)):
+            specs[name] = os.path.join(workdir, f"{name}.toml")
+            with open(specs[name], "w") as fh:
+                fh.write(spec_text(tests, per_arm))
+        for _ in range(args.rounds):
+            bare.append(bare_loop(trials))
+            span_m, n_m, runs_m, gaps_m = run_experiment(specs["many"], workdir)
+            span_s, n_s, runs_s, _ = run_experiment(specs["single"], workdir)
+            if n_m != n_s:
+                sys.exit(f"the layouts ran {n_m} and {n_s} trials")
+            many.append(span_m / n_m)
+            single.append(span_s / n_s)
+            gaps.extend(gaps_m)
+            extra_runs = runs_s - runs_m
+    med = statistics.median
+    bare_ms = med(bare) * 1e3
+    boundary_ms = (med(single) - med(many)) * trials / extra_runs * 1e3
+    gap_ms = med(gaps) * 1e3
+    print(f"{trials} trials of /bin/true, {args.rounds} rounds (medians); cgroups as the agent's default")
+    print(f"bare loop (posix_spawn + waitpid)     : {bare_ms:7.3f} ms per exec")
+    print(f"{f'{args.tests} tests per run ({2 * runs_per_arm} runs)':38}: {med(many) * 1e3:7.3f} ms per trial "
+          f"({med(many) * 1e3 / bare_ms:.1f}x the bare loop)")
+    print(f"{f'1 test per run ({trials} runs)':38}: {med(single) * 1e3:7.3f} ms per trial "
+          f"({med(single) * 1e3 / bare_ms:.1f}x the bare loop)")
+    over = boundary_ms - bare_ms
+    print(f"run boundary                          : {boundary_ms:7.3f} ms ({over:+.3f} ms above a bare exec; "
+          f"budget +{BOUNDARY_BUDGET_MS} ms): {'PASS' if over <= BOUNDARY_BUDGET_MS else 'FAIL'}")
+    print(f"gap between trials of a run, median   : {gap_ms:7.3f} ms (budget {GAP_BUDGET_MS} ms): "
+          f"{'PASS' if gap_ms <= GAP_BUDGET_MS else 'FAIL'}")
+    return 0 if over <= BOUNDARY_BUDGET_MS and gap_ms <= GAP_BUDGET_MS else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
