@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 SPECS = sorted(EXAMPLES.glob("*/experiment.toml"))
 # What a run leaves in an example's folder; not copied, so each test starts from the sources.
-GENERATED = shutil.ignore_patterns("run", "build", "results", "o2", "o3", "*.tmp", "._*", "__pycache__")
+GENERATED = shutil.ignore_patterns("run", "build", "results", "o2", "o3", "*.tmp", "._*", "__pycache__",
+                                   "fleet", "nginx")  # a fake fleet's and a service's state from a run by hand
 
 
 def benchsage(*args: str, cwd: Path = ROOT, timeout: float = 600) -> subprocess.CompletedProcess[str]:

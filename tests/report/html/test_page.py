@@ -153,6 +153,14 @@ def test_report_is_deterministic(tiny: tuple[Analysis, TrialTable]) -> None:
     assert render_report(*tiny) == render_report(*tiny)
 
 
+def test_sections_renders_those_sections_alone(tiny: tuple[Analysis, TrialTable]) -> None:
+    whole = render_report(*tiny)
+    part = render_report(*tiny, sections=("tables",))
+    assert re.findall(r'<section id="([^"]+)"', part) == ["tables"]
+    assert len(re.findall(r'<section id="([^"]+)"', whole)) > 3
+    assert section_of(part, "tables") == section_of(whole, "tables")
+
+
 def test_write_report_replaces_atomically_and_reports_bad_paths(tiny: tuple[Analysis, TrialTable], tmp_path: Path) -> None:
     analysis, table = tiny
     dest = tmp_path / "r.html"

@@ -50,10 +50,15 @@ def test_sequential_stopping_section(small_analysis: Analysis, small_table: Tria
 
 
 def test_sequential_stopping_not_yet_stopped_and_run_to_the_end(small_analysis: Analysis, small_table: TrialTable) -> None:
-    running = Page(section_of(render_report(_sequential(small_analysis, None, {}), small_table), "sequential")).all_text
+    running = Page(sequential_section(_sequential(small_analysis, None, {}), small_table)).all_text
     assert "not stopped: no look has decided every test yet (at most 50 runs per arm)" in running
-    ended = Page(section_of(render_report(_sequential(small_analysis, 50, {}), small_table), "sequential")).all_text
+    ended = Page(sequential_section(_sequential(small_analysis, 50, {}), small_table)).all_text
     assert "ran to the most runs, 50 per arm; 12 tests undecided" in ended
+
+
+def sequential_section(analysis: Analysis, table: TrialTable) -> str:
+    """The report's sequential section, the report rendered with that section alone."""
+    return section_of(render_report(analysis, table, sections=("sequential",)), "sequential")
 
 
 def test_sequential_stopping_on_a_settled_verdict(small_analysis: Analysis, small_table: TrialTable) -> None:
@@ -63,7 +68,7 @@ def test_sequential_stopping_on_a_settled_verdict(small_analysis: Analysis, smal
                "undecided": [{"test": n, "metric": "wall_time"} for n in (names[0], *names[2:])]}
     analysis = _sequential(small_analysis, 20, decisions)
     analysis = dataclasses.replace(analysis, sequential=dataclasses.replace(analysis.sequential, summary={**analysis.sequential.summary, **verdict}))
-    shown = Page(section_of(render_report(analysis, small_table), "sequential")).all_text
+    shown = Page(sequential_section(analysis, small_table)).all_text
     assert (f"stopped early at 20 runs per arm (at most 50 runs per arm): the verdict is settled: an order effect in {names[1]} "
             f"(11 tests undecided: {names[0]}, {names[2]}, {names[3]}, {names[4]}, {names[5]} and 6 more)") in shown
     assert "stopped once its verdict was settled" in shown and "tests not decided by then are undecided" in shown
@@ -71,7 +76,7 @@ def test_sequential_stopping_on_a_settled_verdict(small_analysis: Analysis, smal
     assert "1 with an order effect, 0 without one worth finding, 11 undecided." in shown
     running = dataclasses.replace(analysis.sequential, summary={**analysis.sequential.summary, "stopped_at_runs": None,
                                                                 "stopped_because": None, "verdict": None})
-    text = Page(section_of(render_report(dataclasses.replace(analysis, sequential=running), small_table), "sequential")).all_text
+    text = Page(sequential_section(dataclasses.replace(analysis, sequential=running), small_table)).all_text
     assert "not stopped: no look has settled the verdict yet (at most 50 runs per arm)" in text
 
 

@@ -13,7 +13,7 @@ import hashlib
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Mapping, Protocol
+from typing import Any, Collection, Mapping, Protocol
 
 from markupsafe import Markup
 
@@ -91,8 +91,9 @@ def _umask() -> int:
     return mask
 
 
-def render_report(analysis: Analysis, table: TrialTable) -> str:
-    """The report as one HTML string."""
+def render_report(analysis: Analysis, table: TrialTable, sections: Collection[str] | None = None) -> str:
+    """The report as one HTML string; `sections`: only the sections of these keys (a notebook
+    showing one part; the figures of the others are not drawn)."""
     script = asset("sort.js")
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
     # No network at all: nothing may be fetched, only data: images and the sorter may run.
@@ -100,7 +101,8 @@ def render_report(analysis: Analysis, table: TrialTable) -> str:
     primary = tuple(v for v in analysis.tests if v.primary)
     chosen, note = detail.choose_detail(primary)
     material = Material(analysis, table, primary, tuple(chosen), note)
-    views = {section.KEY: section.view(material) for section in SECTIONS}
+    views = {section.KEY: section.view(material) if sections is None or section.KEY in sections else None
+             for section in SECTIONS}
     shown = [section for section in SECTIONS if views[section.KEY] is not None]
     page = {
         "title": _title(analysis, table),
