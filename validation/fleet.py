@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -37,6 +38,9 @@ from scipy import stats as sps
 from benchsage.analyze.order import analyze_table
 from benchsage.stats import adjust
 from benchsage.store.table import TrialTable
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # montecarlo.py, beside this script
+from montecarlo import Rate, rate  # noqa: E402
 
 ALPHA = 0.05
 MAX_ROWS_PER_BATCH = 2_000_000
@@ -122,20 +126,8 @@ def family_rejects(p: np.ndarray) -> np.ndarray:
     return out
 
 
-@dataclass(frozen=True)
-class Rate:
-    hits: int
-    n: int
-    rate: float
-    ci: tuple[float, float]
 
 
-def rate(hits: np.ndarray) -> Rate:
-    arr = np.asarray(hits, dtype=bool)
-    h, n = int(arr.sum()), int(arr.size)
-    lo = float(sps.beta.ppf(0.025, h, n - h + 1)) if h > 0 else 0.0
-    hi = float(sps.beta.ppf(0.975, h + 1, n - h)) if h < n else 1.0
-    return Rate(h, n, h / n if n else math.nan, (lo, hi))
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -32,22 +33,15 @@ from benchsage.analyze.fleet import fleet_rows
 from benchsage.stats import adjust, dunn
 from benchsage.store.table import TrialTable
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # montecarlo.py, beside this script
+from montecarlo import Rate, rate  # noqa: E402
+
 ALPHA = 0.05
 TESTS = 3
 
 
-@dataclass(frozen=True)
-class Rate:
-    hits: int
-    n: int
-    rate: float
-    ci: tuple[float, float]
 
 
-def rate(hits: int, n: int) -> Rate:
-    lo = float(sps.beta.ppf(0.025, hits, n - hits + 1)) if hits > 0 else 0.0
-    hi = float(sps.beta.ppf(0.975, hits + 1, n - hits)) if hits < n else 1.0
-    return Rate(hits, n, hits / n, (lo, hi))
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -40,6 +41,9 @@ from benchsage.analyze.treatments import CompareRequest, TreatmentOptions, analy
 from benchsage.stats.compare import compare, decide_levels, summarize_contexts
 from benchsage.store.table import TrialTable
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # montecarlo.py, beside this script
+from montecarlo import Rate, rate  # noqa: E402
+
 ALPHA = 0.05
 CV = 0.10
 CHECKED = 2  # experiments per row also analysed as a table
@@ -48,18 +52,8 @@ NULLS = (("a = b", 1.0, 1.0), ("a 20 % faster everywhere", 0.8, 0.8), ("a 2x fas
 FLIPS = (("0.5 / 1.5 (the issue's)", 0.5, 1.5), ("0.8 / 1.25", 0.8, 1.25), ("0.9 / 1.1", 0.9, 1.1))
 
 
-@dataclass(frozen=True)
-class Rate:
-    hits: int
-    n: int
-    rate: float
-    ci: tuple[float, float]
 
 
-def rate(hits: int, n: int) -> Rate:
-    lo = float(sps.beta.ppf(0.025, hits, n - hits + 1)) if hits > 0 else 0.0
-    hi = float(sps.beta.ppf(0.975, hits + 1, n - hits)) if hits < n else 1.0
-    return Rate(hits, n, hits / n, (lo, hi))
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 from dataclasses import asdict, dataclass, field
@@ -34,6 +35,9 @@ from benchsage.analyze.diagnostics import diagnose
 from benchsage.analyze.order import analyze_table
 from benchsage.stats import adjust, exact_binomial_coverage, exact_binomial_rank, le_boudec_ranks
 from benchsage.store.table import FIRST, TrialTable
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # montecarlo.py, beside this script
+from montecarlo import Rate, rate  # noqa: E402
 
 ALPHA = 0.05
 CI_LEVEL = 0.95
@@ -219,27 +223,8 @@ def _carryover(batch: Batch) -> tuple[dict[str, np.ndarray], dict[str, np.ndarra
 # -- Monte-Carlo summaries ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Rate:
-    """A Monte-Carlo proportion: hits out of n, its standard error and a 95% Clopper-Pearson interval."""
-
-    hits: int
-    n: int
-    rate: float
-    se: float
-    ci: tuple[float, float]
 
 
-def rate(hits: np.ndarray | int, n: int | None = None) -> Rate:
-    if n is None:
-        arr = np.asarray(hits, dtype=bool)
-        hits, n = int(arr.sum()), int(arr.size)
-    hits = int(hits)
-    p = hits / n if n else float("nan")
-    se = math.sqrt(p * (1 - p) / n) if n else float("nan")
-    lo = float(sps.beta.ppf(0.025, hits, n - hits + 1)) if hits > 0 else 0.0
-    hi = float(sps.beta.ppf(0.975, hits + 1, n - hits)) if hits < n else 1.0
-    return Rate(hits, n, p, se, (lo, hi))
 
 
 def theoretical_coverage(n: int, method: str) -> float:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -43,6 +44,9 @@ from benchsage.store.table import TrialTable
 from benchsage.stats.factorial import effects_2k, factorial_2k, sign_table
 from benchsage.stats.ranksum import u_cdf_exact
 from benchsage.stats.shift import ci_rank
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # montecarlo.py, beside this script
+from montecarlo import Rate, rate  # noqa: E402
 
 LEVEL = 0.95
 ALPHA = 0.05
@@ -62,19 +66,8 @@ RATIO_DISTRIBUTIONS: dict[str, Sampler] = {
 THETA = 0.8  # a is 20% faster than b
 
 
-@dataclass(frozen=True)
-class Rate:
-    hits: int
-    n: int
-    rate: float
-    ci: tuple[float, float]
 
 
-def rate(hits: int, n: int) -> Rate:
-    """A Monte-Carlo proportion with its 95% Clopper-Pearson interval."""
-    lo = float(sps.beta.ppf(0.025, hits, n - hits + 1)) if hits > 0 else 0.0
-    hi = float(sps.beta.ppf(0.975, hits + 1, n - hits)) if hits < n else 1.0
-    return Rate(hits, n, hits / n, (lo, hi))
 
 
 @dataclass(frozen=True)

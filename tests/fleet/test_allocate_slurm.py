@@ -5,7 +5,6 @@ Ctrl-C, a lost node), or by `benchsage release DIR` after the controller was kil
 from __future__ import annotations
 
 import json
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import slurmcluster
+from examplerepo import example_repository, tree_of
 from journalcheck import count, rows
 from test_slurm import benchsage, cli, no_jobs, wait_for
 
@@ -29,6 +29,14 @@ def write_spec(tmp_path: Path, cluster: slurmcluster.Cluster, *, nodes: int = 2,
     path = tmp_path / "experiment.toml"
     path.write_text(text)
     return path
+
+
+def in_a_trial(cluster: slurmcluster.Cluster, spec: Path, out: str, flag: Path) -> subprocess.Popen:
+    """`benchsage run` started, returned once a trial is in flight (it touches `flag`)."""
+    proc = subprocess.Popen(benchsage("run", str(spec), "-o", out, "--quiet"), cwd=spec.parent, env=cluster.env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
+    wait_for(lambda: flag.exists() or proc.poll() is not None, "no trial started")
+    return proc
 
 
 def jobs(cluster: slurmcluster.Cluster) -> str:
@@ -47,13 +55,8 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "fleet" / "slurm.to
 def test_the_slurm_example_allocates_two_nodes_deploys_initializes_and_releases(slurm_cluster: slurmcluster.Cluster,
                                                                                 tmp_path: Path) -> None:
     """examples/fleet/slurm.toml, committed in a repository of its own, at 2 runs per arm."""
-    repo = tmp_path / "repo"
-    shutil.copytree(EXAMPLE.parent, repo, ignore=shutil.ignore_patterns("fleet", "__pycache__", "results"))
-    spec = repo / EXAMPLE.name
-    spec.write_text(spec.read_text().replace("/tmp/benchsage-slurm-demo/", f"{tmp_path / 'nodes'}/")
-                    .replace('partition = "bench"', f'partition = "{slurm_cluster.partition}"'))
-    for argv in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "slurm"]):
-        subprocess.run(["git", *argv], cwd=repo, check=True, capture_output=True)
+    spec = example_repository(EXAMPLE, tmp_path / "repo", {"/tmp/benchsage-slurm-demo/": f"{tmp_path / 'nodes'}/",
+                                                           'partition = "bench"': f'partition = "{slurm_cluster.partition}"'})
     plan = json.loads(cli(slurm_cluster, "plan", str(spec), "--json", cwd=tmp_path).stdout)
     assert plan["provisioning"][0] == "Slurm: 2 nodes from partition bench (time 00:15:00), one worker per node, named when allocated"
     assert [w["name"] for w in plan["workers"]] == ["node-1", "node-2"]
@@ -62,7 +65,7 @@ def test_the_slurm_example_allocates_two_nodes_deploys_initializes_and_releases(
     assert jobs(slurm_cluster) == ""
     out = tmp_path / "out"
     assert dict(rows(out, "SELECT worker, COUNT(*) FROM runs WHERE status = 'done' GROUP BY worker")) == {"c1": 4, "c2": 4}
-    tree = subprocess.run(["git", "rev-parse", "HEAD^{tree}"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    tree = tree_of(spec.parent)
     assert rows(out, "SELECT worker, dir, tree FROM deploys ORDER BY worker") == [
         (node, str(tmp_path / "nodes" / node), tree) for node in ("c1", "c2")]
     # [init] ran once on each node, not once per run, each in its own dir.
@@ -104,9 +107,7 @@ def test_interrupt_releases_and_kill_then_release_frees(slurm_cluster: slurmclus
     flag = tmp_path / "in-trial"
     fast = tmp_path / "fast"
     spec = write_spec(tmp_path, slurm_cluster, command=f"touch {flag}; test -e {fast} || sleep 30")
-    proc = subprocess.Popen(benchsage("run", str(spec), "-o", "out", "--quiet"), cwd=tmp_path, env=slurm_cluster.env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
-    wait_for(lambda: flag.exists() or proc.poll() is not None, "no trial started")
+    proc = in_a_trial(slurm_cluster, spec, "out", flag)
     proc.send_signal(signal.SIGINT)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 3, stderr
@@ -116,9 +117,7 @@ def test_interrupt_releases_and_kill_then_release_frees(slurm_cluster: slurmclus
     wait_for(lambda: no_jobs(slurm_cluster), "a job step outlived the interrupted experiment")
     # kill -9 of the controller leaves the job; `benchsage release DIR` frees it and says so.
     flag.unlink()
-    proc = subprocess.Popen(benchsage("run", str(spec), "-o", "out2", "--quiet"), cwd=tmp_path, env=slurm_cluster.env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
-    wait_for(lambda: flag.exists() or proc.poll() is not None, "no trial started")
+    proc = in_a_trial(slurm_cluster, spec, "out2", flag)
     proc.kill()
     proc.communicate()
     assert jobs(slurm_cluster) != ""
@@ -144,9 +143,7 @@ def test_kill_then_resume_re_uses_the_live_job_and_releases_it(slurm_cluster: sl
     flag = tmp_path / "in-trial"
     fast = tmp_path / "fast"
     spec = write_spec(tmp_path, slurm_cluster, command=f"touch {flag}; test -e {fast} || sleep 30")
-    proc = subprocess.Popen(benchsage("run", str(spec), "-o", "out", "--quiet"), cwd=tmp_path, env=slurm_cluster.env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True)
-    wait_for(lambda: flag.exists() or proc.poll() is not None, "no trial started")
+    proc = in_a_trial(slurm_cluster, spec, "out", flag)
     proc.kill()
     proc.communicate()
     (record,) = allocations(tmp_path / "out")

@@ -4,7 +4,6 @@ checked, verified reboots, lost and returning hosts, and resume."""
 from __future__ import annotations
 
 import json
-import shutil
 import signal
 import sqlite3
 import subprocess
@@ -14,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import fleetprocs
+from examplerepo import example_repository, tree_of
 import pytest
 from journalcheck import complete_and_unduplicated, rows, trials_so_far
 
@@ -120,30 +120,18 @@ def cli(*args: str, cwd: Path, timeout: float = 180) -> subprocess.CompletedProc
 
 
 
-def example_in_a_repository(tmp_path: Path, fleet) -> Path:
-    """examples/fleet committed in a repository of its own, its workers on `fleet`, each
-    deploying to a folder under tmp_path/hosts."""
-    repo = tmp_path / "repo"
-    shutil.copytree(EXAMPLE.parent, repo, ignore=shutil.ignore_patterns("fleet", "__pycache__", "results"))
-    spec = repo / EXAMPLE.name
-    spec.write_text(spec.read_text().replace('"fleet/ssh_config"', f'"{fleet.ssh_config}"')
-                    .replace("/tmp/benchsage-fleet-demo/", f"{tmp_path / 'hosts'}/"))
-    for argv in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "fleet"]):
-        subprocess.run(["git", *argv], cwd=repo, check=True, capture_output=True)
-    return spec
-
-
 @pytest.mark.slow
 def test_the_fleet_example_deploys_initializes_and_reboots_verified(fake_fleet, tmp_path: Path) -> None:
     """examples/fleet as the README runs it, at 2 runs per arm: the empty hosts get the commit
     and run init.sh once, then every run starts from a verified reboot."""
     fleet = fake_fleet(3)
-    spec = example_in_a_repository(tmp_path, fleet)
+    spec = example_repository(EXAMPLE, tmp_path / "repo", {'"fleet/ssh_config"': f'"{fleet.ssh_config}"',
+                                                            "/tmp/benchsage-fleet-demo/": f"{tmp_path / 'hosts'}/"})
     done = cli("run", str(spec), "-o", "out", "--runs", "2", "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     out = tmp_path / "out"
     complete_and_unduplicated(out, 3, 2, 3)
-    tree = subprocess.run(["git", "rev-parse", "HEAD^{tree}"], cwd=spec.parent, capture_output=True, text=True).stdout.strip()
+    tree = tree_of(spec.parent)
     assert rows(out, "SELECT worker, tree FROM deploys ORDER BY worker") == [(h, tree) for h in ("node1", "node2", "node3")]
     assert rows(out, "SELECT worker, status FROM inits ORDER BY worker") == [(h, "ok") for h in ("node1", "node2", "node3")]
     corpora = {(tmp_path / "hosts" / h / "data" / "corpus.bin").read_bytes() for h in ("node1", "node2", "node3")}
