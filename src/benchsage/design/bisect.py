@@ -181,18 +181,6 @@ def probe_seed(seed: int, *parts: object) -> int:
     return int.from_bytes(digest[:8], "big") >> 1
 
 
-def probe_orders(runs: int, tests: int, seed: int) -> list[tuple[int, ...]]:
-    """A fresh random order of the tests (good, bad, probe...) for every run."""
-    rng = np.random.Generator(np.random.PCG64(seed))
-    return [tuple(int(i) for i in rng.permutation(tests)) for _ in range(runs)]
-
-
-def probe_seed(seed: int, *parts: object) -> int:
-    """The seed of one batch of runs: drawn from the search's seed and what the batch measures."""
-    digest = hashlib.sha256("\0".join([str(seed), *map(str, parts)]).encode()).digest()
-    return int.from_bytes(digest[:8], "big") >> 1
-
-
 @dataclass(frozen=True, eq=False)
 class ProbeRecord:
     """What one probe (or, at index 0, the check of good against bad) measured and decided."""
