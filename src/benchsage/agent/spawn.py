@@ -332,11 +332,7 @@ def _run_forked(command: str, path: str, argv: List[str], full_env: Mapping[str,
             return _failed("cannot start %r: %s" % (command, why), started, how)
         t0 = exec_time
     except BaseException:
-        kill_group(pid)
-        try:
-            os.wait4(pid, 0)
-        except ChildProcessError:
-            pass
+        _reap(pid)
         raise
     finally:
         for fd in (pidfd, out_r, err_r, rep_r, out_w, err_w):
@@ -344,7 +340,21 @@ def _run_forked(command: str, path: str, argv: List[str], full_env: Mapping[str,
                 os.close(fd)
         if control is not None and not finished:
             control.finish(cgroup, pid)
-    result = _measured(status, usage, t_end - t0, timed_out, tails, started, how)
+    return _result(_measured(status, usage, t_end - t0, timed_out, tails, started, how), control, cgroup, pid, collect, cwd)
+
+
+def _reap(pid: int) -> None:
+    """A trial being given up (an error, an interrupt): its group killed, the child waited for."""
+    kill_group(pid)
+    try:
+        os.wait4(pid, 0)
+    except ChildProcessError:
+        pass
+
+
+def _result(result: Dict[str, Any], control: Any, cgroup: Any, pid: int, collect: Tuple[str, ...], cwd: str) -> Dict[str, Any]:
+    """A measured trial's result with its cgroup's readings (the cgroup finished) and the files
+    it was asked to collect."""
     if control is not None:
         result.update(control.finish(cgroup, pid))
     if collect:
@@ -396,11 +406,7 @@ def _run_spawned(command: str, path: str, argv: List[str], env: Mapping[str, str
         finished = True
     except BaseException:
         if pid:
-            kill_group(pid)
-            try:
-                os.wait4(pid, 0)
-            except ChildProcessError:
-                pass
+            _reap(pid)
         raise
     finally:
         for fd in (pidfd, out_r, err_r, out_w, err_w):
@@ -408,12 +414,7 @@ def _run_spawned(command: str, path: str, argv: List[str], env: Mapping[str, str
                 os.close(fd)
         if control is not None and not finished:
             control.finish(cgroup, pid)
-    result = _measured(status, usage, t_end - t0, timed_out, tails, started, how)
-    if control is not None:
-        result.update(control.finish(cgroup, pid))
-    if collect:
-        result["files"] = _collect(collect, cwd)
-    return result
+    return _result(_measured(status, usage, t_end - t0, timed_out, tails, started, how), control, cgroup, pid, collect, cwd)
 
 
 def _spawn_as_child(path: str, argv: List[str], env: Mapping[str, str], cwd: str, fds: Tuple[int, int, int],
