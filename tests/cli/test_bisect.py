@@ -44,7 +44,7 @@ def searched(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     repo = root / "repo"
     hashes = _make_repo()(str(repo), commits=8, change=5, slowdown=40.0, noise=0.0, work=8.0, runs=10, broken=3)
     out = root / "search"
-    done = bench("bisect", "experiment.toml", "--good", hashes["good"], "--bad", "main", "--build", "make", "--alpha", "0.2",
+    done = bench("bisect", "experiment.toml", "--good", hashes["good"], "--bad", "main", "--build", "make", "--alpha", "0.05",
                  "--seed", "1", "-o", str(out), "--json", "--quiet", cwd=repo)
     assert done.returncode == 0, done.stderr
     return repo, hashes, out, json.loads(done.stdout)
