@@ -17,7 +17,8 @@ from journalcheck import rows
 PAIRS = {"pair1": ("node1", "node2"), "pair2": ("node3", "node4")}
 
 
-def write_spec(tmp_path: Path, fleet, reset: str) -> Path:
+def write_spec(tmp_path: Path, fleet, reset: str, hold: str = "") -> Path:
+    """hold: a host whose trials, once they touched their mark, wait for the file marks/go."""
     workers = ""
     for pair, (server, client) in PAIRS.items():
         workers += f'[[worker]]\nname = "{pair}"\n'
@@ -27,6 +28,7 @@ def write_spec(tmp_path: Path, fleet, reset: str) -> Path:
             if role == "server":  # each server keeps the experiment's files in a folder of its own
                 workers += f'dir = "{tmp_path / ("srv-" + pair)}"\n'
     marks = tmp_path / "marks"
+    wait = f"[ $BENCHSAGE_FAKE_HOST != {hold} ] || while [ ! -e {marks}/go ]; do sleep 0.01; done; " if hold else ""
     text = f"""
 [experiment]
 name = "pairs"
@@ -40,7 +42,7 @@ seed = 5
 [[test]]
 name = "load"
 role = "client"
-command = "sh -c 'touch {marks}/$BENCHSAGE_FAKE_HOST; sleep 0.05; echo served 7'"
+command = "sh -c 'touch {marks}/$BENCHSAGE_FAKE_HOST; {wait}sleep 0.05; echo served 7'"
 
 [[collector]]
 name = "server_host"
@@ -101,15 +103,16 @@ def test_pairs_reboot_every_role_host_and_compare_servers_with_servers(fake_flee
 @pytest.mark.slow
 def test_a_lost_server_host_loses_its_pair_and_resume_continues(fake_fleet, tmp_path: Path) -> None:
     fleet = fake_fleet(4)
-    spec = write_spec(tmp_path, fleet, '[reset]\ncommand = "true"\n')
+    spec = write_spec(tmp_path, fleet, '[reset]\ncommand = "true"\n', hold="node4")
     run = subprocess.Popen([sys.executable, "-m", "benchsage", "run", str(spec), "-o", "out", "--quiet"], cwd=tmp_path,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
     mark = tmp_path / "marks" / "node4"
     deadline = time.monotonic() + 120
-    while not mark.exists():  # pair2's client has started a trial
+    while not mark.exists():  # pair2's client has started a trial (held until the server is down)
         assert time.monotonic() < deadline and run.poll() is None, run.communicate()
         time.sleep(0.01)
     fleet.crash("node3")  # pair2's server: the window it opened cannot be closed
+    (tmp_path / "marks" / "go").touch()  # pair2's trial, held until now, ends
     _, stderr = run.communicate(timeout=120)
     assert run.returncode == 3, stderr
     error = stderr.strip().splitlines()[-1]
