@@ -46,17 +46,18 @@ from __future__ import annotations
 
 import errno
 import os
-import signal
 import time
 from collections import namedtuple
 
+from benchsage.agent import cgroupfs as fs
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: the typing module would grow the agent, and every trial it forks
-    from typing import Dict, Iterator, List, Optional, Set, Tuple, Union
+    from typing import Dict, List, Optional, Set, Tuple, Union
 
 V1 = "cgroup v1"
 V2 = "cgroup v2"
-PREFIX = "benchsage-"
+PREFIX = fs.PREFIX
 PROC_SELF_CGROUP = "/proc/self/cgroup"
 
 _ENABLE_V1 = (
@@ -156,7 +157,7 @@ def _unified_mount(root: str) -> Optional[str]:
 def _probe_v2(unified: str, own_path: Optional[str], need: Tuple[str, ...] = ("memory",)) -> Union[Support, str]:
     """A Support for v2 under `unified`, or a one-line reason (str) why not. `need`: the
     controllers required (tests on hosts whose memory controller sits in v1 pass ())."""
-    available = set(_text(os.path.join(unified, "cgroup.controllers")).split())
+    available = set(fs.read_text(os.path.join(unified, "cgroup.controllers")).split())
     missing = [c for c in need if c not in available]
     if missing:
         return "no %s controller in %s: it is bound to a v1 hierarchy, or disabled" % ("/".join(missing), unified)
@@ -169,8 +170,8 @@ def _probe_v2(unified: str, own_path: Optional[str], need: Tuple[str, ...] = ("m
         problems.append("the agent's cgroup %s is outside the mounted hierarchy (a cgroup namespace?)" % own_path)
     elif own_path != "/":
         own_dir = unified + own_path
-        controllers = set(_text(os.path.join(own_dir, "cgroup.controllers")).split())
-        others = sorted(set(_pids_in(own_dir)) - {os.getpid()})
+        controllers = set(fs.read_text(os.path.join(own_dir, "cgroup.controllers")).split())
+        others = sorted(set(fs.pids_in(own_dir)) - {os.getpid()})
         if any(c not in controllers for c in need):
             problems.append("%s is not delegated the memory controller" % own_dir)
         elif others:
@@ -260,7 +261,7 @@ def _kernel_at_least(version: Tuple[int, int]) -> bool:
 
 
 class Cgroups:
-    """The agent's folder, benchsage-<pid>-... (_own_name), under each of `support.parents`, and
+    """The agent's folder, benchsage-<pid>-... (cgroupfs.own_name), under each of `support.parents`, and
     the trial cgroups (trial-1, trial-2, ...) made in it. Nothing happens until the first trial().
 
     On v1 a trial's cgroup is recycled for the next trial when the trial left it empty, with no
@@ -310,10 +311,10 @@ class Cgroups:
                         made[base] = os.path.join(base, name)
                         os.mkdir(made[base])
             except FileExistsError:  # left by an earlier agent with our pid: take the next number
-                _rmdirs(list(made.values())[:-1])
+                fs.rmdirs(list(made.values())[:-1])
                 continue
             except OSError as exc:
-                _rmdirs(list(made.values())[:-1])
+                fs.rmdirs(list(made.values())[:-1])
                 raise CgroupError("cannot create cgroup %s: %s" % (list(made.values())[-1], exc.strerror), exc.errno) from None
             trial = TrialCgroup([(controller, made[base]) for controller, base in self.bases], self.v2, self)
             trial._start(fresh=True)
@@ -337,17 +338,17 @@ class Cgroups:
         try:
             for controller, parent in self.support.parents:
                 if parent not in made:
-                    _sweep_stale(parent)
-                    made[parent] = _mkdir_unique(parent, _own_name())
+                    fs.sweep_stale(parent)
+                    made[parent] = fs.mkdir_unique(parent, fs.own_name())
                 self.bases.append((controller, made[parent]))
             if self.v2:
                 parent, base = next(iter(made.items()))
                 if own_dir is not None:  # v2 forbids processes in a cgroup that delegates controllers
                     os.mkdir(os.path.join(base, "agent"))
-                    _write(os.path.join(base, "agent", "cgroup.procs"), b"0")
+                    fs.write_bytes(os.path.join(base, "agent", "cgroup.procs"), b"0")
                     self._moved_from = own_dir
-                _enable_memory(parent)
-                _enable_memory(base)
+                fs.enable_memory(parent)
+                fs.enable_memory(base)
         except OSError as exc:
             where = exc.filename or self.support.parents[0][1]
             try:
@@ -382,15 +383,15 @@ class Cgroups:
         self._spare = []
         for base in sorted({base for _, base in self.bases}):
             if self.v2:
-                _disable_memory(base)
+                fs.disable_memory(base)
                 if self._moved_from is not None:
-                    _disable_memory(self._moved_from)
+                    fs.disable_memory(self._moved_from)
                     try:
-                        _write(os.path.join(self._moved_from, "cgroup.procs"), b"0")
+                        fs.write_bytes(os.path.join(self._moved_from, "cgroup.procs"), b"0")
                     except OSError as exc:
                         problems.append("cannot move the agent back to %s: %s" % (self._moved_from, exc.strerror))
                     self._moved_from = None
-            problems.append(_remove_tree(base) or "")
+            problems.append(fs.remove_tree(base) or "")
         self.bases = []
         problems = [p for p in problems if p]
         if problems:
@@ -407,7 +408,7 @@ RECYCLE_BYTES = 1 << 20
 class TrialCgroup:
     """One trial's cgroup (one folder per v1 hierarchy, or one v2 folder). Made by Cgroups.trial()."""
 
-    __slots__ = ("dirs", "_v2", "_owner", "_procs", "_memory", "_usage", "_cpu", "_freezer", "_cpu0", "_clean")
+    __slots__ = ("dirs", "_v2", "_owner", "_procs", "_memory", "_usage", "_cpu", "_freezer", "_cpu0", "_clean", "_files")
 
     def __init__(self, dirs: List[Tuple[str, str]], v2: bool, owner: Cgroups) -> None:
         self.dirs = []  # type: List[str]  # one per hierarchy: co-mounted v1 controllers share one
@@ -436,6 +437,9 @@ class TrialCgroup:
             self._freezer = os.path.join(by["freezer"], "freezer.state") if "freezer" in by else None
         self._cpu0 = 0.0
         self._clean = False  # kill_all() found it empty, with no cgroups made under it
+        # Files read after every trial, opened once for as long as the cgroup serves (a
+        # recycled one, many trials) and read with pread: an open and a close fewer each.
+        self._files = {}  # type: Dict[str, int]
 
     def _start(self, fresh: bool) -> None:
         """Start the counters for this trial: a fresh cgroup's are zero; a recycled one's memory
@@ -446,7 +450,7 @@ class TrialCgroup:
             self._cpu0 = 0.0
             return
         assert self._memory is not None  # recycling is v1 only
-        _write(self._memory, b"0")  # v1: "0" resets the watermark to the current usage
+        fs.write_bytes(self._memory, b"0")  # v1: "0" resets the watermark to the current usage
         self._cpu0 = self._cpu_now()
 
     def _recyclable(self) -> bool:
@@ -455,7 +459,7 @@ class TrialCgroup:
         try:
             if not self._clean and (self.pids() or any(os.stat(d).st_nlink > 2 for d in self.dirs)):
                 return False  # processes, or cgroups the trial made (removing is simpler)
-            return int(_read(self._usage)) <= RECYCLE_BYTES
+            return int(self._read(self._usage)) <= RECYCLE_BYTES
         except (OSError, ValueError):
             return False
 
@@ -482,21 +486,51 @@ class TrialCgroup:
     def leave(self) -> None:
         """After join() by the agent itself: back to the agent's own cgroups. Raises OSError."""
         for path in self._owner._home:  # the `tasks` files of the agent's own v1 cgroups
-            _write(path, b"0")
+            fs.write_bytes(path, b"0")
 
     def read(self) -> Usage:
         """The trial's peak memory (KiB) and CPU time (s) so far. Raises CgroupError."""
         try:
-            peak = None if self._memory is None else int(_read(self._memory)) // 1024
+            peak = None if self._memory is None else int(self._read(self._memory)) // 1024
             cpu = self._cpu_now() - self._cpu0
         except (OSError, ValueError) as exc:
             raise CgroupError("cannot read cgroup %s: %s" % (self.dirs[0], getattr(exc, "strerror", None) or exc)) from None
         return Usage(peak, cpu)
 
+    def oom_kills(self) -> int:
+        """Processes of this cgroup the kernel's OOM killer killed (v1 memory.oom_control, v2
+        memory.events), counted since the cgroup was made."""
+        for folder in self.dirs:
+            for name in ("memory.oom_control", "memory.events"):
+                try:
+                    data = self._read(os.path.join(folder, name))
+                except OSError:
+                    continue
+                for line in data.splitlines():
+                    key, _, value = line.partition(b" ")
+                    if key == b"oom_kill":
+                        return int(value)
+        return 0
+
+    def _read(self, path: str) -> bytes:
+        """A cgroup file's content, through a descriptor kept open (see _files). Raises OSError."""
+        fd = self._files.get(path)
+        if fd is None:
+            fd = self._files[path] = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        return os.pread(fd, 4096, 0)  # counters and short key-value lists
+
+    def close_files(self) -> None:
+        for fd in self._files.values():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._files = {}
+
     def _cpu_now(self) -> float:
         if not self._v2:
-            return int(_read(self._cpu)) / 1e9
-        for line in _read(self._cpu).splitlines():
+            return int(self._read(self._cpu)) / 1e9
+        for line in self._read(self._cpu).splitlines():
             key, _, value = line.partition(b" ")
             if key == b"usage_usec":
                 return int(value) / 1e6
@@ -507,15 +541,17 @@ class TrialCgroup:
         found = set()  # type: Set[int]
         self._clean = True
         for path in self.dirs:
-            found.update(_pids_in(path))
+            # Opened anew each time: a v1 cgroup.procs kept open lists the pids of its first read
+            # for up to a second (the kernel's cached pid list).
+            found.update(fs.pids_in(path))
             try:
                 nested = os.stat(path).st_nlink > 2  # a cgroup folder's links: 2 + its subfolders
             except FileNotFoundError:
                 continue
             if nested:
                 self._clean = False
-                for folder in _tree(path):
-                    found.update(_pids_in(folder))
+                for folder in fs.tree(path):
+                    found.update(fs.pids_in(folder))
         found.discard(os.getpid())  # the agent, if it could not leave (TrialCgroup.enter)
         if found:
             self._clean = False
@@ -538,22 +574,22 @@ class TrialCgroup:
         kill_file = os.path.join(self.dirs[0], "cgroup.kill") if self._v2 else None
         if kill_file is not None and os.path.exists(kill_file):
             try:
-                _write(kill_file, b"1")
+                fs.write_bytes(kill_file, b"1")
             except OSError:
                 pass
-        elif self._freezer is not None and _freeze(self._freezer, True):
+        elif self._freezer is not None and fs.freeze(self._freezer, True):
             try:
                 left = self.pids()  # frozen: nothing forks or exits now
                 seen |= left
-                _kill(left)
+                fs.kill_all_of(left)
             finally:
-                _freeze(self._freezer, False)
+                fs.freeze(self._freezer, False)
         deadline = time.monotonic() + timeout
         delay = 0.0001
         while True:
             # Only pids read from the cgroup just now: a pid seen before may already belong to
             # someone else.
-            _kill(left)
+            fs.kill_all_of(left)
             time.sleep(delay)
             left = self.pids()
             if not left:
@@ -573,225 +609,7 @@ class TrialCgroup:
             raise CgroupError(problem)
 
 
-# --------------------------------------------------------------------------------------------
-# Small helpers: raw system calls, because the agent calls them in every trial
-
-
-def _read(path: str) -> bytes:
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        return os.read(fd, 65536)
-    finally:
-        os.close(fd)
-
-
-read_file = _read  # for measurement.py
-
-
-def _write(path: str, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
-    try:
-        os.write(fd, data)
-    finally:
-        os.close(fd)
-
-
-def _text(path: str) -> str:
-    try:
-        return _read(path).decode()
-    except OSError:
-        return ""
-
-
-def _pids_in(folder: str) -> List[int]:
-    try:
-        fd = os.open(os.path.join(folder, "cgroup.procs"), os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return []
-    try:
-        data = b""
-        while True:  # a long list comes in pieces
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            data += chunk
-    finally:
-        os.close(fd)
-    return [int(x) for x in data.split()]
-
-
-def _tree(path: str) -> Iterator[str]:
-    """`path` and the cgroups below it, children before parents. Cheap when there are none:
-    a cgroup folder's link count is 2 plus its subfolders."""
-    try:
-        if os.stat(path).st_nlink <= 2:
-            yield path
-            return
-        entries = list(os.scandir(path))
-    except FileNotFoundError:
-        return
-    for entry in entries:
-        if entry.is_dir(follow_symlinks=False):
-            yield from _tree(entry.path)
-    yield path
-
-
-def _kill(pids: Set[int]) -> None:
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
-def _freeze(state_file: str, frozen: bool) -> bool:
-    """v1 freezer: freeze (waiting up to 1 s for FROZEN) or thaw. False if it cannot."""
-    try:
-        _write(state_file, b"FROZEN" if frozen else b"THAWED")
-        if not frozen:
-            return True
-        deadline = time.monotonic() + 1.0
-        while _read(state_file).strip() != b"FROZEN" and time.monotonic() < deadline:
-            time.sleep(0.0005)
-        return True
-    except OSError:
-        return False
-
-
-def _enable_memory(folder: str) -> None:
-    """v2: give the memory controller to `folder`'s children, when it has it at all."""
-    if "memory" in _text(os.path.join(folder, "cgroup.controllers")).split() and \
-            "memory" not in _text(os.path.join(folder, "cgroup.subtree_control")).split():
-        _write(os.path.join(folder, "cgroup.subtree_control"), b"+memory")
-
-
-def _disable_memory(folder: str) -> None:
-    try:
-        if "memory" in _text(os.path.join(folder, "cgroup.subtree_control")).split():
-            _write(os.path.join(folder, "cgroup.subtree_control"), b"-memory")
-    except OSError:
-        pass
-
-
-def _mkdir_unique(parent: str, name: str) -> str:
-    path = os.path.join(parent, name)
-    suffix = 1
-    while True:
-        try:
-            os.mkdir(path)
-            return path
-        except FileExistsError:
-            suffix += 1
-            path = os.path.join(parent, "%s-%d" % (name, suffix))
-
-
 def _remove_trial(trial: TrialCgroup) -> Optional[str]:
-    problems = [p for p in (_remove_tree(path) for path in trial.dirs) if p]
+    trial.close_files()
+    problems = [p for p in (fs.remove_tree(path) for path in trial.dirs) if p]
     return "; ".join(problems) or None
-
-
-def _rmdirs(paths: List[str]) -> None:
-    for path in paths:
-        try:
-            os.rmdir(path)
-        except OSError:
-            pass
-
-
-def _remove_tree(path: str, timeout: float = 1.0) -> Optional[str]:
-    """rmdir `path` and its sub-cgroups, children first, retrying while processes finish exiting.
-    None when gone, else why not."""
-    deadline = time.monotonic() + timeout
-    delay = 0.0001
-    while True:
-        failure = None
-        for folder in list(_tree(path)):
-            try:
-                os.rmdir(folder)
-            except FileNotFoundError:
-                pass
-            except OSError as exc:
-                failure = exc
-        if failure is None:
-            return None
-        if failure.errno != errno.EBUSY or time.monotonic() > deadline:
-            return "cannot remove cgroup %s: %s" % (path, failure.strerror)
-        time.sleep(delay)
-        delay = min(delay * 2, 0.01)
-
-
-def _own_name() -> str:
-    """The agent's folder name: benchsage-<pid>-t<start time>-n<pid namespace>, so that another
-    agent can tell whether it still runs (_sweep_stale)."""
-    return "%s%d-t%d-n%d" % (PREFIX, os.getpid(), _start_time(os.getpid()) or 0, _pid_namespace())
-
-
-def _owner(name: str) -> Optional[Tuple[int, int, int]]:
-    """(pid, start time, pid namespace) of the agent a folder name says made it, or None for
-    names that do not say (a probe's, or of an agent before they said it)."""
-    if not name.startswith(PREFIX):
-        return None
-    words = name[len(PREFIX):].split("-")
-    if len(words) < 3 or not words[0].isdigit() or words[1][:1] != "t" or words[2][:1] != "n" \
-            or not words[1][1:].isdigit() or not words[2][1:].isdigit():
-        return None
-    return int(words[0]), int(words[1][1:]), int(words[2][1:])
-
-
-def _start_time(pid: int) -> Optional[int]:
-    """When `pid` started, in clock ticks since boot (/proc/PID/stat, field 22); None if it
-    does not run (here)."""
-    try:
-        with open("/proc/%d/stat" % pid, "rb") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    try:
-        fields = stat[stat.rindex(b")") + 2:].split()  # the name in parentheses may hold anything
-        return int(fields[19])  # fields 3, 4, ... of stat(5): field 22 is the 20th
-    except (ValueError, IndexError):
-        return None
-
-
-def _pid_namespace() -> int:
-    """The inode of this process's PID namespace (0: unknown). A pid means a process only
-    within one namespace: another agent's, on the same host, may be in another."""
-    try:
-        return os.stat("/proc/self/ns/pid").st_ino
-    except OSError:
-        return 0
-
-
-def _sweep_stale(parent: str) -> None:
-    """Remove the folders of agents that died without closing, killing what their trials left
-    running. An agent is known dead only when it was in this PID namespace and its pid now runs
-    no process, or one started at another time (the pid was reused). The folders of agents in
-    another namespace (another container), or of names that do not say, are left alone: their
-    agent may be running, and its trials with it."""
-    try:
-        names = os.listdir(parent)
-    except OSError:
-        return
-    here = _pid_namespace()
-    for name in names:
-        owner = _owner(name)
-        if owner is None or not here or owner[2] != here:
-            continue
-        pid, started, _ = owner
-        now = _start_time(pid)
-        if not started or now == started or (now is None and _alive(pid)):
-            continue  # running, or cannot be told apart from a process that does
-        folder = os.path.join(parent, name)
-        for sub in list(_tree(folder)):
-            _kill(set(_pids_in(sub)))
-        _remove_tree(folder)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

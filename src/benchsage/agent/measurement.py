@@ -261,16 +261,5 @@ def _state(pid: int) -> Optional[str]:
 
 
 def _oom_kills(cgroup: Any) -> int:
-    """Processes of the trial's cgroup the kernel's OOM killer killed (v1 memory.oom_control,
-    v2 memory.events)."""
-    for folder in cgroup.dirs:
-        for name in ("memory.oom_control", "memory.events"):
-            try:
-                data = cgroups.read_file(os.path.join(folder, name))
-            except OSError:
-                continue
-            for line in data.splitlines():
-                key, _, value = line.partition(b" ")
-                if key == b"oom_kill":
-                    return int(value)
-    return 0
+    """Processes of the trial's cgroup the kernel's OOM killer killed (cgroups.TrialCgroup.oom_kills)."""
+    return int(cgroup.oom_kills())

@@ -31,6 +31,9 @@ class Agent:
         self.out_fd = out_fd
         self.window = None  # type: Any  # collectors.Window, made at the first window
         self.deployer = None  # type: Any  # deploy.Deployer, made at the first deploy request
+        # The environment trials start from, decoded once (os.environ decodes every variable
+        # each time it is copied: ~25 us between two trials); the agent never changes its own.
+        self.environ = dict(os.environ)
 
     def handle(self, request: Mapping[str, Any]) -> Tuple[Dict[str, Any], bool]:
         """(reply, keep serving)."""
@@ -48,6 +51,7 @@ class Agent:
                 trial=bool(request.get("trial")),
                 aslr=request.get("aslr"),
                 cwd_pad=int(request.get("cwd_pad") or 0),
+                environ=self.environ,
             )
             return {"result": protocol.encode_result(result)}, True
         if op == "boot_id":

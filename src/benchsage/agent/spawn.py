@@ -244,6 +244,7 @@ def run_process(
     trial: bool = False,
     aslr: Optional[bool] = None,
     cwd_pad: int = 0,
+    environ: Optional[Mapping[str, str]] = None,
 ) -> Dict[str, Any]:
     """Run `command` in its own process group and measure it; never raises for the command.
 
@@ -254,9 +255,10 @@ def run_process(
     and whatever it leaves running is killed (and counted) when it ends. `aslr`: address-space
     randomisation on or off for the command (None: as the agent has it). `cwd_pad`: run in a
     directory whose path is this many bytes longer than `cwd` (padded_cwd), $PWD set to it.
-    Returns a dict (the protocol's result, with bytes not yet encoded).
+    `environ`: the environment `env` is added to (default: os.environ, decoded anew; the agent
+    passes its own, decoded once). Returns a dict (the protocol's result, with bytes not yet encoded).
     """
-    cwd, full_env, failure = _prepare(command, cwd, env, aslr, cwd_pad)
+    cwd, full_env, failure = _prepare(command, cwd, env, aslr, cwd_pad, environ)
     if failure is not None:
         return failure
     how, path, argv = plan_spawn(command, full_env)
@@ -469,9 +471,9 @@ def _spawn_as_child(path: str, argv: List[str], env: Mapping[str, str], cwd: str
 
 
 def _prepare(command: str, cwd: str, env: Optional[Mapping[str, str]], aslr: Optional[bool],
-             cwd_pad: int) -> Tuple[str, Dict[str, str], Optional[Dict[str, Any]]]:
+             cwd_pad: int, environ: Optional[Mapping[str, str]] = None) -> Tuple[str, Dict[str, str], Optional[Dict[str, Any]]]:
     """The command's working directory and whole environment, or why it cannot start."""
-    full_env = dict(os.environ)
+    full_env = dict(os.environ if environ is None else environ)
     if env:
         full_env.update(env)
     if cwd_pad:

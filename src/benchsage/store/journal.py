@@ -193,6 +193,12 @@ _ADDED_COLUMNS = (
 )
 
 
+_INSERT_TRIAL = """INSERT INTO trials(run_id, attempt_id, worker, test_id, position, predecessor_id, started, ended, duration,
+       exit_status, status, reason, wall_time, user_time, sys_time, max_rss, stdout_tail, stderr_tail,
+       stdout_bytes_dropped, stderr_bytes_dropped, boot_id, spawn, leftovers, hosts)
+   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+
+
 def _locked(method: Any) -> Any:
     """Serialize a Journal method: one writer for every worker thread of an experiment."""
 
@@ -497,30 +503,27 @@ class Journal:
 
     @_locked
     def add_trial(self, t: TrialRecord) -> int:
-        """Insert one trial and its values, and commit before returning."""
+        """Insert one trial and its values, and commit before returning. A trial without values
+        is one statement, committed on its own (one round through SQLite, not three: this is
+        between two trials of a run)."""
         conn = self.conn
+        row = (
+            t.run_id, t.attempt_id, t.worker, t.test_id, t.position, t.predecessor_id, t.started, t.ended,
+            t.duration, t.exit_status, t.status, t.reason, t.wall_time, t.user_time, t.sys_time, t.max_rss,
+            t.stdout_tail[-TAIL_BYTES:], t.stderr_tail[-TAIL_BYTES:],
+            # bytes of output the journal does not hold: the worker's and its own trimming
+            t.stdout_dropped + max(0, len(t.stdout_tail) - TAIL_BYTES), t.stderr_dropped + max(0, len(t.stderr_tail) - TAIL_BYTES),
+            t.boot_id, t.spawn, t.leftovers, json.dumps(t.hosts) if t.hosts is not None else None,
+        )
+        if not t.values:
+            return int(conn.execute(_INSERT_TRIAL, row).lastrowid or 0)
         conn.execute("BEGIN")
         try:
-            cur = conn.execute(
-                """INSERT INTO trials(run_id, attempt_id, worker, test_id, position, predecessor_id, started, ended, duration,
-                       exit_status, status, reason, wall_time, user_time, sys_time, max_rss, stdout_tail, stderr_tail,
-                       stdout_bytes_dropped, stderr_bytes_dropped, boot_id, spawn, leftovers, hosts)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                (
-                    t.run_id, t.attempt_id, t.worker, t.test_id, t.position, t.predecessor_id, t.started, t.ended,
-                    t.duration, t.exit_status, t.status, t.reason, t.wall_time, t.user_time, t.sys_time, t.max_rss,
-                    t.stdout_tail[-TAIL_BYTES:], t.stderr_tail[-TAIL_BYTES:],
-                    # bytes of output the journal does not hold: the worker's and its own trimming
-                    t.stdout_dropped + max(0, len(t.stdout_tail) - TAIL_BYTES), t.stderr_dropped + max(0, len(t.stderr_tail) - TAIL_BYTES),
-                    t.boot_id, t.spawn, t.leftovers, json.dumps(t.hosts) if t.hosts is not None else None,
-                ),
+            trial_id = int(conn.execute(_INSERT_TRIAL, row).lastrowid or 0)
+            conn.executemany(
+                "INSERT INTO trial_values(trial_id, metric, value) VALUES (?, ?, ?)",
+                [(trial_id, k, v) for k, v in t.values.items()],
             )
-            trial_id = int(cur.lastrowid or 0)
-            if t.values:
-                conn.executemany(
-                    "INSERT INTO trial_values(trial_id, metric, value) VALUES (?, ?, ?)",
-                    [(trial_id, k, v) for k, v in t.values.items()],
-                )
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
