@@ -59,3 +59,21 @@ def test_probe_spec_keeps_the_test_and_moves_it_into_the_worktrees(tmp_path: Pat
 def test_a_test_outside_the_repository_runs_at_the_worktree_root(tmp_path: Path) -> None:
     assert worktree_cwd(str(tmp_path / "elsewhere"), str(tmp_path / "repo"), "/w/x") == "/w/x"
     assert worktree_cwd(str(tmp_path / "repo"), str(tmp_path / "repo"), "/w/x") == "/w/x"
+
+
+def test_a_probe_on_other_hosts_gets_bisect_dirs_and_resets_in_bads_copy(tmp_path: Path) -> None:
+    """Workers of other hosts run the worktrees shipped to their bisect dir: the user's dir with
+    -bisect appended (their own experiment's deploy is left alone), else one under /tmp per
+    search; the reset runs in bad's copy of its folder (the user's checkout is not there)."""
+    repo = tmp_path / "repo"
+    (repo / "sub").mkdir(parents=True)
+    spec_path = repo / "experiment.toml"
+    workers = ('[[worker]]\nkind = "ssh"\nhost = "n1"\ndir = "/data/{worker}/"\n'
+               '[[worker]]\nkind = "ssh"\nhost = "n2"\n[[worker]]\nkind = "local"\n')
+    spec_path.write_text(SPEC + workers)
+    spec = load_spec(spec_path)
+    arms = [Arm("good", "/w/good"), Arm("bad", "/w/bad"), Arm("abc", "/w/abc")]
+    probe = load_spec(spec_path, text=probe_spec_text(spec, "load", arms, str(repo), 7, 11, search="5ea7c4"))
+    assert [w.dir for w in probe.workers] == ["/data/n1-bisect", "/tmp/benchsage-bisect/5ea7c4/n2", None]
+    assert probe.reset is not None and probe.reset.cwd == "/w/bad"
+    assert [t.cwd for t in probe.tests] == ["/w/good/sub", "/w/bad/sub", "/w/abc/sub"]

@@ -15,9 +15,11 @@ import dataclasses
 import json
 import math
 import os
+import shutil
+import sqlite3
 import tomllib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -25,10 +27,12 @@ from benchsage.design.bisect import probe_orders
 from benchsage.design.experiment import ExperimentPlan, WorkerPlan, experiment_digest
 from benchsage.design.plan import Plan, PlannedRun, worker_seed
 from benchsage.errors import ExperimentError, UsageError
+from benchsage.execute.bisect import ship
+from benchsage.execute.deploy import DeploySource
 from benchsage.execute.progress import Progress, QuietProgress
 from benchsage.execute.session import resume, start
 from benchsage.spec import Spec, load_spec
-from benchsage.store.journal import Journal
+from benchsage.store.journal import Journal, journal_path
 from benchsage.vocabulary import DONE, RANDOM
 
 # What a probe's spec keeps of the user's [experiment] and top level: the rest (treatments,
@@ -51,7 +55,10 @@ def worktree_cwd(cwd: str, repo: str, worktree: str) -> str:
     return worktree if rel.startswith("..") else os.path.normpath(os.path.join(worktree, rel))
 
 
-def probe_spec_text(spec: Spec, test: str, arms: list[Arm], repo: str, runs: int, seed: int) -> str:
+def probe_spec_text(spec: Spec, test: str, arms: list[Arm], repo: str, runs: int, seed: int, search: str | None = None) -> str:
+    """The batch's spec; `search` (the search's id): its worktrees are shipped to the workers,
+    which run them in their bisect dirs, and the reset and [init] run in bad's copy of their
+    folder there (the user's checkout is on this machine only)."""
     doc = tomllib.loads(spec.text)
     chosen = next((t for t in doc.get("test", []) if isinstance(t, dict) and t.get("name") == test), None)
     resolved = next(t for t in spec.tests if t.name == test)
@@ -66,6 +73,12 @@ def probe_spec_text(spec: Spec, test: str, arms: list[Arm], repo: str, runs: int
     doc["experiment"]["seed"] = seed
     doc["experiment"]["name"] = f"{doc['experiment'].get('name', 'bisect')}-bisect"
     doc["test"] = [{**chosen, "name": f"{test}@{a.label}", "cwd": worktree_cwd(resolved.cwd, repo, a.worktree)} for a in arms]
+    if search is not None:
+        ship.worker_dirs(doc.get("worker"), spec, search)
+        bad = arms[1].worktree
+        for key, table in (("reset", spec.reset), ("init", spec.init)):
+            if isinstance(doc.get(key), dict) and table is not None:
+                doc[key]["cwd"] = worktree_cwd(table.cwd, repo, bad)
     return dumps(doc)
 
 
@@ -83,11 +96,14 @@ class OnceMessages(QuietProgress):
             super().message(text)
 
 
-def measure(spec: Spec, text: str, directory: str, runs: int, seed: int, metric: str,
-            progress: Progress) -> tuple[np.ndarray, tuple[str, ...]]:
+def measure(spec: Spec, text: str, directory: str, runs: int, seed: int, metric: str, progress: Progress,
+            source: Callable[[], DeploySource] | None = None) -> tuple[np.ndarray, tuple[str, ...]]:
     """The metric's value per run (rows) and test (columns, in the spec's order) of the batch in
-    `directory`, and the worker of each run: run now, finished after a crash, or read when done.
-    Runs whose trials did not all give a value are left out."""
+    `directory`, and the worker of each run: run now, finished after a crash, or read when done
+    (`source`: what the batch deploys, read only when it runs). Runs whose trials did not all
+    give a value are left out."""
+    if Journal.exists(directory) and not _planned(directory):
+        shutil.rmtree(directory)  # killed while its journal was being created: nothing ran, start it again
     if Journal.exists(directory):
         journal = Journal.open(directory, read_only=True)
         try:
@@ -95,11 +111,25 @@ def measure(spec: Spec, text: str, directory: str, runs: int, seed: int, metric:
         finally:
             journal.close()
         if unfinished:
-            resume(directory, progress=progress)
+            resume(directory, progress=progress, source=source() if source else None)
     else:
         batch = dataclasses.replace(load_spec(spec.path, text=text), warnings=())  # the search says them once
-        start(batch, random_plan(batch, runs, seed), directory, progress=progress)
+        start(batch, random_plan(batch, runs, seed), directory, progress=progress, source=source() if source else None)
     return read_values(directory, metric, len(load_spec(spec.path, text=text).tests))
+
+
+def _planned(directory: str) -> bool:
+    """Whether the batch's journal holds its plan (a batch killed while its journal was being
+    created has the file, and no plan: the plan is committed before any trial runs)."""
+    conn = sqlite3.connect(f"file:{journal_path(directory)}?mode=ro", uri=True)
+    try:
+        return conn.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone() is not None
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return False
+        raise
+    finally:
+        conn.close()
 
 
 def random_plan(spec: Spec, runs: int, seed: int) -> ExperimentPlan:

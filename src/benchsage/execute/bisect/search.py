@@ -21,7 +21,7 @@ import numpy as np
 from benchsage.design.bisect import BisectRecord, Budget, look_points, probe_seed, run_search
 from benchsage.design.plan import draw_seed
 from benchsage.errors import UsageError
-from benchsage.execute.bisect import builds, git
+from benchsage.execute.bisect import builds, git, ship
 from benchsage.execute.bisect.probes import Arm, OnceMessages, measure, probe_spec_text
 from benchsage.execute.progress import make_progress
 from benchsage.spec import Spec, load_spec
@@ -47,10 +47,7 @@ class BisectRequest:
 def _resolved(request: BisectRequest) -> dict[str, Any]:
     """The request with everything resolved: the record bisect.json starts with."""
     spec = load_spec(request.spec_path)
-    remote = [w.name for w in spec.workers if w.kind not in ("local", "command") or w.roles or w.dir]
-    if remote:
-        raise UsageError(f"{spec.path}: worker(s) {', '.join(remote)}: bisect builds and measures in worktrees of this machine; "
-                         "use local workers (ssh, Slurm and role workers are not supported by bisect yet)")
+    ship.check_workers(spec)
     repo = git.repository_root(request.repo or spec.folder)
     good = git.resolve(repo, request.good, "--good")
     bad = git.resolve(repo, request.bad, "--bad")
@@ -147,6 +144,7 @@ class _Measurer:
         self.builds = 0
         self.subjects: dict[str, str] = {}
         self.workers: dict[int, list[str]] = {}  # probe index (0: good against bad) -> the worker of each run measured
+        self.search = ship.search_id(self.directory, record["seed"]) if ship.ships(self.spec) else None  # None: all local
 
     def prepare(self, commit: str) -> builds.Build:
         self.subjects[commit] = git.subject(self.r["repo"], commit)
@@ -166,9 +164,11 @@ class _Measurer:
         labels = ["good", "bad"] + [c[:12] for c in commits[2:]]
         arms = [Arm(label, builds.worktree_path(self.directory, c)) for label, c in zip(labels, commits)]
         seed = probe_seed(self.r["seed"], name, look)
-        text = probe_spec_text(self.spec, self.r["test"], arms, self.r["repo"], runs, seed)
+        text = probe_spec_text(self.spec, self.r["test"], arms, self.r["repo"], runs, seed, self.search)
         folder = os.path.join(self.directory, "probes", name, f"look-{look}")
-        values, workers = measure(self.spec, text, folder, runs, seed, self.r["metric"], self.progress)
+        worktrees = os.path.join(self.directory, "worktrees")
+        shipped = None if self.search is None else (lambda: ship.source(worktrees, [os.path.basename(a.worktree) for a in arms]))
+        values, workers = measure(self.spec, text, folder, runs, seed, self.r["metric"], self.progress, shipped)
         self.workers.setdefault(0 if index is None else index, []).extend(workers)
         return values
 
