@@ -164,3 +164,18 @@ def test_plan_builds_and_runs_nothing(small_repo, tmp_path: Path) -> None:
     doc = json.loads(done.stdout)
     assert doc["candidates"] == 3 and doc["builds"] == 4 and doc["probes"] == 2
     assert not (repo / "results").exists()
+
+
+@pytest.mark.parametrize("workers, words", [
+    ('[[worker]]\nname = "pair"\n[worker.roles.server]\nkind = "ssh"\nhost = "s"\n[worker.roles.client]\nkind = "ssh"\nhost = "c"\n',
+     ("worker(s) pair", "have roles")),
+    ('[[worker]]\nkind = "slurm"\nnodes = 2\n', ("are allocated", "node = ")),
+    ('[[worker]]\nkind = "ssh"\nallocate = "echo h1"\n', ("are allocated", "host = ")),
+])
+def test_role_and_allocated_workers_are_refused_with_one_line(small_repo, tmp_path: Path, workers: str, words: tuple[str, ...]) -> None:
+    repo, hashes = small_repo
+    spec = tmp_path / "experiment.toml"
+    spec.write_text((repo / "experiment.toml").read_text() + workers)
+    done = bench("bisect", str(spec), "--repo", str(repo), "--good", hashes["good"], "--bad", "main", "-o", str(tmp_path / "s"), cwd=tmp_path)
+    one_line_error(done, 2, *words)
+    assert not (tmp_path / "s").exists()

@@ -77,3 +77,22 @@ def test_a_probe_on_other_hosts_gets_bisect_dirs_and_resets_in_bads_copy(tmp_pat
     assert [w.dir for w in probe.workers] == ["/data/n1-bisect", "/tmp/benchsage-bisect/5ea7c4/n2", None]
     assert probe.reset is not None and probe.reset.cwd == "/w/bad"
     assert [t.cwd for t in probe.tests] == ["/w/good/sub", "/w/bad/sub", "/w/abc/sub"]
+
+
+def test_a_batch_killed_while_its_journal_was_created_has_no_plan(tmp_path: Path) -> None:
+    import sqlite3
+
+    from benchsage.execute.bisect.probes import _planned
+    from benchsage.store.journal import Journal, journal_path
+
+    half = tmp_path / "half"
+    half.mkdir()
+    sqlite3.connect(journal_path(str(half))).close()  # the file, no tables yet
+    assert not _planned(str(half))
+    conn = sqlite3.connect(journal_path(str(half)))
+    conn.execute("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT)")  # the schema, the plan not committed
+    conn.commit()
+    conn.close()
+    assert not _planned(str(half))
+    Journal.create(str(tmp_path / "whole"), {"name": "x"}, [], []).close()
+    assert _planned(str(tmp_path / "whole"))
