@@ -179,3 +179,28 @@ def test_role_and_allocated_workers_are_refused_with_one_line(small_repo, tmp_pa
     done = bench("bisect", str(spec), "--repo", str(repo), "--good", hashes["good"], "--bad", "main", "-o", str(tmp_path / "s"), cwd=tmp_path)
     one_line_error(done, 2, *words)
     assert not (tmp_path / "s").exists()
+
+
+def test_report_of_a_search_directory_writes_its_page_and_measures_nothing(searched, tmp_path: Path) -> None:
+    repo, hashes, out, doc = searched
+    copy = tmp_path / "search"
+    shutil.copytree(out, copy, symlinks=True)
+    (copy / "bisect.html").unlink()
+    shutil.rmtree(copy / "worktrees")  # a report needs the records, not the worktrees: nothing is checked out or built
+    done = bench("report", str(copy), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    page = (copy / "bisect.html").read_text()
+    assert page == (out / "bisect.html").read_text().replace(str(out), str(copy))
+    assert hashes["change"][:12] in page and page.count("<svg") == 1
+    assert not (copy / "worktrees").exists()
+    done = bench("report", str(copy), "-o", str(tmp_path / "page.html"), cwd=tmp_path)
+    assert done.returncode == 0 and (tmp_path / "page.html").read_text() == page
+    # A search that stopped before its answer is not reported, nor continued
+    last = doc["bisect"]["probes"][-1]["commit"]
+    shutil.rmtree(next((copy / "probes").glob(f"*-{last[:12]}")))
+    one_line_error(bench("report", str(copy), cwd=tmp_path), 2, "the search stopped before its answer", f"benchsage resume {copy}")
+    assert not list((copy / "probes").glob(f"*-{last[:12]}")) and not (copy / "worktrees").exists()
+
+
+def test_report_of_an_experiment_still_needs_its_output_file(tmp_path: Path) -> None:
+    one_line_error(bench("report", str(tmp_path), cwd=tmp_path), 2, "give -o FILE")

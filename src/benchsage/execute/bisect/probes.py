@@ -118,6 +118,17 @@ def measure(spec: Spec, text: str, directory: str, runs: int, seed: int, metric:
     return read_values(directory, metric, len(load_spec(spec.path, text=text).tests))
 
 
+def finished(directory: str) -> bool:
+    """Whether the batch in `directory` ran every run it planned."""
+    if not Journal.exists(directory) or not _planned(directory):
+        return False
+    journal = Journal.open(directory, read_only=True)
+    try:
+        return all(r["status"] == DONE for r in journal.runs())
+    finally:
+        journal.close()
+
+
 def _planned(directory: str) -> bool:
     """Whether the batch's journal holds its plan (a batch killed while its journal was being
     created has the file, and no plan: the plan is committed before any trial runs)."""
