@@ -96,3 +96,43 @@ def test_a_batch_killed_while_its_journal_was_created_has_no_plan(tmp_path: Path
     assert not _planned(str(half))
     Journal.create(str(tmp_path / "whole"), {"name": "x"}, [], []).close()
     assert _planned(str(tmp_path / "whole"))
+
+
+def test_a_swept_test_and_a_generated_one_are_bisected_by_their_full_name(tmp_path: Path) -> None:
+    """`NAME[sweep=level]` is measured with its level written in (the probe declares no sweep);
+    a generator's test by its command, with the experiment's defaults and global metrics."""
+    repo = tmp_path / "repo"
+    (repo / "d8").mkdir(parents=True)
+    spec_path = repo / "experiment.toml"
+    spec_path.write_text('''
+[experiment]
+name = "s"
+runs = 4
+env = { BASE = "1" }
+[[metric]]
+name = "t"
+regex = 't ([0-9.]+)'
+[[sweep]]
+name = "n"
+levels = [8, "a b"]
+[[test]]
+name = "load"
+command = "./bench {n}"
+env = { N = "{n}" }
+cwd = "d{n}"
+[generator]
+command = "echo './gen 1'; echo './gen 2'"
+''')
+    spec = load_spec(spec_path)
+    assert [t.name for t in spec.tests] == ["load[n=8]", "load[n=a b]", "./gen 1", "./gen 2"]
+    arms = [Arm("good", "/w/good"), Arm("bad", "/w/bad"), Arm("abc", "/w/abc")]
+    text = probe_spec_text(spec, "load[n=a b]", arms, str(repo), 4, 1)
+    probe = load_spec(spec_path, text=text, run_generator=False)
+    assert [t.name for t in probe.tests] == ["load[n=a b]@good", "load[n=a b]@bad", "load[n=a b]@abc"]
+    assert {t.command for t in probe.tests} == {"./bench 'a b'"} and probe.tests[0].env == {"BASE": "1", "N": "a b"}
+    assert [t.cwd for t in probe.tests] == ["/w/good/da b", "/w/bad/da b", "/w/abc/da b"]
+    assert probe.sweeps == () and probe.generator is None
+    probe = load_spec(spec_path, text=probe_spec_text(spec, "./gen 2", arms, str(repo), 4, 1))
+    assert [t.name for t in probe.tests] == ["./gen 2@good", "./gen 2@bad", "./gen 2@abc"]
+    assert {t.command for t in probe.tests} == {"./gen 2"} and [t.cwd for t in probe.tests] == ["/w/good", "/w/bad", "/w/abc"]
+    assert [m.name for m in probe.tests[0].metrics] == ["t"] and probe.tests[0].env == {"BASE": "1"}

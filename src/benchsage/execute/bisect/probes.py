@@ -26,12 +26,12 @@ import numpy as np
 from benchsage.design.bisect import probe_orders
 from benchsage.design.experiment import ExperimentPlan, WorkerPlan, experiment_digest
 from benchsage.design.plan import Plan, PlannedRun, worker_seed
-from benchsage.errors import ExperimentError, UsageError
+from benchsage.errors import ExperimentError
 from benchsage.execute.bisect import ship
 from benchsage.execute.deploy import DeploySource
 from benchsage.execute.progress import Progress, QuietProgress
 from benchsage.execute.session import resume, start
-from benchsage.spec import Spec, load_spec
+from benchsage.spec import Spec, TestSpec, load_spec
 from benchsage.store.journal import Journal, journal_path
 from benchsage.vocabulary import DONE, RANDOM
 
@@ -49,6 +49,19 @@ class Arm:
     worktree: str
 
 
+def _table_of(doc: dict[str, Any], resolved: TestSpec) -> dict[str, Any]:
+    """The [[test]] table measuring `resolved` in a probe: the spec's table it comes from, with
+    a sweep's levels written in (the probe declares no sweep) or, for a test a generator
+    printed, its command with the experiment's defaults."""
+    tables = [t for t in doc.get("test", []) if isinstance(t, dict)]
+    chosen = next((t for t in tables if t.get("name", t.get("command")) == resolved.base_name), None)
+    if chosen is None:
+        return {"command": resolved.command}
+    if not resolved.sweep:
+        return dict(chosen)
+    return {**chosen, "command": resolved.command, "env": dict(resolved.env)}
+
+
 def worktree_cwd(cwd: str, repo: str, worktree: str) -> str:
     """Where a test runs in a worktree: at its cwd's place in the repository, else at its root."""
     rel = os.path.relpath(cwd, repo)
@@ -60,11 +73,8 @@ def probe_spec_text(spec: Spec, test: str, arms: list[Arm], repo: str, runs: int
     which run them in their bisect dirs, and the reset and [init] run in bad's copy of their
     folder there (the user's checkout is on this machine only)."""
     doc = tomllib.loads(spec.text)
-    chosen = next((t for t in doc.get("test", []) if isinstance(t, dict) and t.get("name") == test), None)
     resolved = next(t for t in spec.tests if t.name == test)
-    if chosen is None:
-        raise UsageError(f"{spec.path}: bisect measures a [[test]] written in the spec; {test!r} is not one (tests from a "
-                         "generator or a sweep cannot be bisected yet)")
+    chosen = _table_of(doc, resolved)
     for key in _DROP_TOP:
         doc.pop(key, None)
     for key in _DROP_EXPERIMENT:
