@@ -126,3 +126,29 @@ def test_a_worker_dir_that_refuses_the_deploy_stops_the_search_with_one_line(fak
     assert "worker node2" in lines[-1] and "node2-bisect" in lines[-1] and "refusing to deploy" in lines[-1], lines[-1]
     assert (hosts / "node2-bisect" / "precious").read_text() == "the user's"
     assert not list((out / "probes").glob("*/look-*/journal.sqlite"))  # nothing was measured
+
+
+def test_hosts_from_an_allocate_command_are_allocated_once_for_the_search_and_released(fake_fleet, tmp_path: Path) -> None:
+    fleet = fake_fleet(2)
+    repo, out, log = tmp_path / "repo", tmp_path / "search", tmp_path / "log"
+    hashes = make_repo(repo)
+    spec = repo / "experiment.toml"
+    spec.write_text(spec.read_text() + f"""
+[[worker]]
+kind = "ssh"
+allocate = "echo allocate >> {log}; echo node1; echo node2"
+release = "echo release >> {log}"  # the hosts come as arguments
+ssh_config = "{fleet.ssh_config}"
+dir = "{tmp_path}/hosts/{{worker}}"
+""")
+    status, stdout, stderr = finished(bisect(repo, hashes, out))
+    assert status == 0, stderr
+    b = json.loads(stdout)["bisect"]
+    assert b["first_bad"] == hashes["change"] and len(b["probes"]) >= 2
+    assert log.read_text() == "allocate\nrelease node1 node2\n"  # once for the whole search, whatever its batches
+    for batch in (out / "probes").glob("*/look-*"):
+        db = sqlite3.connect(f"file:{batch / 'journal.sqlite'}?mode=ro", uri=True)
+        assert sorted(w for w, in db.execute("SELECT DISTINCT worker FROM trials WHERE status = 'ok'")) == ["node1", "node2"]
+        db.close()
+    assert [a["released"] for a in json.loads((out / "workers" / "allocations.json").read_text())] == [True]
+    assert (tmp_path / "hosts" / "node2-bisect" / hashes["bad"][:12] / "checksum").exists()

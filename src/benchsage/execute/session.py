@@ -70,10 +70,11 @@ def start(spec: Spec, plan: ExperimentPlan, directory: str, *, quiet: bool = Fal
 
 
 def resume(directory: str, *, quiet: bool = False, redeploy: bool = False, progress: Progress | None = None,
-           source: DeploySource | None = None) -> None:
+           source: DeploySource | None = None, hosts: Callable[[Spec], Spec] | None = None) -> None:
     """Finish an experiment from its journal; runs already done are not touched, nor a host's
     verified deploy of the same tree or a worker's journaled [init], unless `redeploy`
-    (`source`: what start was given instead of the spec's [deploy])."""
+    (`source`: what start was given instead of the spec's [deploy]; `hosts`: the spec on the
+    hosts its caller holds for its allocated workers, neither allocated nor released here)."""
     journal = Journal.open(directory)
     try:
         spec = spec_from_journal(journal)
@@ -86,7 +87,9 @@ def resume(directory: str, *, quiet: bool = False, redeploy: bool = False, progr
         if source is None:
             source = read_source(spec, commit=(recorded or {}).get("commit"), dirty=(recorded or {}).get("dirty") or ())
         check_resumable(source, recorded)
-        allocated = any(ws.allocated for ws in spec.workers)
+        allocated = any(ws.allocated for ws in spec.workers) and hosts is None
+        if hosts is not None:
+            spec = hosts(spec)
         with signals_as_interrupts() if allocated else contextlib.nullcontext(), Held(directory, progress.message) as held:
             if allocated:
                 spec = held.resume(spec, journal)

@@ -107,11 +107,13 @@ class OnceMessages(QuietProgress):
 
 
 def measure(spec: Spec, text: str, directory: str, runs: int, seed: int, metric: str, progress: Progress,
-            source: Callable[[], DeploySource] | None = None) -> tuple[np.ndarray, tuple[str, ...]]:
+            source: Callable[[], DeploySource] | None = None, hosts: Callable[[Spec], Spec] | None = None
+            ) -> tuple[np.ndarray, tuple[str, ...]]:
     """The metric's value per run (rows) and test (columns, in the spec's order) of the batch in
     `directory`, and the worker of each run: run now, finished after a crash, or read when done
-    (`source`: what the batch deploys, read only when it runs). Runs whose trials did not all
-    give a value are left out."""
+    (`source`: what the batch deploys, read only when it runs; `hosts`: the batch's spec on the
+    hosts the search holds for its allocated workers). Runs whose trials did not all give a
+    value are left out."""
     if Journal.exists(directory) and not _planned(directory):
         shutil.rmtree(directory)  # killed while its journal was being created: nothing ran, start it again
     if Journal.exists(directory):
@@ -121,9 +123,10 @@ def measure(spec: Spec, text: str, directory: str, runs: int, seed: int, metric:
         finally:
             journal.close()
         if unfinished:
-            resume(directory, progress=progress, source=source() if source else None)
+            resume(directory, progress=progress, source=source() if source else None, hosts=hosts)
     else:
         batch = dataclasses.replace(load_spec(spec.path, text=text), warnings=())  # the search says them once
+        batch = hosts(batch) if hosts else batch
         start(batch, random_plan(batch, runs, seed), directory, progress=progress, source=source() if source else None)
     return read_values(directory, metric, len(load_spec(spec.path, text=text).tests))
 

@@ -23,7 +23,9 @@ from benchsage.design.plan import draw_seed
 from benchsage.errors import UsageError
 from benchsage.execute.bisect import builds, git, ship
 from benchsage.execute.bisect.probes import Arm, OnceMessages, finished, measure, probe_spec_text
+from benchsage.execute.allocate import Held, spec_with
 from benchsage.execute.progress import make_progress
+from benchsage.execute.runner import signals_as_interrupts
 from benchsage.spec import Spec, load_spec
 from benchsage.vocabulary import HARNESS_METRIC_UNITS, HARNESS_METRICS, LOWER
 
@@ -152,6 +154,7 @@ class _Measurer:
         self.subjects: dict[str, str] = {}
         self.workers: dict[int, list[str]] = {}  # probe index (0: good against bad) -> the worker of each run measured
         self.search = ship.search_id(self.directory, record["seed"]) if ship.ships(self.spec) else None  # None: all local
+        self.hosts: Callable[[Spec], Spec] | None = None  # the batches' specs on the hosts allocated for the search
 
     def prepare(self, commit: str) -> builds.Build:
         if self.read_only:
@@ -194,7 +197,7 @@ class _Measurer:
             raise self._unfinished(f"{os.path.relpath(folder, self.directory)} is not measured yet")
         worktrees = os.path.join(self.directory, "worktrees")
         shipped = None if self.search is None else (lambda: ship.source(worktrees, [os.path.basename(a.worktree) for a in arms]))
-        values, workers = measure(self.spec, text, folder, runs, seed, self.r["metric"], self.progress, shipped)
+        values, workers = measure(self.spec, text, folder, runs, seed, self.r["metric"], self.progress, shipped, self.hosts)
         self.workers.setdefault(0 if index is None else index, []).extend(workers)
         return values
 
@@ -205,6 +208,16 @@ class _Measurer:
 
 def _search(r: dict[str, Any], directory: str, quiet: bool, read_only: bool = False) -> BisectRecord:
     m = _Measurer(r, directory, quiet, read_only)
+    if read_only or not any(ws.allocated for ws in m.spec.workers):
+        return _searched(r, directory, m)
+    # Allocated once for the whole search, released at its end whatever happens (SIGTERM too)
+    with signals_as_interrupts(), Held(m.directory, m.say) as held:
+        held.hold(m.spec)
+        m.hosts = lambda batch: spec_with(batch, held.allocations)
+        return _searched(r, directory, m)
+
+
+def _searched(r: dict[str, Any], directory: str, m: _Measurer) -> BisectRecord:
     for warning in m.spec.warnings:
         m.say(f"warning: {warning}")
     good, bad, candidates = r["good"], r["bad"], m.candidates

@@ -27,15 +27,11 @@ _REMOTE_KINDS = ("ssh", "slurm")
 
 
 def check_workers(spec: Spec) -> None:
-    """UsageError (exit 2) for workers a search cannot use: role groups, allocated workers."""
+    """UsageError (exit 2) for workers a search cannot use: role groups."""
     roles = [w.name for w in spec.workers if w.roles]
     if roles:
         raise UsageError(f"{spec.path}: worker(s) {', '.join(roles)} have roles (client/server): bisect measures on workers "
                          "of one host each; give each host a [[worker]] of its own")
-    allocated = [w.name for w in spec.workers if w.allocated]
-    if allocated:
-        raise UsageError(f"{spec.path}: worker(s) {', '.join(allocated)} are allocated (`nodes` or `allocate`): bisect needs "
-                         "named hosts; allocate them first and name each (Slurm `node = ...`, ssh `host = ...`)")
 
 
 def ships(spec: Spec) -> bool:
