@@ -1,7 +1,8 @@
 """Slurm workers against a real two-node cluster on this machine (examples/fleet/slurmcluster.py):
 the agent runs as a job step on the node it names and measures trials there, whole experiments
 run on c1 and c2, an unknown node is refused before anything runs, and a node that crashes
-mid-experiment is a lost worker that `benchsage resume` completes."""
+mid-experiment is a lost worker that `benchsage resume` completes; `benchsage bisect` holds one
+allocation for its whole search, and a search killed keeps it for `resume`, which releases it."""
 
 from __future__ import annotations
 
@@ -252,32 +253,6 @@ def test_a_pair_of_roles_in_one_heterogeneous_allocation(slurm_cluster: slurmclu
     wait_for(lambda: slurm_cluster.run(["squeue", "-h"]).stdout == "", "the allocation outlived scancel")
 
 
-def test_bisect_on_two_nodes_ships_the_worktrees_and_finds_the_commit(slurm_cluster: slurmcluster.Cluster, tmp_path: Path) -> None:
-    """`benchsage bisect` with a Slurm worker per node: builds here, the worktrees shipped to
-    each node's bisect dir (none given: one under /tmp per search), every run on both nodes."""
-    import importlib.util
-
-    example = Path(__file__).resolve().parents[2] / "examples" / "bisect" / "make_repo.py"
-    loader = importlib.util.spec_from_file_location("benchsage_example_bisect", example)
-    module = importlib.util.module_from_spec(loader)
-    loader.loader.exec_module(module)
-    repo = tmp_path / "repo"
-    hashes = module.make_repo(str(repo), commits=6, change=3, slowdown=40.0, noise=0.0, work=8.0, runs=8)
-    spec = repo / "experiment.toml"
-    spec.write_text(spec.read_text() + "".join(f'[[worker]]\nkind = "slurm"\nnode = "{n}"\n' for n in ("c1", "c2")))
-    done = cli(slurm_cluster, "bisect", "experiment.toml", "--good", hashes["good"], "--bad", "main", "--build", "make", "--seed", "2",
-               "-o", str(tmp_path / "search"), "--json", "--quiet", cwd=repo, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["bisect"]["first_bad"] == hashes["change"]
-    for batch in (tmp_path / "search" / "probes").glob("*/look-*"):
-        assert sorted(w for w, in rows(batch, "SELECT DISTINCT worker FROM trials WHERE status = 'ok'")) == ["c1", "c2"]
-        dirs = {d for d, in rows(batch, "SELECT dir FROM deploys")}
-        assert len(dirs) == 2 and all(d.startswith("/tmp/benchsage-bisect/") for d in dirs)
-    for d in dirs:
-        subprocess.run(["rm", "-rf", str(Path(d).parent)], check=True)
-    wait_for(lambda: no_jobs(slurm_cluster), "a job step outlived the search")
-
-
 def test_bisect_allocates_once_for_the_whole_search_and_releases(slurm_cluster: slurmcluster.Cluster, tmp_path: Path) -> None:
     """`nodes = 2`: one Slurm job for every batch of the search, cancelled at its end."""
     import importlib.util
@@ -338,5 +313,7 @@ def test_a_bisect_killed_keeps_its_job_for_resume_which_releases_it(slurm_cluste
     assert after["job"] == held["job"] and after["released"]
     wait_for(lambda: no_jobs(slurm_cluster), "a job step outlived the search")
     assert slurm_cluster.run(["squeue", "-h"]).stdout == ""
-    for d in {d for batch in (out / "probes").glob("*/look-*") for d, in rows(batch, "SELECT dir FROM deploys")}:
+    dirs = {d for batch in (out / "probes").glob("*/look-*") for d, in rows(batch, "SELECT dir FROM deploys")}
+    assert len(dirs) == 2 and all(d.startswith("/tmp/benchsage-bisect/") for d in dirs)  # no `dir`: one per search and node
+    for d in dirs:
         subprocess.run(["rm", "-rf", str(Path(d).parent)], check=True)
