@@ -307,11 +307,22 @@ def analyze(sources: Sequence[str], fmt: str, alpha: float | None, correction: s
 @click.option("--format", "fmt", type=_FORMATS, default="auto", show_default=True, help="Input format of the sources.")
 @_analysis_options
 @_treatment_options
-@click.option("-o", "--output", "out", required=True, type=click.Path(dir_okay=False, path_type=str), help="The HTML file to write.")
+@click.option("-o", "--output", "out", type=click.Path(dir_okay=False, path_type=str),
+              help="The HTML file to write (required but for a bisect directory: DIR/bisect.html).")
 def report(sources: Sequence[str], fmt: str, alpha: float | None, correction: str | None, ci_method: str, ci_level: float,
            ci_case_rule: str, no_diagnostics: bool, claims: Sequence[tuple[str, str, str | None]], compare_method: str, ratio_ci: str,
-           out: str) -> None:
+           out: str | None) -> None:
     """Write a self-contained HTML report (verdict, tables, plots, diagnostics, provenance)."""
+    from benchsage.execute.bisect.search import is_bisect, read_bisect
+
+    if len(sources) == 1 and os.path.isdir(sources[0]) and is_bisect(sources[0]):
+        from benchsage.analyze.bisect import summarize
+        from benchsage.report.bisect import write_bisect_html
+
+        click.echo(f"wrote {write_bisect_html(summarize(read_bisect(sources[0])), sources[0], out)}", err=True)
+        return
+    if out is None:
+        raise UsageError("report: give -o FILE, the HTML file to write")
     analysis, table = _analyze(sources, fmt, _options(alpha, correction, ci_method, ci_level, ci_case_rule, no_diagnostics),
                                _treatments(claims, compare_method, ratio_ci))
     from benchsage.report.html import write_report

@@ -164,3 +164,57 @@ def test_plan_builds_and_runs_nothing(small_repo, tmp_path: Path) -> None:
     doc = json.loads(done.stdout)
     assert doc["candidates"] == 3 and doc["builds"] == 4 and doc["probes"] == 2
     assert not (repo / "results").exists()
+
+
+def test_workers_with_roles_are_refused_with_one_line(small_repo, tmp_path: Path) -> None:
+    repo, hashes = small_repo
+    spec = tmp_path / "experiment.toml"
+    spec.write_text((repo / "experiment.toml").read_text() + '[[worker]]\nname = "pair"\n[worker.roles.server]\nkind = "ssh"\n'
+                    'host = "s"\n[worker.roles.client]\nkind = "ssh"\nhost = "c"\n')
+    done = bench("bisect", str(spec), "--repo", str(repo), "--good", hashes["good"], "--bad", "main", "-o", str(tmp_path / "s"), cwd=tmp_path)
+    one_line_error(done, 2, "worker(s) pair", "have roles")
+    assert not (tmp_path / "s").exists()
+
+
+def test_report_of_a_search_directory_writes_its_page_and_measures_nothing(searched, tmp_path: Path) -> None:
+    repo, hashes, out, doc = searched
+    copy = tmp_path / "search"
+    shutil.copytree(out, copy, symlinks=True)
+    (copy / "bisect.html").unlink()
+    shutil.rmtree(copy / "worktrees")  # a report needs the records, not the worktrees: nothing is checked out or built
+    done = bench("report", str(copy), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    page = (copy / "bisect.html").read_text()
+    assert page == (out / "bisect.html").read_text().replace(str(out), str(copy))
+    assert hashes["change"][:12] in page and page.count("<svg") == 1
+    assert not (copy / "worktrees").exists()
+    done = bench("report", str(copy), "-o", str(tmp_path / "page.html"), cwd=tmp_path)
+    assert done.returncode == 0 and (tmp_path / "page.html").read_text() == page
+    # A search that stopped before its answer is not reported, nor continued
+    last = doc["bisect"]["probes"][-1]["commit"]
+    shutil.rmtree(next((copy / "probes").glob(f"*-{last[:12]}")))
+    one_line_error(bench("report", str(copy), cwd=tmp_path), 2, "the search stopped before its answer", f"benchsage resume {copy}")
+    assert not list((copy / "probes").glob(f"*-{last[:12]}")) and not (copy / "worktrees").exists()
+
+
+def test_report_of_an_experiment_still_needs_its_output_file(tmp_path: Path) -> None:
+    one_line_error(bench("report", str(tmp_path), cwd=tmp_path), 2, "give -o FILE")
+
+
+def test_a_swept_test_is_bisected_by_its_full_name(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    hashes = _make_repo()(str(repo), commits=4, change=2, slowdown=40.0, noise=0.0, work=8.0, runs=8)
+    spec = repo / "experiment.toml"
+    spec.write_text(spec.read_text().replace('command = "./checksum 8.0 0.0"', 'command = "./checksum {work} 0"')
+                    + '\n[[sweep]]\nname = "work"\nlevels = [4, 8]\n')
+    done = bench("bisect", "experiment.toml", "--good", hashes["good"], "--bad", "main", "--build", "make", "--test", "checksum[work=8]",
+                 "--seed", "1", "-o", str(tmp_path / "s"), "--json", "--quiet", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["bisect"]["first_bad"] == hashes["change"]
+    batch = tmp_path / "s" / "probes" / "check" / "look-0"
+    import sqlite3
+
+    db = sqlite3.connect(f"file:{batch / 'journal.sqlite'}?mode=ro", uri=True)
+    assert sorted(n for n, in db.execute("SELECT name FROM tests")) == ["checksum[work=8]@bad", "checksum[work=8]@good"]
+    assert {c for c, in db.execute("SELECT command FROM tests")} == {"./checksum 8 0"}
+    db.close()

@@ -59,3 +59,80 @@ def test_probe_spec_keeps_the_test_and_moves_it_into_the_worktrees(tmp_path: Pat
 def test_a_test_outside_the_repository_runs_at_the_worktree_root(tmp_path: Path) -> None:
     assert worktree_cwd(str(tmp_path / "elsewhere"), str(tmp_path / "repo"), "/w/x") == "/w/x"
     assert worktree_cwd(str(tmp_path / "repo"), str(tmp_path / "repo"), "/w/x") == "/w/x"
+
+
+def test_a_probe_on_other_hosts_gets_bisect_dirs_and_resets_in_bads_copy(tmp_path: Path) -> None:
+    """Workers of other hosts run the worktrees shipped to their bisect dir: the user's dir with
+    -bisect appended (their own experiment's deploy is left alone), else one under /tmp per
+    search; the reset runs in bad's copy of its folder (the user's checkout is not there)."""
+    repo = tmp_path / "repo"
+    (repo / "sub").mkdir(parents=True)
+    spec_path = repo / "experiment.toml"
+    workers = ('[[worker]]\nkind = "ssh"\nhost = "n1"\ndir = "/data/{worker}/"\n'
+               '[[worker]]\nkind = "ssh"\nhost = "n2"\n[[worker]]\nkind = "local"\n')
+    spec_path.write_text(SPEC + workers)
+    spec = load_spec(spec_path)
+    arms = [Arm("good", "/w/good"), Arm("bad", "/w/bad"), Arm("abc", "/w/abc")]
+    probe = load_spec(spec_path, text=probe_spec_text(spec, "load", arms, str(repo), 7, 11, search="5ea7c4"))
+    assert [w.dir for w in probe.workers] == ["/data/n1-bisect", "/tmp/benchsage-bisect/5ea7c4/n2", None]
+    assert probe.reset is not None and probe.reset.cwd == "/w/bad"
+    assert [t.cwd for t in probe.tests] == ["/w/good/sub", "/w/bad/sub", "/w/abc/sub"]
+
+
+def test_a_batch_killed_while_its_journal_was_created_has_no_plan(tmp_path: Path) -> None:
+    import sqlite3
+
+    from benchsage.execute.bisect.probes import _planned
+    from benchsage.store.journal import Journal, journal_path
+
+    half = tmp_path / "half"
+    half.mkdir()
+    sqlite3.connect(journal_path(str(half))).close()  # the file, no tables yet
+    assert not _planned(str(half))
+    conn = sqlite3.connect(journal_path(str(half)))
+    conn.execute("CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT)")  # the schema, the plan not committed
+    conn.commit()
+    conn.close()
+    assert not _planned(str(half))
+    Journal.create(str(tmp_path / "whole"), {"name": "x"}, [], []).close()
+    assert _planned(str(tmp_path / "whole"))
+
+
+def test_a_swept_test_and_a_generated_one_are_bisected_by_their_full_name(tmp_path: Path) -> None:
+    """`NAME[sweep=level]` is measured with its level written in (the probe declares no sweep);
+    a generator's test by its command, with the experiment's defaults and global metrics."""
+    repo = tmp_path / "repo"
+    (repo / "d8").mkdir(parents=True)
+    spec_path = repo / "experiment.toml"
+    spec_path.write_text('''
+[experiment]
+name = "s"
+runs = 4
+env = { BASE = "1" }
+[[metric]]
+name = "t"
+regex = 't ([0-9.]+)'
+[[sweep]]
+name = "n"
+levels = [8, "a b"]
+[[test]]
+name = "load"
+command = "./bench {n}"
+env = { N = "{n}" }
+cwd = "d{n}"
+[generator]
+command = "echo './gen 1'; echo './gen 2'"
+''')
+    spec = load_spec(spec_path)
+    assert [t.name for t in spec.tests] == ["load[n=8]", "load[n=a b]", "./gen 1", "./gen 2"]
+    arms = [Arm("good", "/w/good"), Arm("bad", "/w/bad"), Arm("abc", "/w/abc")]
+    text = probe_spec_text(spec, "load[n=a b]", arms, str(repo), 4, 1)
+    probe = load_spec(spec_path, text=text, run_generator=False)
+    assert [t.name for t in probe.tests] == ["load[n=a b]@good", "load[n=a b]@bad", "load[n=a b]@abc"]
+    assert {t.command for t in probe.tests} == {"./bench 'a b'"} and probe.tests[0].env == {"BASE": "1", "N": "a b"}
+    assert [t.cwd for t in probe.tests] == ["/w/good/da b", "/w/bad/da b", "/w/abc/da b"]
+    assert probe.sweeps == () and probe.generator is None
+    probe = load_spec(spec_path, text=probe_spec_text(spec, "./gen 2", arms, str(repo), 4, 1))
+    assert [t.name for t in probe.tests] == ["./gen 2@good", "./gen 2@bad", "./gen 2@abc"]
+    assert {t.command for t in probe.tests} == {"./gen 2"} and [t.cwd for t in probe.tests] == ["/w/good", "/w/bad", "/w/abc"]
+    assert [m.name for m in probe.tests[0].metrics] == ["t"] and probe.tests[0].env == {"BASE": "1"}

@@ -1,7 +1,8 @@
 """Slurm workers against a real two-node cluster on this machine (examples/fleet/slurmcluster.py):
 the agent runs as a job step on the node it names and measures trials there, whole experiments
 run on c1 and c2, an unknown node is refused before anything runs, and a node that crashes
-mid-experiment is a lost worker that `benchsage resume` completes."""
+mid-experiment is a lost worker that `benchsage resume` completes; `benchsage bisect` holds one
+allocation for its whole search, and a search killed keeps it for `resume`, which releases it."""
 
 from __future__ import annotations
 
@@ -250,3 +251,69 @@ def test_a_pair_of_roles_in_one_heterogeneous_allocation(slurm_cluster: slurmclu
     finally:
         slurm_cluster.run(["scancel", job.group(1)])
     wait_for(lambda: slurm_cluster.run(["squeue", "-h"]).stdout == "", "the allocation outlived scancel")
+
+
+def test_bisect_allocates_once_for_the_whole_search_and_releases(slurm_cluster: slurmcluster.Cluster, tmp_path: Path) -> None:
+    """`nodes = 2`: one Slurm job for every batch of the search, cancelled at its end."""
+    import importlib.util
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "bisect" / "make_repo.py"
+    loader = importlib.util.spec_from_file_location("benchsage_example_bisect", example)
+    module = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(module)
+    repo, out = tmp_path / "repo", tmp_path / "search"
+    hashes = module.make_repo(str(repo), commits=6, change=3, slowdown=40.0, noise=0.0, work=8.0, runs=8)
+    spec = repo / "experiment.toml"
+    text = spec.read_text().replace('command = "./checksum 8.0 0.0"', 'command = "./checksum 8.0 0.0; echo job=$SLURM_JOB_ID"')
+    spec.write_text(text + f'[[worker]]\nkind = "slurm"\nnodes = 2\npartition = "{slurm_cluster.partition}"\ndir = "{tmp_path}/{{worker}}"\n')
+    done = cli(slurm_cluster, "bisect", "experiment.toml", "--good", hashes["good"], "--bad", "main", "--build", "make", "--seed", "2",
+               "-o", str(out), "--json", "--quiet", cwd=repo, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["bisect"]["first_bad"] == hashes["change"]
+    (allocation,) = json.loads((out / "workers" / "allocations.json").read_text())
+    assert allocation["released"] and sorted(allocation["hosts"]) == ["c1", "c2"]
+    jobs, batches = set(), list((out / "probes").glob("*/look-*"))
+    assert len(batches) >= 3
+    for batch in batches:
+        assert sorted(w for w, in rows(batch, "SELECT DISTINCT worker FROM trials WHERE status = 'ok'")) == ["c1", "c2"]
+        jobs |= {line for tail, in rows(batch, "SELECT stdout_tail FROM trials") for line in tail.decode().split() if line.startswith("job=")}
+    assert jobs == {f"job={allocation['job']}"}  # every trial of every batch ran in the search's one job
+    wait_for(lambda: no_jobs(slurm_cluster), "a job step outlived the search")
+    assert slurm_cluster.run(["squeue", "-h"]).stdout == ""
+
+
+def test_a_bisect_killed_keeps_its_job_for_resume_which_releases_it(slurm_cluster: slurmcluster.Cluster, tmp_path: Path) -> None:
+    import importlib.util
+    import os
+    import signal
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "bisect" / "make_repo.py"
+    loader = importlib.util.spec_from_file_location("benchsage_example_bisect", example)
+    module = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(module)
+    repo, out = tmp_path / "repo", tmp_path / "search"
+    hashes = module.make_repo(str(repo), commits=6, change=3, slowdown=40.0, noise=0.0, work=8.0, runs=8)
+    spec = repo / "experiment.toml"
+    spec.write_text(spec.read_text() + f'[[worker]]\nkind = "slurm"\nnodes = 2\npartition = "{slurm_cluster.partition}"\n')
+    argv = benchsage("bisect", "experiment.toml", "--good", hashes["good"], "--bad", "main", "--build", "make", "--seed", "2",
+                     "-o", str(out), "--json", "--quiet")
+    proc = subprocess.Popen(argv, cwd=repo, env=slurm_cluster.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    wait_for(lambda: bool(list((out / "probes").glob("0*/look-0/journal.sqlite"))) or proc.poll() is not None,
+             "the first probe never began", timeout=120)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate()
+    (held,) = json.loads((out / "workers" / "allocations.json").read_text())
+    assert not held["released"] and slurm_cluster.run(["squeue", "-h", "-j", held["job"]]).stdout.strip()
+    done = cli(slurm_cluster, "resume", str(out), "--json", cwd=repo, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["bisect"]["first_bad"] == hashes["change"]
+    assert f"re-using Slurm job {held['job']}" in done.stderr
+    (after,) = json.loads((out / "workers" / "allocations.json").read_text())
+    assert after["job"] == held["job"] and after["released"]
+    wait_for(lambda: no_jobs(slurm_cluster), "a job step outlived the search")
+    assert slurm_cluster.run(["squeue", "-h"]).stdout == ""
+    dirs = {d for batch in (out / "probes").glob("*/look-*") for d, in rows(batch, "SELECT dir FROM deploys")}
+    assert len(dirs) == 2 and all(d.startswith("/tmp/benchsage-bisect/") for d in dirs)  # no `dir`: one per search and node
+    for d in dirs:
+        subprocess.run(["rm", "-rf", str(Path(d).parent)], check=True)

@@ -18,18 +18,18 @@ from benchsage.report.terminal import make_console
 N, FIRST_BAD, BROKEN = 20, 13, 10
 
 
-def _record(effect: float = 0.10) -> BisectRecord:
+def _record(effect: float = 0.10, n: int = N, first_bad: int = FIRST_BAD, broken: int | None = BROKEN) -> BisectRecord:
     rng = np.random.default_rng(4)
-    commits = tuple(f"{i:02d}" + "c" * 38 for i in range(1, N + 1))
+    commits = tuple(f"{i:04d}" + "c" * 36 for i in range(1, n + 1))
 
     def measure(index, look, runs):
-        cols = (0, N) if index is None else (0, N, index)
-        level = np.array([effect if c >= FIRST_BAD else 0.0 for c in cols])
+        cols = (0, n) if index is None else (0, n, index)
+        level = np.array([effect if c >= first_bad else 0.0 for c in cols])
         return np.exp(rng.normal(0, 0.02, (runs, len(cols))) + level)
 
-    out = run_search(N, 0.05, 2.0, look_points(30, 3), measure, lambda i: "ld: missing symbol" if i == BROKEN else None)
+    out = run_search(n, 0.05, 2.0, look_points(30, 3), measure, lambda i: "ld: missing symbol" if i == broken else None)
     rng_ = out.range
-    return BisectRecord(good="g" * 40, bad=commits[-1], candidates=commits, subjects={c: f"subject {c[:2]}" for c in commits},
+    return BisectRecord(good="g" * 40, bad=commits[-1], candidates=commits, subjects={c: f"subject {c[:4]}" for c in commits},
                         test="t", metric="time", unit="s", better="lower", alpha=0.05, min_effect=2.0, points=look_points(30, 3),
                         check=dataclasses.replace(out.check, commit=commits[-1]),
                         probes=tuple(dataclasses.replace(p, commit=commits[p.index - 1]) for p in out.probes),
@@ -45,7 +45,7 @@ def test_summary_json_and_page() -> None:
     assert result.effect_pct == pytest.approx(10.5, abs=2.0) and result.ci[0] < result.effect_pct < result.ci[1]
     doc = bisect_json(result)
     assert list(doc)[:9] == ["first_bad", "subject", "parent", "effect_pct", "ci", "builds", "trials", "probes", "skipped"]
-    assert doc["subject"] == f"subject {FIRST_BAD:02d}"
+    assert doc["subject"] == f"subject {FIRST_BAD:04d}"
     assert all(set(p) == {"commit", "verdict", "runs", "ratio_to_good", "ci"} for p in doc["probes"])
     json.dumps(doc)  # plain JSON
     if BROKEN in [p.index for p in record.probes] or any(s[1] == BUILD_FAILED for s in record.skipped):
@@ -90,3 +90,73 @@ def test_a_change_on_one_worker_only_is_named_as_such() -> None:
     doc = bisect_json(result)
     assert set(doc["probes"][0]["workers"]) == {"a", "b"}
     assert "on a only, not on b" in render_bisect_page(result)
+
+
+def _crowded() -> BisectRecord:
+    """1,000 commits, the change at 501: the late probes sit a few commits apart."""
+    return _record(n=1000, first_bad=501, broken=None)
+
+
+def test_the_probes_labels_never_overlap_and_the_ones_that_matter_are_shown(monkeypatch: pytest.MonkeyPatch) -> None:
+    from matplotlib.transforms import Bbox
+
+    from benchsage.report import bisectplot
+
+    result = summarize(_crowded())
+    assert result.first_bad == _crowded().candidates[500] and len(result.probes) >= 8
+    drawn = {}
+    thin = bisectplot._thin_labels
+
+    def keep(fig, ax, priority):  # the figure as drawn, to measure its labels
+        thin(fig, ax, priority)
+        drawn["ax"] = ax
+
+    monkeypatch.setattr(bisectplot, "_thin_labels", keep)
+    bisectplot.probes_figure(result)
+    ticks = [tick.label1 for tick in drawn["ax"].xaxis.get_major_ticks() if tick.label1.get_text()]
+    labels = [t for t in ticks if t.get_visible()]
+    boxes: list[Bbox] = [t.get_window_extent() for t in labels]
+    assert all(not a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    assert {"good", "bad", result.first_bad[:12]} <= {t.get_text() for t in labels}
+    hidden = [t for t in ticks if not t.get_visible()]
+    assert hidden and len(labels) >= 6  # crowded enough to mean something, and most of the range still labelled
+    room = bisectplot._GAP * 100 / 72  # points to pixels at the figure's dpi
+
+    def extent(t):  # an invisible text measures as nothing: where it would be drawn
+        t.set_visible(True)
+        try:
+            return t.get_window_extent()
+        finally:
+            t.set_visible(False)
+
+    assert all(any(extent(t).padded(room).overlaps(b) for b in boxes) for t in hidden)  # hidden only where there is no room
+    svg = bisectplot.probes_figure(result).svg
+    assert all(t.get_text() not in svg for t in hidden) and all(t.get_text() in svg for t in labels)
+
+
+@pytest.mark.browser
+def test_the_browser_draws_the_probes_labels_apart(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The labels' boxes as Chromium lays them out (its own fonts, not matplotlib's measure)."""
+    import re
+
+    import browser
+
+    if not browser.available():
+        pytest.skip("chromium is not installed")
+    page = render_bisect_page(summarize(_crowded()))
+    page = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page)
+    measure = """<script>
+      var boxes = Array.prototype.map.call(document.querySelectorAll('g[id^="fig-bisect-xtick_"] text'), function (t) {
+        var r = t.getBoundingClientRect(); return [t.textContent, r.left, r.top, r.right, r.bottom].join(",");
+      });
+      document.body.setAttribute("data-boxes", boxes.join(";"));
+    </script></body>"""
+    path = tmp_path / "bisect.html"
+    path.write_text(page.replace("</body>", measure), encoding="utf-8")
+    (found,) = re.findall(r'<body[^>]* data-boxes="([^"]*)"', browser.dump_dom(path))
+    boxes = [(name, *map(float, rest)) for name, *rest in (item.split(",") for item in found.split(";"))]
+    assert len(boxes) >= 6 and {"good", "bad"} <= {b[0] for b in boxes}
+    assert all(right > left and bottom > top for _, left, top, right, bottom in boxes)
+    for i, (a, l1, t1, r1, b1) in enumerate(boxes):
+        for b, l2, t2, r2, b2 in boxes[i + 1:]:
+            assert r1 <= l2 or r2 <= l1 or b1 <= t2 or b2 <= t1, f"{a} and {b} overlap"

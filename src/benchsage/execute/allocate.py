@@ -176,6 +176,28 @@ class Held:
             journal.set_meta("allocations", [a.record() for a in self.allocations] + [r.record() for r in recorded[len(self.allocations):]])
         return spec_with(spec, self.allocations)
 
+    def hold(self, spec: Spec) -> Spec:
+        """Allocate for a session of several experiments (a bisect search): what the directory's
+        workers/allocations.json records and still holds is re-used (a search resumed after a
+        crash), the rest allocated anew under the recorded worker names."""
+        recorded = _read_pending(self.directory)
+        for i, ws in enumerate(w for w in spec.workers if w.allocated):
+            old = recorded[i] if i < len(recorded) else None
+            if old is not None and old.hosts and not old.released and (old.kind != "slurm" or slurm_alive(old.job)):
+                self.allocations.append(old)
+                self.say(f"re-using {old.describe()}")
+                continue
+            if old is not None and not old.released:
+                release_one(old)  # a job its request named, granted as the search was killed; else nothing left to free
+            request = slurm_request(spec.name) if ws.nodes is not None else None
+            if request is not None:
+                _write_pending(self.directory, self.allocations + [Allocation.asking(request)])
+            self.allocations.append(allocate(ws, spec, old.names if old is not None and old.names else None, say=self.say,
+                                             request=request))
+            _write_pending(self.directory, self.allocations)
+            self.say(f"allocated {self.allocations[-1].describe()}")
+        return spec_with(spec, self.allocations)
+
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         after, problems = [], []
         for a in self.allocations:
@@ -205,6 +227,14 @@ def _write_pending(directory: str, allocations: Sequence[Allocation]) -> None:
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(path + ".tmp", path)
+
+
+def _read_pending(directory: str) -> list[Allocation]:
+    path = os.path.join(directory, PENDING_RECORD)
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as fh:
+        return [Allocation.from_record(r) for r in json.load(fh)]
 
 
 def record_released(directory: str, allocations: Sequence[Allocation]) -> None:

@@ -16,7 +16,7 @@ from benchsage.design.experiment import ExperimentPlan
 from benchsage.errors import SpecError
 from benchsage.execute.allocate import Allocation, Held
 from benchsage.execute.create import create_experiment
-from benchsage.execute.deploy import check_resumable, deploy_fleet, read_source
+from benchsage.execute.deploy import DeploySource, check_resumable, deploy_fleet, read_source
 from benchsage.execute.fleet import check_cpus, close_all, connect_all, make_workers
 from benchsage.execute.progress import Progress, make_progress
 from benchsage.execute.runner import Runner, signals_as_interrupts
@@ -39,11 +39,12 @@ def run_experiment(spec: Spec, draw: Callable[[Spec], ExperimentPlan], directory
 
 
 def start(spec: Spec, plan: ExperimentPlan, directory: str, *, quiet: bool = False, allocations: Sequence[Allocation] = (),
-          progress: Progress | None = None) -> None:
+          progress: Progress | None = None, source: DeploySource | None = None) -> None:
     """Write `plan` into a new journal in `directory`, then carry it out on every worker
-    (`progress`: where it is told; default make_progress(quiet))."""
+    (`progress`: where it is told; default make_progress(quiet); `source`: what to deploy
+    instead of the spec's [deploy], e.g. bisect's worktrees)."""
     check_directory_for(directory, plan.digest)
-    source = read_source(spec)
+    source = source if source is not None else read_source(spec)
     workers = make_workers(spec, directory)
     try:
         connect_all(workers)
@@ -68,9 +69,12 @@ def start(spec: Spec, plan: ExperimentPlan, directory: str, *, quiet: bool = Fal
         close_all(workers)
 
 
-def resume(directory: str, *, quiet: bool = False, redeploy: bool = False, progress: Progress | None = None) -> None:
+def resume(directory: str, *, quiet: bool = False, redeploy: bool = False, progress: Progress | None = None,
+           source: DeploySource | None = None, hosts: Callable[[Spec], Spec] | None = None) -> None:
     """Finish an experiment from its journal; runs already done are not touched, nor a host's
-    verified deploy of the same tree or a worker's journaled [init], unless `redeploy`."""
+    verified deploy of the same tree or a worker's journaled [init], unless `redeploy`
+    (`source`: what start was given instead of the spec's [deploy]; `hosts`: the spec on the
+    hosts its caller holds for its allocated workers, neither allocated nor released here)."""
     journal = Journal.open(directory)
     try:
         spec = spec_from_journal(journal)
@@ -80,9 +84,12 @@ def resume(directory: str, *, quiet: bool = False, redeploy: bool = False, progr
                 if fh.read() != spec.text:
                     progress.message(f"note: {spec.path} changed since the experiment started; resuming with the journal's copy")
         recorded = journal.meta().get("deploy")
-        source = read_source(spec, commit=(recorded or {}).get("commit"), dirty=(recorded or {}).get("dirty") or ())
+        if source is None:
+            source = read_source(spec, commit=(recorded or {}).get("commit"), dirty=(recorded or {}).get("dirty") or ())
         check_resumable(source, recorded)
-        allocated = any(ws.allocated for ws in spec.workers)
+        allocated = any(ws.allocated for ws in spec.workers) and hosts is None
+        if hosts is not None:
+            spec = hosts(spec)
         with signals_as_interrupts() if allocated else contextlib.nullcontext(), Held(directory, progress.message) as held:
             if allocated:
                 spec = held.resume(spec, journal)

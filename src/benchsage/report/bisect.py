@@ -61,11 +61,11 @@ def render_bisect(r: BisectResult, console: Console) -> None:
     console.print(f"{r.builds} builds, {r.trials} trials. Method: {words.method(r)}.", highlight=False, style="dim")
 
 
-def write_bisect_html(r: BisectResult, directory: str) -> str:
-    """DIR/bisect.html: the answer, the figure of the probes, their table."""
+def write_bisect_html(r: BisectResult, directory: str, path: str | None = None) -> str:
+    """DIR/bisect.html (or `path`): the answer, the figure of the probes, their table."""
     from benchsage.report.html.bisect import write_bisect_page
 
-    return write_bisect_page(r, directory)
+    return write_bisect_page(r, directory, path)
 
 
 def plan_lines(doc: dict[str, Any]) -> list[str]:

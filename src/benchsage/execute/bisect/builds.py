@@ -57,6 +57,15 @@ def prepare(repo: str, directory: str, commit: str, command: str | None, timeout
     return build
 
 
+def recorded(directory: str, commit: str) -> Build | None:
+    """The journaled build of `commit`, or None (never built, or interrupted)."""
+    record = os.path.join(directory, "builds", f"{commit}.json")
+    if not os.path.exists(record):
+        return None
+    with open(record, encoding="utf-8") as fh:
+        return Build(**{**json.load(fh), "cached": True})
+
+
 def _run(command: str, cwd: str, log: str, commit: str, timeout: float | None) -> Build:
     os.makedirs(os.path.dirname(log), exist_ok=True)
     start = time.monotonic()

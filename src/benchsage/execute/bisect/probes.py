@@ -15,20 +15,24 @@ import dataclasses
 import json
 import math
 import os
+import shutil
+import sqlite3
 import tomllib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from benchsage.design.bisect import probe_orders
 from benchsage.design.experiment import ExperimentPlan, WorkerPlan, experiment_digest
 from benchsage.design.plan import Plan, PlannedRun, worker_seed
-from benchsage.errors import ExperimentError, UsageError
+from benchsage.errors import ExperimentError
+from benchsage.execute.bisect import ship
+from benchsage.execute.deploy import DeploySource
 from benchsage.execute.progress import Progress, QuietProgress
 from benchsage.execute.session import resume, start
-from benchsage.spec import Spec, load_spec
-from benchsage.store.journal import Journal
+from benchsage.spec import Spec, TestSpec, load_spec
+from benchsage.store.journal import Journal, journal_path
 from benchsage.vocabulary import DONE, RANDOM
 
 # What a probe's spec keeps of the user's [experiment] and top level: the rest (treatments,
@@ -45,19 +49,32 @@ class Arm:
     worktree: str
 
 
+def _table_of(doc: dict[str, Any], resolved: TestSpec) -> dict[str, Any]:
+    """The [[test]] table measuring `resolved` in a probe: the spec's table it comes from, with
+    a sweep's levels written in (the probe declares no sweep) or, for a test a generator
+    printed, its command with the experiment's defaults."""
+    tables = [t for t in doc.get("test", []) if isinstance(t, dict)]
+    chosen = next((t for t in tables if t.get("name", t.get("command")) == resolved.base_name), None)
+    if chosen is None:
+        return {"command": resolved.command}
+    if not resolved.sweep:
+        return dict(chosen)
+    return {**chosen, "command": resolved.command, "env": dict(resolved.env)}
+
+
 def worktree_cwd(cwd: str, repo: str, worktree: str) -> str:
     """Where a test runs in a worktree: at its cwd's place in the repository, else at its root."""
     rel = os.path.relpath(cwd, repo)
     return worktree if rel.startswith("..") else os.path.normpath(os.path.join(worktree, rel))
 
 
-def probe_spec_text(spec: Spec, test: str, arms: list[Arm], repo: str, runs: int, seed: int) -> str:
+def probe_spec_text(spec: Spec, test: str, arms: list[Arm], repo: str, runs: int, seed: int, search: str | None = None) -> str:
+    """The batch's spec; `search` (the search's id): its worktrees are shipped to the workers,
+    which run them in their bisect dirs, and the reset and [init] run in bad's copy of their
+    folder there (the user's checkout is on this machine only)."""
     doc = tomllib.loads(spec.text)
-    chosen = next((t for t in doc.get("test", []) if isinstance(t, dict) and t.get("name") == test), None)
     resolved = next(t for t in spec.tests if t.name == test)
-    if chosen is None:
-        raise UsageError(f"{spec.path}: bisect measures a [[test]] written in the spec; {test!r} is not one (tests from a "
-                         "generator or a sweep cannot be bisected yet)")
+    chosen = _table_of(doc, resolved)
     for key in _DROP_TOP:
         doc.pop(key, None)
     for key in _DROP_EXPERIMENT:
@@ -66,6 +83,12 @@ def probe_spec_text(spec: Spec, test: str, arms: list[Arm], repo: str, runs: int
     doc["experiment"]["seed"] = seed
     doc["experiment"]["name"] = f"{doc['experiment'].get('name', 'bisect')}-bisect"
     doc["test"] = [{**chosen, "name": f"{test}@{a.label}", "cwd": worktree_cwd(resolved.cwd, repo, a.worktree)} for a in arms]
+    if search is not None:
+        ship.worker_dirs(doc.get("worker"), spec, search)
+        bad = arms[1].worktree
+        for key, table in (("reset", spec.reset), ("init", spec.init)):
+            if isinstance(doc.get(key), dict) and table is not None:
+                doc[key]["cwd"] = worktree_cwd(table.cwd, repo, bad)
     return dumps(doc)
 
 
@@ -83,11 +106,16 @@ class OnceMessages(QuietProgress):
             super().message(text)
 
 
-def measure(spec: Spec, text: str, directory: str, runs: int, seed: int, metric: str,
-            progress: Progress) -> tuple[np.ndarray, tuple[str, ...]]:
+def measure(spec: Spec, text: str, directory: str, runs: int, seed: int, metric: str, progress: Progress,
+            source: Callable[[], DeploySource] | None = None, hosts: Callable[[Spec], Spec] | None = None
+            ) -> tuple[np.ndarray, tuple[str, ...]]:
     """The metric's value per run (rows) and test (columns, in the spec's order) of the batch in
-    `directory`, and the worker of each run: run now, finished after a crash, or read when done.
-    Runs whose trials did not all give a value are left out."""
+    `directory`, and the worker of each run: run now, finished after a crash, or read when done
+    (`source`: what the batch deploys, read only when it runs; `hosts`: the batch's spec on the
+    hosts the search holds for its allocated workers). Runs whose trials did not all give a
+    value are left out."""
+    if Journal.exists(directory) and not _planned(directory):
+        shutil.rmtree(directory)  # killed while its journal was being created: nothing ran, start it again
     if Journal.exists(directory):
         journal = Journal.open(directory, read_only=True)
         try:
@@ -95,11 +123,37 @@ def measure(spec: Spec, text: str, directory: str, runs: int, seed: int, metric:
         finally:
             journal.close()
         if unfinished:
-            resume(directory, progress=progress)
+            resume(directory, progress=progress, source=source() if source else None, hosts=hosts)
     else:
         batch = dataclasses.replace(load_spec(spec.path, text=text), warnings=())  # the search says them once
-        start(batch, random_plan(batch, runs, seed), directory, progress=progress)
+        batch = hosts(batch) if hosts else batch
+        start(batch, random_plan(batch, runs, seed), directory, progress=progress, source=source() if source else None)
     return read_values(directory, metric, len(load_spec(spec.path, text=text).tests))
+
+
+def finished(directory: str) -> bool:
+    """Whether the batch in `directory` ran every run it planned."""
+    if not Journal.exists(directory) or not _planned(directory):
+        return False
+    journal = Journal.open(directory, read_only=True)
+    try:
+        return all(r["status"] == DONE for r in journal.runs())
+    finally:
+        journal.close()
+
+
+def _planned(directory: str) -> bool:
+    """Whether the batch's journal holds its plan (a batch killed while its journal was being
+    created has the file, and no plan: the plan is committed before any trial runs)."""
+    conn = sqlite3.connect(f"file:{journal_path(directory)}?mode=ro", uri=True)
+    try:
+        return conn.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone() is not None
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return False
+        raise
+    finally:
+        conn.close()
 
 
 def random_plan(spec: Spec, runs: int, seed: int) -> ExperimentPlan:

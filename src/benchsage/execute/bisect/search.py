@@ -21,9 +21,11 @@ import numpy as np
 from benchsage.design.bisect import BisectRecord, Budget, look_points, probe_seed, run_search
 from benchsage.design.plan import draw_seed
 from benchsage.errors import UsageError
-from benchsage.execute.bisect import builds, git
-from benchsage.execute.bisect.probes import Arm, OnceMessages, measure, probe_spec_text
+from benchsage.execute.bisect import builds, git, ship
+from benchsage.execute.bisect.probes import Arm, OnceMessages, finished, measure, probe_spec_text
+from benchsage.execute.allocate import Held, spec_with
 from benchsage.execute.progress import make_progress
+from benchsage.execute.runner import signals_as_interrupts
 from benchsage.spec import Spec, load_spec
 from benchsage.vocabulary import HARNESS_METRIC_UNITS, HARNESS_METRICS, LOWER
 
@@ -47,10 +49,7 @@ class BisectRequest:
 def _resolved(request: BisectRequest) -> dict[str, Any]:
     """The request with everything resolved: the record bisect.json starts with."""
     spec = load_spec(request.spec_path)
-    remote = [w.name for w in spec.workers if w.kind not in ("local", "command") or w.roles or w.dir]
-    if remote:
-        raise UsageError(f"{spec.path}: worker(s) {', '.join(remote)}: bisect builds and measures in worktrees of this machine; "
-                         "use local workers (ssh, Slurm and role workers are not supported by bisect yet)")
+    ship.check_workers(spec)
     repo = git.repository_root(request.repo or spec.folder)
     good = git.resolve(repo, request.good, "--good")
     bad = git.resolve(repo, request.bad, "--bad")
@@ -108,6 +107,12 @@ def resume_bisect(directory: str, *, quiet: bool = False) -> BisectRecord:
     return _search(_read(directory), directory, quiet)
 
 
+def read_bisect(directory: str) -> BisectRecord:
+    """The search in `directory` as its records hold it, building and measuring nothing (for
+    `benchsage report`); UsageError when it stopped before its answer."""
+    return _search(_read(directory), directory, True, read_only=True)
+
+
 def is_bisect(directory: str) -> bool:
     return os.path.exists(os.path.join(directory, RECORD))
 
@@ -136,8 +141,9 @@ def plan_bisect(request: BisectRequest) -> dict[str, Any]:
 class _Measurer:
     """Builds and batches of one search, each done once: run_search's `build` and `measure`."""
 
-    def __init__(self, record: dict[str, Any], directory: str, quiet: bool) -> None:
+    def __init__(self, record: dict[str, Any], directory: str, quiet: bool, read_only: bool = False) -> None:
         self.r = record
+        self.read_only = read_only
         self.directory = os.path.abspath(directory)
         self.say: Callable[[str], None] = make_progress(quiet).message
         self.progress = OnceMessages()
@@ -147,14 +153,33 @@ class _Measurer:
         self.builds = 0
         self.subjects: dict[str, str] = {}
         self.workers: dict[int, list[str]] = {}  # probe index (0: good against bad) -> the worker of each run measured
+        self.search = ship.search_id(self.directory, record["seed"]) if ship.ships(self.spec) else None  # None: all local
+        self.hosts: Callable[[Spec], Spec] | None = None  # the batches' specs on the hosts allocated for the search
 
     def prepare(self, commit: str) -> builds.Build:
+        if self.read_only:
+            self.subjects[commit] = self._subject(commit)
+            self.builds += 1
+            recorded = builds.recorded(self.directory, commit)
+            if recorded is None:
+                raise self._unfinished(f"commit {commit[:12]} is not built yet")
+            return recorded
         self.subjects[commit] = git.subject(self.r["repo"], commit)
         build = builds.prepare(self.r["repo"], self.directory, commit, self.r["build"])
         self.builds += 1
         what = "build of" if self.r["build"] else "checkout of"
         self.say(f"{what} {commit[:12]} {self.subjects[commit]!r}: " + ("journaled" if build.cached else "ok" if build.ok else f"failed: {build.last_line}"))
         return build
+
+    def _subject(self, commit: str) -> str:
+        try:
+            return git.subject(self.r["repo"], commit)
+        except UsageError:  # the repository is not on this machine: the report names commits by hash
+            return ""
+
+    def _unfinished(self, what: str) -> UsageError:
+        return UsageError(f"{self.directory}: the search stopped before its answer ({what}); `benchsage resume {self.directory}` "
+                          "continues it")
 
     def build(self, index: int) -> str | None:
         built = self.prepare(self.candidates[index - 1])
@@ -166,9 +191,13 @@ class _Measurer:
         labels = ["good", "bad"] + [c[:12] for c in commits[2:]]
         arms = [Arm(label, builds.worktree_path(self.directory, c)) for label, c in zip(labels, commits)]
         seed = probe_seed(self.r["seed"], name, look)
-        text = probe_spec_text(self.spec, self.r["test"], arms, self.r["repo"], runs, seed)
+        text = probe_spec_text(self.spec, self.r["test"], arms, self.r["repo"], runs, seed, self.search)
         folder = os.path.join(self.directory, "probes", name, f"look-{look}")
-        values, workers = measure(self.spec, text, folder, runs, seed, self.r["metric"], self.progress)
+        if self.read_only and not finished(folder):
+            raise self._unfinished(f"{os.path.relpath(folder, self.directory)} is not measured yet")
+        worktrees = os.path.join(self.directory, "worktrees")
+        shipped = None if self.search is None else (lambda: ship.source(worktrees, [os.path.basename(a.worktree) for a in arms]))
+        values, workers = measure(self.spec, text, folder, runs, seed, self.r["metric"], self.progress, shipped, self.hosts)
         self.workers.setdefault(0 if index is None else index, []).extend(workers)
         return values
 
@@ -177,8 +206,18 @@ class _Measurer:
         self.say(f"{what}: {runs} runs: {verdict}")
 
 
-def _search(r: dict[str, Any], directory: str, quiet: bool) -> BisectRecord:
-    m = _Measurer(r, directory, quiet)
+def _search(r: dict[str, Any], directory: str, quiet: bool, read_only: bool = False) -> BisectRecord:
+    m = _Measurer(r, directory, quiet, read_only)
+    if read_only or not any(ws.allocated for ws in m.spec.workers):
+        return _searched(r, directory, m)
+    # Allocated once for the whole search, released at its end whatever happens (SIGTERM too)
+    with signals_as_interrupts(), Held(m.directory, m.say) as held:
+        held.hold(m.spec)
+        m.hosts = lambda batch: spec_with(batch, held.allocations)
+        return _searched(r, directory, m)
+
+
+def _searched(r: dict[str, Any], directory: str, m: _Measurer) -> BisectRecord:
     for warning in m.spec.warnings:
         m.say(f"warning: {warning}")
     good, bad, candidates = r["good"], r["bad"], m.candidates
@@ -193,7 +232,7 @@ def _search(r: dict[str, Any], directory: str, quiet: bool) -> BisectRecord:
     skipped = tuple((candidates[i - 1], why, line) for i, why, line in out.skipped)
     if out.range is not None:
         last = candidates[out.range[1] - 1]
-        m.subjects.setdefault(last, git.subject(r["repo"], last))
+        m.subjects.setdefault(last, m._subject(last))
     test = next(t for t in m.spec.tests if t.name == r["test"])
     unit, better = _unit(test, r["metric"])
     return BisectRecord(good=good, bad=bad, candidates=candidates, subjects=m.subjects, test=r["test"], metric=r["metric"],

@@ -36,8 +36,8 @@ def render_bisect_page(r: BisectResult) -> str:
     return environment().get_template("bisect.html").render(page)
 
 
-def write_bisect_page(r: BisectResult, directory: str) -> str:
-    path = os.path.join(directory, "bisect.html")
+def write_bisect_page(r: BisectResult, directory: str, path: str | None = None) -> str:
+    path = path or os.path.join(directory, "bisect.html")
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as fh:
         fh.write(render_bisect_page(r))
