@@ -123,26 +123,3 @@ def test_snapshots_come_from_one_helper_that_imports_once_and_ends_with_the_agen
         script.write_text("#!/bin/sh\nfalse\n")  # a changed file is hashed again
         assert worker.snapshot([], str(tmp_path), [("./run.sh", str(tmp_path))])["files"] != first["files"]
     assert gone(helper)
-
-
-def test_a_trials_result_comes_in_two_lines_with_its_cgroups_part_second(tmp_path: Path) -> None:
-    # "split": the first line is sent as soon as the trial has ended; the second, once what it
-    # left running is killed and counted and its cgroup read, holds those.
-    with LocalWorker() as worker:
-        measurement = worker.connect()["measurement"]
-        message = {"op": "run", "command": "sleep 30 & echo $! > bg.pid", "cwd": str(tmp_path), "timeout": 10,
-                   "trial": True, "split": True}
-        first = worker.ask(message)
-        assert first["more"] is True and first["result"]["exit_status"] == 0
-        assert not {"leftovers", "peak_memory", "cpu_time", "oom_kills"} & set(first["result"])
-        second = worker._conn.next_reply(message, timeout=30)  # type: ignore[union-attr]
-        assert second["finish"]["leftovers"] == 1
-        assert gone(int((tmp_path / "bg.pid").read_text()), within=0)  # killed before the second line came
-        if measurement["cgroup"]:
-            assert second["finish"]["peak_memory"] > 0 and second["finish"]["cpu_time"] > 0
-        # Without "split", one line holds it all; and the worker's own trials use the split.
-        whole = worker.ask({**message, "split": False})
-        assert "more" not in whole and whole["result"]["leftovers"] == 1
-        r = worker.run(ProcessRequest("sleep 30 & echo hi", str(tmp_path), timeout=10, trial=True))
-        assert (r.ok, r.stdout, r.leftovers) == (True, b"hi\n", 1)
-        assert (r.peak_memory is not None) == bool(measurement["cgroup"])

@@ -60,8 +60,6 @@ class Measurement:
         self._ready = None  # type: Any
         self._ready_oom0 = 0
         self._oom_last = (None, 0)  # type: Tuple[Any, int]  # the last finished trial's cgroup and its OOM count
-        self.defer = False  # the next finish() leaves its cgroup's part to finish_deferred()
-        self._deferred = None  # type: Optional[Tuple[Any, int]]  # (cgroup, pid) of a deferred finish
 
     def describe(self) -> Dict[str, Any]:
         host, iso = cpus.host_cpus(), cpus.isolated()
@@ -141,31 +139,13 @@ class Measurement:
 
     def finish(self, cgroup: Any, pid: int) -> Dict[str, Any]:
         """After the trial's process exited and was waited for: the energy it used, what it left
-        running (killed, counted), its cgroup's totals; the cgroup removed. With `defer` set
-        (the agent's serve loop sets it for one trial), only the energy is read now and the
-        rest waits for finish_deferred(): the trial's result travels while its cgroup is read."""
+        running (killed, counted), its cgroup's totals; the cgroup removed."""
         out = {}  # type: Dict[str, Any]
         if self._energy0 is not None and self.rapl is not None:
             try:
                 out["energy"] = self.rapl.joules(self._energy0, self.rapl.read())
             except Exception:
                 pass
-        if self.defer:
-            self.defer = False
-            self._deferred = (cgroup, pid)
-            return out
-        out.update(self._after(cgroup, pid))
-        return out
-
-    def finish_deferred(self) -> Dict[str, Any]:
-        """The rest of the last finish() that was deferred (nothing if none was)."""
-        if self._deferred is None:
-            return {}
-        (cgroup, pid), self._deferred = self._deferred, None
-        return self._after(cgroup, pid)
-
-    def _after(self, cgroup: Any, pid: int) -> Dict[str, Any]:
-        out = {}  # type: Dict[str, Any]
         if cgroup is not None:
             try:
                 out["leftovers"] = cgroup.kill_all()

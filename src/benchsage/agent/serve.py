@@ -39,34 +39,21 @@ class Agent:
         """(reply, keep serving)."""
         op = request.get("op")
         if op == "run":
-            # "split": the result goes out as soon as the trial has ended, its cgroup's part
-            # (leftovers, peak memory, CPU time) in a second line: the controller decodes the
-            # first while the agent reads the cgroup.
-            control = measurement.measurement() if request.get("split") else None
-            if control is not None:
-                control.defer = True
-            try:
-                result = run_process(
-                    request["command"],
-                    request["cwd"],
-                    request.get("env") or {},
-                    request.get("timeout"),
-                    int(request.get("output_limit", DEFAULT_OUTPUT_LIMIT)),
-                    tuple(request.get("collect") or ()),
-                    channel=self.channel,
-                    cpus=request.get("cpus"),
-                    trial=bool(request.get("trial")),
-                    aslr=request.get("aslr"),
-                    cwd_pad=int(request.get("cwd_pad") or 0),
-                    environ=self.environ,
-                )
-            finally:
-                if control is not None:
-                    control.defer = False
-            if control is None:
-                return {"result": protocol.encode_result(result)}, True
-            protocol.send(self.out_fd, {"result": protocol.encode_result(result), "more": True})
-            return {"finish": control.finish_deferred()}, True
+            result = run_process(
+                request["command"],
+                request["cwd"],
+                request.get("env") or {},
+                request.get("timeout"),
+                int(request.get("output_limit", DEFAULT_OUTPUT_LIMIT)),
+                tuple(request.get("collect") or ()),
+                channel=self.channel,
+                cpus=request.get("cpus"),
+                trial=bool(request.get("trial")),
+                aslr=request.get("aslr"),
+                cwd_pad=int(request.get("cwd_pad") or 0),
+                environ=self.environ,
+            )
+            return {"result": protocol.encode_result(result)}, True
         if op == "boot_id":
             return {"boot_id": boot_id(request.get("command"))}, True
         if op == "snapshot":

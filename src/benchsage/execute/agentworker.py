@@ -168,26 +168,23 @@ class AgentWorker:
         """Run one command on the host and block until it ends or times out. Raises WorkerLost
         when the connection ends first (the agent then kills the command)."""
         reply_timeout = None if request.timeout is None else request.timeout + REPLY_MARGIN
-        message = {
-            "op": "run",
-            "command": request.command,
-            "cwd": self.host_path(request.cwd),
-            "env": dict(request.env),
-            "timeout": request.timeout,
-            "output_limit": request.output_limit,
-            "collect": list(request.collect),
-            "cpus": list(request.cpus) if request.cpus else None,
-            "trial": request.trial,
-            # a trial's result comes in two lines: its cgroup is read while the first is decoded
-            **({"split": True} if request.trial else {}),
-            **({"aslr": request.aslr} if request.aslr is not None else {}),
-            **({"cwd_pad": request.cwd_pad} if request.cwd_pad else {}),
-        }
-        reply = self._request(message, timeout=reply_timeout)
+        reply = self._request(
+            {
+                "op": "run",
+                "command": request.command,
+                "cwd": self.host_path(request.cwd),
+                "env": dict(request.env),
+                "timeout": request.timeout,
+                "output_limit": request.output_limit,
+                "collect": list(request.collect),
+                "cpus": list(request.cpus) if request.cpus else None,
+                "trial": request.trial,
+                **({"aslr": request.aslr} if request.aslr is not None else {}),
+                **({"cwd_pad": request.cwd_pad} if request.cwd_pad else {}),
+            },
+            timeout=reply_timeout,
+        )
         r = decode_result(reply["result"])
-        if reply.get("more"):
-            assert self._conn is not None
-            r.update(self._conn.next_reply(message, timeout=None if reply_timeout is None else REPLY_MARGIN)["finish"])
         return ProcessResult(
             exit_status=r["exit_status"],
             timed_out=bool(r["timed_out"]),

@@ -203,12 +203,6 @@ class AgentConnection:
             proc.stdin.flush()
         except (BrokenPipeError, OSError, ValueError):
             raise self._lost() from None
-        return self.next_reply(message, timeout)
-
-    def next_reply(self, message: Mapping[str, Any] | bytes, timeout: float | None = None) -> dict[str, Any]:
-        """The agent's next reply line to `message` (sent already: the first, or a further line
-        of a reply in parts), within `timeout` seconds. Raises WorkerLost, or WorkerError for
-        an error reply."""
         deadline = None if timeout is None else time.monotonic() + timeout
         line = self._readline(deadline)
         if line is None:  # the deadline passed: a silent agent or a hung connection
@@ -226,7 +220,7 @@ class AgentConnection:
             self.abort()
             raise WorkerLost(f"worker {self.worker}: the agent's answer is not a JSON object ({_shown(line)}); connection dropped")
         if "error" in reply:
-            op = (json.loads(message) if isinstance(message, bytes) else message).get("op")
+            op = json.loads(message).get("op")
             raise WorkerError(f"worker {self.worker}: the agent could not do {op!r}: {reply['error']}")
         return reply
 
