@@ -234,7 +234,9 @@ def _unused_pid() -> int:
 
 AGENT_IN_ITS_OWN_PID_NAMESPACE = """
 import os, sys, time
-sys.path.insert(0, sys.argv[1])
+import types
+sys.modules["benchsage"] = types.ModuleType("benchsage")  # as in the agent's bundle: the package holds nothing
+sys.modules["benchsage"].__path__ = [sys.argv[1]]
 from benchsage.agent import cgroups
 ready, go, pid = sys.argv[2], sys.argv[3], int(sys.argv[4])
 with open("/proc/sys/kernel/ns_last_pid", "w") as f:
@@ -264,7 +266,7 @@ def test_the_sweep_leaves_alone_a_live_agent_of_another_pid_namespace(tmp_path: 
     pid = _unused_pid()
     ready, go = tmp_path / "ready", tmp_path / "go"
     other = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-S", "-c",
-                              AGENT_IN_ITS_OWN_PID_NAMESPACE, str(SOURCE.parent.parent), str(ready), str(go), str(pid)])
+                              AGENT_IN_ITS_OWN_PID_NAMESPACE, str(SOURCE.parent), str(ready), str(go), str(pid)])
     try:
         assert wait_for(ready) == str(pid)
         parent = support.parents[0][1]
@@ -504,7 +506,9 @@ def test_v2_agent_in_a_subtree_of_its_own_moves_into_a_leaf_and_back() -> None:
     os.mkdir(box)
     script = textwrap.dedent(f"""
         import os, sys
-        sys.path.insert(0, {str(SOURCE.parent.parent)!r})
+        import types
+        sys.modules["benchsage"] = types.ModuleType("benchsage")  # as in the agent's bundle: the package holds nothing
+        sys.modules["benchsage"].__path__ = [{str(SOURCE.parent)!r}]
         from benchsage.agent import cgroups
         with open({box + "/cgroup.procs"!r}, "w") as f:
             f.write("0")
@@ -545,7 +549,9 @@ def test_v2_agent_in_a_subtree_of_its_own_moves_into_a_leaf_and_back() -> None:
 def test_the_lifecycle_runs_on_python_3_8_without_site_packages() -> None:
     script = textwrap.dedent(f"""
         import os, sys
-        sys.path.insert(0, {str(SOURCE.parent.parent)!r})
+        import types
+        sys.modules["benchsage"] = types.ModuleType("benchsage")  # as in the agent's bundle: the package holds nothing
+        sys.modules["benchsage"].__path__ = [{str(SOURCE.parent)!r}]
         from benchsage.agent import cgroups
         support = cgroups.probe()
         print(support.method)
