@@ -90,12 +90,14 @@ def wait_for(path: Path, within: float = 10.0) -> str:
 # Measurement
 
 
-def test_peak_memory_is_the_whole_trees(groups: Cgroups) -> None:
+def test_peak_memory_is_the_whole_trees(groups: Cgroups, tmp_path: Path) -> None:
     trial = groups.trial()
     # Four dd processes each hold a 50 MiB buffer (read from /dev/zero, so every page is
-    # touched) at the same time: each waits for its reader, which sleeps first.
-    script = "for i in 1 2 3 4; do dd if=/dev/zero bs=50M count=1 status=none | (sleep 0.5; cat >/dev/null) & done; wait"
-    pid = sh(trial, script)
+    # touched) at the same time: each blocks writing it to its reader, which reads a first
+    # piece (so its dd has filled the buffer), says so, and reads the rest once all four have.
+    script = ("for i in 1 2 3 4; do dd if=/dev/zero bs=50M count=1 status=none | (head -c 1 >/dev/null; touch ready.$i; "
+              "while [ $(ls | grep -c ready) -lt 4 ]; do sleep 0.01; done; cat >/dev/null) & done; wait")
+    pid = sh(trial, script, tmp_path)
     _, status, _ = os.wait4(pid, 0)
     assert status == 0
     assert trial.kill_all() == 0
