@@ -253,16 +253,24 @@ def test_a_pair_of_roles_in_one_heterogeneous_allocation(slurm_cluster: slurmclu
     wait_for(lambda: slurm_cluster.run(["squeue", "-h"]).stdout == "", "the allocation outlived scancel")
 
 
-def test_bisect_allocates_once_for_the_whole_search_and_releases(slurm_cluster: slurmcluster.Cluster, tmp_path: Path) -> None:
-    """`nodes = 2`: one Slurm job for every batch of the search, cancelled at its end."""
+def bisect_repo(tmp_path: Path) -> tuple[Path, Path, dict]:
+    """examples/bisect's generated repository, small: 6 commits, a 40 % slowdown at the third,
+    no noise; (its folder, the search's output folder, its commits by role)."""
     import importlib.util
 
     example = Path(__file__).resolve().parents[2] / "examples" / "bisect" / "make_repo.py"
     loader = importlib.util.spec_from_file_location("benchsage_example_bisect", example)
+    assert loader is not None and loader.loader is not None
     module = importlib.util.module_from_spec(loader)
     loader.loader.exec_module(module)
-    repo, out = tmp_path / "repo", tmp_path / "search"
+    repo = tmp_path / "repo"
     hashes = module.make_repo(str(repo), commits=6, change=3, slowdown=40.0, noise=0.0, work=8.0, runs=8)
+    return repo, tmp_path / "search", hashes
+
+
+def test_bisect_allocates_once_for_the_whole_search_and_releases(slurm_cluster: slurmcluster.Cluster, tmp_path: Path) -> None:
+    """`nodes = 2`: one Slurm job for every batch of the search, cancelled at its end."""
+    repo, out, hashes = bisect_repo(tmp_path)
     spec = repo / "experiment.toml"
     text = spec.read_text().replace('command = "./checksum 8.0 0.0"', 'command = "./checksum 8.0 0.0; echo job=$SLURM_JOB_ID"')
     spec.write_text(text + f'[[worker]]\nkind = "slurm"\nnodes = 2\npartition = "{slurm_cluster.partition}"\ndir = "{tmp_path}/{{worker}}"\n')
@@ -283,16 +291,10 @@ def test_bisect_allocates_once_for_the_whole_search_and_releases(slurm_cluster: 
 
 
 def test_a_bisect_killed_keeps_its_job_for_resume_which_releases_it(slurm_cluster: slurmcluster.Cluster, tmp_path: Path) -> None:
-    import importlib.util
     import os
     import signal
 
-    example = Path(__file__).resolve().parents[2] / "examples" / "bisect" / "make_repo.py"
-    loader = importlib.util.spec_from_file_location("benchsage_example_bisect", example)
-    module = importlib.util.module_from_spec(loader)
-    loader.loader.exec_module(module)
-    repo, out = tmp_path / "repo", tmp_path / "search"
-    hashes = module.make_repo(str(repo), commits=6, change=3, slowdown=40.0, noise=0.0, work=8.0, runs=8)
+    repo, out, hashes = bisect_repo(tmp_path)
     spec = repo / "experiment.toml"
     spec.write_text(spec.read_text() + f'[[worker]]\nkind = "slurm"\nnodes = 2\npartition = "{slurm_cluster.partition}"\n')
     argv = benchsage("bisect", "experiment.toml", "--good", hashes["good"], "--bad", "main", "--build", "make", "--seed", "2",
