@@ -11,7 +11,7 @@ import pytest
 
 from benchsage.errors import DataError
 from benchsage.store.importers.benchsage import read_experiment
-from benchsage.store.journal import Journal, TrialRecord, journal_path
+from benchsage.store.journal import Journal, TrialRecord, check_directory_for, journal_path
 from benchsage.store.table import FIRST
 
 TESTS = [
@@ -129,3 +129,49 @@ def test_a_failing_rollback_never_hides_the_error_that_ended_the_transaction(tmp
             conn.execute("CREATE TABLE t (x)")
     finally:
         conn.close()
+
+
+MAKE_AND_HANG = """
+import os, sys, time
+from benchsage.store.journal import Journal
+folder, ready = sys.argv[1], sys.argv[2]
+def runs():
+    for i in range(100000):
+        if i == 5000:  # half the plan written: say so, and wait to be killed
+            open(ready, "w").close()
+            while True:
+                time.sleep(60)
+        yield {"id": i, "arm": "fixed", "arm_index": i, "order": [0, 1]}
+Journal.create(folder, {"name": "x"}, TESTS, runs())
+"""
+
+
+def test_a_journal_killed_while_being_made_is_not_there_and_the_folder_takes_a_new_one(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    folder, ready = tmp_path / "out", tmp_path / "ready"
+    script = f"TESTS = {TESTS!r}\n" + MAKE_AND_HANG
+    proc = subprocess.Popen([sys.executable, "-c", script, str(folder), str(ready)])
+    try:
+        deadline = time.monotonic() + 30
+        while not ready.exists():
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.01)
+        os.kill(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait()
+    assert not Journal.exists(folder)  # no journal without its plan ...
+    assert any(name.startswith("journal.sqlite.creating") for name in os.listdir(folder))  # ... only the one being made
+    check_directory_for(str(folder), "any digest")  # `benchsage run -o` takes the folder again ...
+    journal = Journal.create(str(folder), {"name": "y"}, TESTS, RUNS)
+    journal.close()
+    assert not any("creating" in name for name in os.listdir(folder))  # ... and clears what was left
+    reader = Journal.open(str(folder), read_only=True)
+    try:
+        assert reader.meta()["name"] == "y" and len(reader.runs()) == len(RUNS)
+    finally:
+        reader.close()

@@ -182,6 +182,24 @@ def journal_path(directory: str | os.PathLike[str]) -> str:
     return os.path.join(os.fspath(directory), JOURNAL_NAME)
 
 
+CREATING = ".creating"  # a journal being made (Journal.create) is this name until it holds its plan
+
+
+def _remove_making(directory: str) -> None:
+    """What a Journal.create that was killed left: the journal it was making."""
+    for name in os.listdir(directory):
+        if name.startswith(JOURNAL_NAME + CREATING):
+            os.remove(os.path.join(directory, name))
+
+
+def _fsync_folder(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 # Columns added since format 1 was first written; a journal without them gets them on open.
 _ADDED_COLUMNS = (
     ("runs", "worker", "TEXT NOT NULL DEFAULT 'local'"),
@@ -226,28 +244,36 @@ class Journal:
 
     @classmethod
     def create(cls, directory: str, meta: Mapping[str, Any], tests: Sequence[Mapping[str, Any]], runs: Sequence[Mapping[str, Any]]) -> "Journal":
-        """A new journal holding the plan, committed before anything runs."""
+        """A new journal holding the plan, committed before anything runs. It is made whole
+        under another name and renamed into place: a journal is there with its plan, or not at
+        all (an experiment killed while its journal was being made starts again with `run`)."""
         os.makedirs(directory, exist_ok=True)
         path = journal_path(directory)
+        making = path + CREATING
+        _remove_making(directory)
+        conn = sqlite3.connect(making, isolation_level=None)  # rollback journal, synchronous FULL: durable at close
+        try:
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.executescript(_SCHEMA)  # executescript commits on its own; the plan goes in one transaction
+            with _transaction(conn):
+                conn.executemany(
+                    "INSERT INTO meta(key, value) VALUES (?, ?)",
+                    [(k, json.dumps(v)) for k, v in {"format_version": FORMAT_VERSION, **meta}.items()],
+                )
+                conn.executemany(
+                    "INSERT INTO tests(id, name, command, metrics) VALUES (?, ?, ?, ?)",
+                    [(i, t["name"], t["command"], json.dumps(t["metrics"])) for i, t in enumerate(tests)],
+                )
+                conn.executemany(
+                    "INSERT INTO runs(id, arm, arm_index, test_order, worker, treatment) VALUES (?, ?, ?, ?, ?, ?)",
+                    [(r["id"], r["arm"], r["arm_index"], json.dumps(list(r["order"])), r.get("worker", "local"), r.get("treatment"))
+                     for r in runs],
+                )
+        finally:
+            conn.close()
+        os.replace(making, path)
+        _fsync_folder(directory)
         conn = _connect(path)
-        conn.executescript(_SCHEMA)  # executescript commits on its own; the plan goes in one transaction
-        with _transaction(conn):
-            conn.executemany(
-                "INSERT INTO meta(key, value) VALUES (?, ?)",
-                [(k, json.dumps(v)) for k, v in {"format_version": FORMAT_VERSION, **meta}.items()],
-            )
-            conn.executemany(
-                "INSERT INTO tests(id, name, command, metrics) VALUES (?, ?, ?, ?)",
-                [(i, t["name"], t["command"], json.dumps(t["metrics"])) for i, t in enumerate(tests)],
-            )
-            conn.executemany(
-                "INSERT INTO runs(id, arm, arm_index, test_order, worker, treatment) VALUES (?, ?, ?, ?, ?, ?)",
-                [(r["id"], r["arm"], r["arm_index"], json.dumps(list(r["order"])), r.get("worker", "local"), r.get("treatment"))
-                 for r in runs],
-            )
-        conn.execute("PRAGMA synchronous=FULL")
-        conn.execute("PRAGMA wal_checkpoint(FULL)")
-        conn.execute("PRAGMA synchronous=NORMAL")
         return cls(path, conn)
 
     @classmethod
@@ -629,7 +655,8 @@ def check_directory_for(directory: str, spec_digest: str) -> None:
     """Refuse to start an experiment in a directory that already holds one."""
     if not Journal.exists(directory):
         # The workers' connection logs (workers/) are written while connecting, before the journal.
-        if os.path.isdir(directory) and set(os.listdir(directory)) - {"workers"}:
+        # So is a journal that a killed `run` was making (Journal.create removes it).
+        if os.path.isdir(directory) and {n for n in os.listdir(directory) if not n.startswith(JOURNAL_NAME + CREATING)} - {"workers"}:
             raise UsageError(f"{directory}: directory is not empty and holds no benchsage journal; choose another -o DIR")
         return
     try:
