@@ -1,13 +1,12 @@
 """`benchsage bisect` of a service on a worker with roles, on real OpenSSH servers on 127.0.0.1:
 the commit changes the server's code, which runs on the server role's host, and the client's
 test on the client role's host measures it. Every role's host gets the worktrees in its own
-bisect dir; the dirs are removed when the search has its answer, kept after a kill (for resume)
-or with --keep-dirs."""
+bisect dir; the dirs are kept after a kill (for resume), and removed when the search has its
+answer (--keep-dirs keeps them: test_bisect_fleet.py)."""
 
 from __future__ import annotations
 
 import json
-import shutil
 import os
 import signal
 import sqlite3
@@ -15,6 +14,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from benchsage.execute.bisect import ship
 
@@ -52,7 +53,7 @@ the time the server took in its answer."""
     (repo / "experiment.toml").write_text(f"""
 [experiment]
 name = "service"
-runs = 8
+runs = 7
 
 [reset]
 [[reset.step]]
@@ -101,24 +102,33 @@ def deployed(out: Path) -> dict[str, list[int]]:
     return sent
 
 
-def test_a_service_bisect_runs_the_probed_server_on_its_host(fake_fleet, tmp_path: Path) -> None:
+@pytest.mark.slow
+def test_a_service_bisect_runs_the_probed_server_on_its_host_keeps_the_dirs_when_killed_and_removes_them_at_its_answer(
+        fake_fleet, tmp_path: Path) -> None:
     fleet = fake_fleet(2)
     repo, hosts, out, served = tmp_path / "repo", tmp_path / "hosts", tmp_path / "search", tmp_path / "served.log"
     hashes = make_service(repo, fleet, hosts, served)
-    client = Path("/tmp/benchsage-bisect") / ship.search_id(str(out), 3) / "pair" / "client"
+    search = Path("/tmp/benchsage-bisect") / ship.search_id(str(out), 3)
+    server, client = hosts / "pair" / "server-bisect", search / "pair" / "client"
     # The plan names every role's host and its bisect dir
     plan = subprocess.run([sys.executable, "-m", "benchsage", "bisect", "experiment.toml", "--good", hashes["good"], "--bad", "main",
-                           "--seed", "3", "-o", str(out), "--plan", "--keep-dirs"], cwd=repo, capture_output=True, text=True, timeout=60)
+                           "--seed", "3", "-o", str(out), "--plan"], cwd=repo, capture_output=True, text=True, timeout=60)
     assert plan.returncode == 0, plan.stderr
-    assert f"pair/server (ssh node1): {hosts}/pair/server-bisect" in plan.stdout
-    assert f"pair/client (ssh node2): {client}" in plan.stdout and "kept after the search (--keep-dirs)" in plan.stdout
-    assert not out.exists()
+    assert f"pair/server (ssh node1): {server}" in plan.stdout and f"pair/client (ssh node2): {client}" in plan.stdout
+    assert "removed when the search ends with its answer" in plan.stdout and not out.exists()
     started = time.monotonic()
-    proc = bisect(repo, hashes, out, "--keep-dirs")
-    stdout, stderr = proc.communicate(timeout=300)
+    proc = bisect(repo, hashes, out)
+    while not served.exists() and proc.poll() is None:  # a request reached the server: the worktrees are on both hosts
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate()
+    for folder in (server, client):  # kept for the resume
+        assert (folder / hashes["good"][:12] / "server" / "handle.sh").exists()
+    done = subprocess.run([sys.executable, "-m", "benchsage", "resume", str(out), "--json", "--quiet"], cwd=repo, capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL, timeout=300)
     seconds = time.monotonic() - started
-    assert proc.returncode == 0, stderr
-    b = json.loads(stdout)["bisect"]
+    assert done.returncode == 0, done.stderr
+    b = json.loads(done.stdout)["bisect"]
     assert b["first_bad"] == hashes["change"] and b["effect_pct"] > 100
     # Each request was handled on the server's host by the code of the commit its test measured
     commit_of = {h[:12]: int(k) for k, h in hashes.items() if k.isdigit()}
@@ -126,32 +136,10 @@ def test_a_service_bisect_runs_the_probed_server_on_its_host(fake_fleet, tmp_pat
     assert {host for host, _, _ in lines} == {"node1"}
     assert all(commit_of[folder] == int(k) for _, folder, k in lines)
     assert {commit_of[p["commit"][:12]] for p in b["probes"]} <= {int(k) for _, _, k in lines}
-    # Every batch shipped to both role hosts
+    # Every batch shipped to both role hosts (the killed batch's deploy was verified again on resume)
     sent = deployed(out)
-    assert set(sent) == {"pair/server", "pair/client"} and all(len(v) == len(b["probes"]) + 1 and v[0] > 0 for v in sent.values())
-    print(f"\nrole bisect: {seconds:.1f} s, {len(b['probes'])} probe(s), bytes shipped per host and batch: {sent}")
-    # --keep-dirs: the worktrees stay on both hosts
-    for folder in (hosts / "pair" / "server-bisect", client):
-        assert (folder / hashes["good"][:12] / "server" / "handle.sh").exists()
-    shutil.rmtree(client.parent.parent)
-
-
-def test_a_killed_service_bisect_keeps_its_dirs_and_removes_them_at_its_answer(fake_fleet, tmp_path: Path) -> None:
-    fleet = fake_fleet(2)
-    repo, hosts, out, served = tmp_path / "repo", tmp_path / "hosts", tmp_path / "search", tmp_path / "served.log"
-    hashes = make_service(repo, fleet, hosts, served)
-    search = Path("/tmp/benchsage-bisect") / ship.search_id(str(out), 3)
-    proc = bisect(repo, hashes, out)
-    while not served.exists() and proc.poll() is None:  # a request reached the server: the worktrees are there
-        time.sleep(0.02)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.communicate()
-    server = hosts / "pair" / "server-bisect"
-    for folder in (server, search / "pair" / "client"):  # kept for the resume
-        assert (folder / hashes["good"][:12] / "server" / "handle.sh").exists()
-    done = subprocess.run([sys.executable, "-m", "benchsage", "resume", str(out), "--json", "--quiet"], cwd=repo, capture_output=True,
-                          text=True, stdin=subprocess.DEVNULL, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["bisect"]["first_bad"] == hashes["change"]
-    assert not server.exists() and (hosts / "pair").exists()  # the user's folder is left, the search's dir removed
-    assert not search.exists()  # nothing of the search left under /tmp
+    assert set(sent) == {"pair/server", "pair/client"} and all(len(v) >= len(b["probes"]) + 1 for v in sent.values())
+    print(f"\nrole bisect (killed, resumed): {seconds:.1f} s, {len(b['probes'])} probe(s), bytes shipped per host and batch: {sent}")
+    # The answer is there: the search's dirs are removed, the user's folder is left, nothing of the search under /tmp
+    assert not server.exists() and (hosts / "pair").exists()
+    assert not search.exists()
