@@ -176,6 +176,7 @@ def test_plan_names_each_role_host_and_its_bisect_dir_and_builds_nothing(small_r
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     from benchsage.execute.bisect.ship import search_id
+    from benchsage.report.bisect import plan_lines
 
     client = f"/tmp/benchsage-bisect/{search_id(str(tmp_path / 's'), 4)}/pair/client"
     assert doc["deploy"] == [{"worker": "pair/server", "host": "ssh s", "dir": "/srv/bench-bisect"},
@@ -188,6 +189,12 @@ def test_plan_names_each_role_host_and_its_bisect_dir_and_builds_nothing(small_r
     assert not (tmp_path / "s").exists() and not (tmp_path / "results").exists()
     local = bench("bisect", "experiment.toml", "--good", hashes["good"], "--bad", "main", "--plan", cwd=repo)
     assert "nothing is deployed" in local.stdout and "allocated" not in local.stdout
+    spec.write_text((repo / "experiment.toml").read_text() + '[[worker]]\nkind = "ssh"\nallocate = "echo h1"\n')
+    allocated = bench(*args, "--json", cwd=tmp_path)
+    doc = json.loads(allocated.stdout)
+    assert doc["allocated_once"] is True and doc["deploy"] == [{"worker": "allocated-1", "host": None,
+                                                               "dir": "/tmp/benchsage-bisect/<search>/{worker}"}]
+    assert "allocated once for the whole search" in "\n".join(plan_lines(doc))
 
 
 def test_report_of_a_search_directory_writes_its_page_and_measures_nothing(searched, tmp_path: Path) -> None:
