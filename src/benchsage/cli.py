@@ -180,16 +180,19 @@ def resume(directory: str, as_json: bool, quiet: bool, fail_on_effect: bool, red
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed of the random orders (default: the spec's, else drawn).")
 @click.option("-o", "--output", "directory", type=click.Path(file_okay=False, path_type=str), help="Search directory (default results/<name>-bisect-<UTC time>).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")
-@click.option("--plan", "plan_only", is_flag=True, help="Print how many builds and runs to expect; build and run nothing.")
+@click.option("--plan", "plan_only", is_flag=True, help="Print how many builds and runs to expect, and where; build and run nothing.")
+@click.option("--keep-dirs", is_flag=True, help="Leave the bisect dirs on the workers' hosts when the search ends (default: removed).")
 @click.option("--quiet", is_flag=True, help="No progress output.")
 def bisect(spec: str, good: str, bad: str, repo: str | None, build: str | None, test_name: str | None, metric: str | None, alpha: float,
-           min_effect: float, seed: int | None, directory: str | None, as_json: bool, plan_only: bool, quiet: bool) -> None:
+           min_effect: float, seed: int | None, directory: str | None, as_json: bool, plan_only: bool, keep_dirs: bool, quiet: bool) -> None:
     """Find the commit between --good and --bad that first moved the metric, with P(wrong commit) <= --alpha."""
     from benchsage.execute.bisect import BisectRequest, plan_bisect, start_bisect
 
-    request = BisectRequest(spec, repo, good, bad, build, test_name, metric, alpha, min_effect, seed)
+    request = BisectRequest(spec, repo, good, bad, build, test_name, metric, alpha, min_effect, seed, keep_dirs)
+    if directory is None and not plan_only:
+        directory = _default_directory(spec).rstrip("/") + "-bisect"
     if plan_only:
-        doc = plan_bisect(request)
+        doc = plan_bisect(request, directory)
         if as_json:
             click.echo(json.dumps(doc, indent=2))
         else:
@@ -198,8 +201,7 @@ def bisect(spec: str, good: str, bad: str, repo: str | None, build: str | None, 
             for line in plan_lines(doc):
                 click.echo(line)
         return
-    if directory is None:
-        directory = _default_directory(spec).rstrip("/") + "-bisect"
+    assert directory is not None
     _bisect_finish(start_bisect(request, directory, quiet=quiet), directory, as_json)
 
 

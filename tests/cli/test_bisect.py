@@ -166,14 +166,35 @@ def test_plan_builds_and_runs_nothing(small_repo, tmp_path: Path) -> None:
     assert not (repo / "results").exists()
 
 
-def test_workers_with_roles_are_refused_with_one_line(small_repo, tmp_path: Path) -> None:
+def test_plan_names_each_role_host_and_its_bisect_dir_and_builds_nothing(small_repo, tmp_path: Path) -> None:
     repo, hashes = small_repo
     spec = tmp_path / "experiment.toml"
     spec.write_text((repo / "experiment.toml").read_text() + '[[worker]]\nname = "pair"\n[worker.roles.server]\nkind = "ssh"\n'
-                    'host = "s"\n[worker.roles.client]\nkind = "ssh"\nhost = "c"\n')
-    done = bench("bisect", str(spec), "--repo", str(repo), "--good", hashes["good"], "--bad", "main", "-o", str(tmp_path / "s"), cwd=tmp_path)
-    one_line_error(done, 2, "worker(s) pair", "have roles")
-    assert not (tmp_path / "s").exists()
+                    'host = "s"\ndir = "/srv/bench"\n[worker.roles.client]\nkind = "ssh"\nhost = "c"\n')
+    args = ("bisect", str(spec), "--repo", str(repo), "--good", hashes["good"], "--bad", "main", "--plan")
+    done = bench(*args, "-o", str(tmp_path / "s"), "--seed", "4", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    from benchsage.execute.bisect.ship import search_id
+    from benchsage.report.bisect import plan_lines
+
+    client = f"/tmp/benchsage-bisect/{search_id(str(tmp_path / 's'), 4)}/pair/client"
+    assert doc["deploy"] == [{"worker": "pair/server", "host": "ssh s", "dir": "/srv/bench-bisect"},
+                             {"worker": "pair/client", "host": "ssh c", "dir": client}]
+    assert doc["allocated_once"] is False and doc["keep_dirs"] is False and doc["builds"] == 4
+    words = bench(*args, "--keep-dirs", cwd=tmp_path)  # no -o, no seed: the search's id is not known yet
+    assert words.returncode == 0, words.stderr
+    assert "pair/client (ssh c): /tmp/benchsage-bisect/<search>/pair/client" in words.stdout
+    assert "pair/server (ssh s): /srv/bench-bisect" in words.stdout and "kept after the search (--keep-dirs)" in words.stdout
+    assert not (tmp_path / "s").exists() and not (tmp_path / "results").exists()
+    local = bench("bisect", "experiment.toml", "--good", hashes["good"], "--bad", "main", "--plan", cwd=repo)
+    assert "nothing is deployed" in local.stdout and "allocated" not in local.stdout
+    spec.write_text((repo / "experiment.toml").read_text() + '[[worker]]\nkind = "ssh"\nallocate = "echo h1"\n')
+    allocated = bench(*args, "--json", cwd=tmp_path)
+    doc = json.loads(allocated.stdout)
+    assert doc["allocated_once"] is True and doc["deploy"] == [{"worker": "allocated-1", "host": None,
+                                                               "dir": "/tmp/benchsage-bisect/<search>/{worker}"}]
+    assert "allocated once for the whole search" in "\n".join(plan_lines(doc))
 
 
 def test_report_of_a_search_directory_writes_its_page_and_measures_nothing(searched, tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
+from benchsage.execute.bisect import ship
 from benchsage.execute.bisect.probes import Arm, dumps, probe_spec_text, worktree_cwd
 from benchsage.spec import load_spec
 
@@ -136,3 +137,58 @@ command = "echo './gen 1'; echo './gen 2'"
     assert [t.name for t in probe.tests] == ["./gen 2@good", "./gen 2@bad", "./gen 2@abc"]
     assert {t.command for t in probe.tests} == {"./gen 2"} and [t.cwd for t in probe.tests] == ["/w/good", "/w/bad", "/w/abc"]
     assert [m.name for m in probe.tests[0].metrics] == ["t"] and probe.tests[0].env == {"BASE": "1"}
+
+
+def test_a_probe_on_role_hosts_gets_a_bisect_dir_per_role_and_runs_each_step_in_bads_copy(tmp_path: Path) -> None:
+    """Every role's host of a worker with roles is deployed to: the role's dir with -bisect
+    appended, else one under /tmp per search, worker and role; each reset step and collector
+    runs in bad's copy of its folder (a step's own cwd kept at its place in the repository)."""
+    repo = tmp_path / "repo"
+    (repo / "srv").mkdir(parents=True)
+    spec_path = repo / "experiment.toml"
+    roles = ""
+    for pair, (server, client) in (("p1", ("n1", "n2")), ("p2", ("n3", "n4"))):
+        roles += (f'[[worker]]\nname = "{pair}"\n[worker.roles.server]\nkind = "ssh"\nhost = "{server}"\ndir = "/data/{{worker}}"\n'
+                  f'[worker.roles.client]\nkind = "ssh"\nhost = "{client}"\n')
+    spec_path.write_text('''
+[experiment]
+name = "svc"
+runs = 4
+
+[reset]
+[[reset.step]]
+role = "server"
+command = "./restart"
+cwd = "srv"
+[[reset.step]]
+role = "client"
+command = "sync"
+
+[[test]]
+name = "load"
+role = "client"
+command = "./client"
+
+[[collector]]
+name = "served"
+role = "server"
+kind = "command"
+command = "./count"
+''' + roles)
+    spec = load_spec(spec_path)
+    assert ship.ships(spec)
+    arms = [Arm("good", "/w/good"), Arm("bad", "/w/bad"), Arm("abc", "/w/abc")]
+    probe = load_spec(spec_path, text=probe_spec_text(spec, "load", arms, str(repo), 7, 11, search="5ea7c4"))
+    assert [[(role, h.dir) for role, h in w.roles] for w in probe.workers] == [
+        [("server", "/data/p1/server-bisect"), ("client", "/tmp/benchsage-bisect/5ea7c4/p1/client")],
+        [("server", "/data/p2/server-bisect"), ("client", "/tmp/benchsage-bisect/5ea7c4/p2/client")]]
+    assert probe.reset is not None and [(s.role, s.cwd) for s in probe.reset.steps] == [("server", "/w/bad/srv"), ("client", "/w/bad")]
+    assert [c.cwd for c in probe.collectors] == ["/w/bad"]
+    assert [(t.role, t.cwd) for t in probe.tests] == [("client", "/w/good"), ("client", "/w/bad"), ("client", "/w/abc")]
+    # All on this machine (no dir, no other host): nothing is shipped, the steps run in the user's checkout
+    local = spec_path.read_text().split("[[worker]]")[0] + '[[worker]]\nname = "p"\n[worker.roles.server]\n[worker.roles.client]\n'
+    spec_path.write_text(local)
+    assert not ship.ships(load_spec(spec_path))
+    probe = load_spec(spec_path, text=probe_spec_text(load_spec(spec_path), "load", arms, str(repo), 7, 11))
+    assert [h.dir for _, h in probe.workers[0].roles] == [None, None]
+    assert probe.reset is not None and [s.cwd for s in probe.reset.steps] == [str(repo / "srv"), str(repo)]

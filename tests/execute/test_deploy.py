@@ -237,3 +237,23 @@ def test_resume_of_a_dirty_deploy_checks_the_files_are_as_they_were(tmp_path: Pa
     with pytest.raises(SystemExit) as exit_:
         main(["resume", out, "--quiet"])
     assert exit_.value.code == 2 and "reads as" in capsys.readouterr().err
+
+
+def test_the_agent_removes_only_a_deploy_of_the_experiment_and_the_folders_it_leaves_empty(tmp_path: Path) -> None:
+    from benchsage.agent.deploy import remove, write_marker
+
+    top = tmp_path / "bisect"
+    ours, theirs, sibling = top / "s1" / "pair" / "server", top / "s2" / "pair" / "server", top / "s1" / "other"
+    for d in (ours, theirs, sibling):
+        (d / "sub").mkdir(parents=True)
+        (d / "sub" / "f").write_text("x")
+    write_marker(str(ours), "svc-bisect", None)
+    write_marker(str(theirs), "another", None)
+    assert remove(str(ours), "svc-bisect", str(top)) == {"removed": True}
+    assert not (top / "s1" / "pair").exists() and sibling.exists()  # pair/ was left empty; s1/ still holds other/
+    refused = remove(str(theirs), "svc-bisect", str(top))
+    assert not refused["removed"] and str(theirs) in refused["why"] and (theirs / "sub" / "f").exists()
+    assert not remove(str(sibling), "svc-bisect", str(top))["removed"] and sibling.exists()  # no marker: not a deploy
+    assert remove(str(ours), "svc-bisect", str(top)) == {"removed": False, "why": "absent"}
+    write_marker(str(sibling), "svc-bisect", None)
+    assert remove(str(sibling), "svc-bisect", str(top)) == {"removed": True} and not (top / "s1").exists() and top.exists()

@@ -62,7 +62,7 @@ def test_finds_the_commit_on_two_ssh_workers_shipping_each_worktree_once(fake_fl
     repo, hosts, out = tmp_path / "repo", tmp_path / "hosts", tmp_path / "search"
     hashes = make_repo(repo)
     on_fleet(repo, fleet, hosts)
-    status, stdout, stderr = finished(bisect(repo, hashes, out))
+    status, stdout, stderr = finished(bisect(repo, hashes, out, "--keep-dirs"))
     assert status == 0, stderr
     b = json.loads(stdout)["bisect"]
     assert b["first_bad"] == hashes["change"]
@@ -84,6 +84,7 @@ def test_finds_the_commit_on_two_ssh_workers_shipping_each_worktree_once(fake_fl
             probe = batch.parent.name.split("-")[1]
             assert [n for _, n, _ in deploys(batch)] == [files(probe) if first else 0] * 2, batch
     # The build product (ignored by git) was shipped: each host holds good's, bad's and the last probe's worktree, built
+    # (kept after the search: --keep-dirs)
     last = b["probes"][-1]["commit"][:12]
     for host in fleet.hosts:
         held = sorted(p.name for p in (hosts / f"{host}-bisect").iterdir() if not p.name.startswith("."))
@@ -105,11 +106,13 @@ def test_a_search_killed_in_a_probe_resumes_without_building_again(fake_fleet, t
     proc.communicate()
     built = {p: p.stat().st_mtime_ns for p in (out / "builds").glob("*.log")}
     assert len(built) >= 3  # good, bad, the first probe
+    assert all((hosts / f"{h}-bisect" / hashes["good"][:12] / "checksum.c").exists() for h in fleet.hosts)  # kept for the resume
     done = subprocess.run([sys.executable, "-m", "benchsage", "resume", str(out), "--json", "--quiet"], cwd=repo, capture_output=True,
                           text=True, stdin=subprocess.DEVNULL, timeout=300)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["bisect"]["first_bad"] == hashes["change"]
     assert {p: p.stat().st_mtime_ns for p in built} == built  # nothing built again
+    assert hosts.exists() and not any((hosts / f"{h}-bisect").exists() for h in fleet.hosts)  # removed at the answer
 
 
 def test_a_worker_dir_that_refuses_the_deploy_stops_the_search_with_one_line(fake_fleet, tmp_path: Path) -> None:
@@ -151,4 +154,7 @@ dir = "{tmp_path}/hosts/{{worker}}"
         assert sorted(w for w, in db.execute("SELECT DISTINCT worker FROM trials WHERE status = 'ok'")) == ["node1", "node2"]
         db.close()
     assert [a["released"] for a in json.loads((out / "workers" / "allocations.json").read_text())] == [True]
-    assert (tmp_path / "hosts" / "node2-bisect" / hashes["bad"][:12] / "checksum").exists()
+    deployed = {d for batch in (out / "probes").glob("*/look-*") for _, d in sqlite3.connect(
+        f"file:{batch / 'journal.sqlite'}?mode=ro", uri=True).execute("SELECT worker, dir FROM deploys")}
+    assert deployed == {str(tmp_path / "hosts" / f"node{k}-bisect") for k in (1, 2)}
+    assert not any(os.path.exists(d) for d in deployed)  # removed at the answer, before the hosts were released

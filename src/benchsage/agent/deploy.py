@@ -142,6 +142,8 @@ class Deployer:
             return {"ok": True}
         if step == "finish":
             return self.finish(root, request["experiment"], set(request["paths"]))
+        if step == "remove":
+            return remove(root, request["experiment"], request.get("prune_below"))
         return {"error": "unknown deploy step %r" % (step,)}
 
     def begin(self, root: str, experiment: str, manifest: List[List[str]]) -> Dict[str, Any]:
@@ -214,6 +216,24 @@ class Deployer:
         tree = tree_id((path, mode, blob) for path, (mode, blob, _) in held.items())
         write_marker(root, experiment, tree)
         return {"tree": tree, "files": len(held), "removed": removed}
+
+
+def remove(root: str, experiment: str, prune_below: Optional[str] = None) -> Dict[str, Any]:
+    """Remove a deploy of `experiment` (a dir holding anything else is left alone), then the
+    folders above it left empty, up to `prune_below` (not included)."""
+    if not os.path.isdir(root):
+        return {"removed": False, "why": "absent"}
+    marker = read_marker(root)
+    if marker is None or marker.get("experiment") != experiment:
+        return {"removed": False, "why": "%s holds something else than a deploy of this experiment" % (root,)}
+    _remove_tree(root)
+    if prune_below:
+        top = os.path.abspath(prune_below)
+        folder = os.path.dirname(os.path.abspath(root))
+        while folder.startswith(top + os.sep) and not os.listdir(folder):
+            os.rmdir(folder)
+            folder = os.path.dirname(folder)
+    return {"removed": True}
 
 
 def _remove_tree(path: str) -> None:

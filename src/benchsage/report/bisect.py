@@ -80,4 +80,22 @@ def plan_lines(doc: dict[str, Any]) -> list[str]:
         f"(a difference under {doc['min_effect']:g} % is 'no change').",
         f"Runs: {runs[0]} to {runs[1]} on each of {doc['workers']} worker(s); trials: {trials[0]} to {trials[1]} per worker.",
         f"Each probe is decided at level {doc['budget']:.2g}, so that P(naming a wrong commit) <= {doc['alpha']:g}.",
-    ]
+    ] + _deploy_lines(doc)
+
+
+def _deploy_lines(doc: dict[str, Any]) -> list[str]:
+    """Where the search measures: the hosts it ships its worktrees to, and their allocation."""
+    deploy = doc.get("deploy") or []
+    if not deploy:
+        return ["Measured on this machine, in the worktrees under the search directory: nothing is deployed."]
+    out = [f"Each batch ships the worktrees it measures to {len(deploy)} host(s), each into its bisect dir:"]
+    for d in deploy:
+        where = f"{d['host']}" if d["host"] else "a host of the allocation"
+        out.append(f"  {d['worker']} ({where}): {d['dir']}")
+    if any("<search>" in d["dir"] for d in deploy):
+        out.append("  (<search>: the search's id, known with -o DIR and a seed)")
+    if doc.get("allocated_once"):
+        out.append("The workers' hosts are allocated once for the whole search, and released at its end.")
+    out.append("The bisect dirs are " + ("kept after the search (--keep-dirs)." if doc.get("keep_dirs") else
+                                         "removed when the search ends with its answer (kept when it is interrupted, for resume)."))
+    return out

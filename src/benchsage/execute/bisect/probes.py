@@ -70,8 +70,8 @@ def worktree_cwd(cwd: str, repo: str, worktree: str) -> str:
 
 def probe_spec_text(spec: Spec, test: str, arms: list[Arm], repo: str, runs: int, seed: int, search: str | None = None) -> str:
     """The batch's spec; `search` (the search's id): its worktrees are shipped to the workers,
-    which run them in their bisect dirs, and the reset and [init] run in bad's copy of their
-    folder there (the user's checkout is on this machine only)."""
+    which run them in their bisect dirs, and the reset (each step), [init] and the collectors
+    run in bad's copy of their folder there (the user's checkout is on this machine only)."""
     doc = tomllib.loads(spec.text)
     resolved = next(t for t in spec.tests if t.name == test)
     chosen = _table_of(doc, resolved)
@@ -89,6 +89,13 @@ def probe_spec_text(spec: Spec, test: str, arms: list[Arm], repo: str, runs: int
         for key, table in (("reset", spec.reset), ("init", spec.init)):
             if isinstance(doc.get(key), dict) and table is not None:
                 doc[key]["cwd"] = worktree_cwd(table.cwd, repo, bad)
+        # With roles: each reset step and collector runs in bad's copy on its role's host
+        steps = doc.get("reset", {}).get("step") if isinstance(doc.get("reset"), dict) else None
+        for item, step in zip(steps if isinstance(steps, list) else (), spec.reset.steps if spec.reset else ()):
+            item["cwd"] = worktree_cwd(step.cwd, repo, bad)
+        collectors = doc.get("collector")
+        for item, c in zip(collectors if isinstance(collectors, list) else (), spec.collectors):
+            item["cwd"] = worktree_cwd(c.cwd, repo, bad)
     return dumps(doc)
 
 

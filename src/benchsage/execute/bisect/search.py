@@ -20,7 +20,7 @@ import numpy as np
 
 from benchsage.design.bisect import BisectRecord, Budget, look_points, probe_seed, run_search
 from benchsage.design.plan import draw_seed
-from benchsage.errors import UsageError
+from benchsage.errors import UsageError, WorkerError, WorkerSetupError
 from benchsage.execute.bisect import builds, git, ship
 from benchsage.execute.bisect.probes import Arm, OnceMessages, finished, measure, probe_spec_text
 from benchsage.execute.allocate import Held, spec_with
@@ -30,6 +30,7 @@ from benchsage.spec import Spec, load_spec
 from benchsage.vocabulary import HARNESS_METRIC_UNITS, HARNESS_METRICS, LOWER
 
 RECORD = "bisect.json"
+_FREE = ("seed", "keep_dirs")  # what a search started again in its directory may leave out or change
 
 
 @dataclass(frozen=True)
@@ -44,12 +45,12 @@ class BisectRequest:
     alpha: float = 0.05
     min_effect: float = 2.0
     seed: int | None = None
+    keep_dirs: bool = False  # leave the bisect dirs on the workers' hosts when the search ends
 
 
 def _resolved(request: BisectRequest) -> dict[str, Any]:
     """The request with everything resolved: the record bisect.json starts with."""
     spec = load_spec(request.spec_path)
-    ship.check_workers(spec)
     repo = git.repository_root(request.repo or spec.folder)
     good = git.resolve(repo, request.good, "--good")
     bad = git.resolve(repo, request.bad, "--bad")
@@ -65,6 +66,7 @@ def _resolved(request: BisectRequest) -> dict[str, Any]:
         "alpha": request.alpha, "min_effect": request.min_effect,
         "seed": request.seed if request.seed is not None else spec.seed if spec.seed is not None else draw_seed(),
         "max_runs": spec.runs, "looks": spec.looks or _default_looks(spec.runs), "candidates": candidates,
+        "keep_dirs": request.keep_dirs,
     }
 
 
@@ -87,9 +89,9 @@ def start_bisect(request: BisectRequest, directory: str, *, quiet: bool = False)
     path = os.path.join(directory, RECORD)
     if os.path.exists(path):
         kept = _read(directory)
-        if {k: kept.get(k) for k in record if k != "seed"} != {k: v for k, v in record.items() if k != "seed"}:
+        if {k: kept.get(k) for k in record if k not in _FREE} != {k: v for k, v in record.items() if k not in _FREE}:
             raise UsageError(f"{directory} holds another search; resume it with `benchsage resume {directory}`, or choose another -o DIR")
-        record = kept
+        record = {**kept, "keep_dirs": request.keep_dirs}
     elif os.path.exists(directory) and os.listdir(directory):
         raise UsageError(f"{directory} is not empty and holds no search; choose another -o DIR")
     else:
@@ -122,20 +124,38 @@ def _read(directory: str) -> dict[str, Any]:
         return dict(json.load(fh))
 
 
-def plan_bisect(request: BisectRequest) -> dict[str, Any]:
-    """What a search is expected to cost: builds, probes, runs and trials (at least, at most)."""
+def plan_bisect(request: BisectRequest, directory: str | None = None) -> dict[str, Any]:
+    """What a search is expected to cost: builds, probes, runs and trials (at least, at most);
+    and where it measures: the hosts it deploys to with their bisect dirs (exact with -o DIR and
+    a seed, else with <search> for the search's id), and whether an allocation is made once
+    for the whole search."""
     record = _resolved(request)
     n = len(record["candidates"])
     points = look_points(record["max_runs"], record["looks"])
     probes = max(0, math.ceil(math.log2(n))) if n > 1 else 0
+    spec = load_spec(record["spec_path"], text=record["spec_text"])
     return {
         "candidates": n, "good": record["good"], "bad": record["bad"], "test": record["test"], "metric": record["metric"],
         "builds": 2 + probes, "probes": probes, "looks": list(points),
         "runs": [points[0] * (1 + probes), points[-1] * (1 + probes)],
         "trials": [points[0] * (2 + 3 * probes), points[-1] * (2 + 3 * probes)],
-        "workers": len(load_spec(record["spec_path"], text=record["spec_text"]).workers),
+        "workers": len(spec.workers),
         "alpha": record["alpha"], "min_effect": record["min_effect"], "budget": Budget(record["alpha"], n).test_alpha(1),
+        "deploy": _planned_dirs(spec, record, directory, request.seed if request.seed is not None else spec.seed),
+        "allocated_once": any(ws.allocated for ws in spec.workers), "keep_dirs": request.keep_dirs,
     }
+
+
+def _planned_dirs(spec: Spec, record: dict[str, Any], directory: str | None, seed: int | None) -> list[dict[str, str]]:
+    """Every host the search deploys to: its worker's name ({worker} for allocated ones), its
+    target, its bisect dir."""
+    if not ship.ships(spec):
+        return []
+    search = ship.search_id(directory, seed) if directory is not None and seed is not None else "<search>"
+    arms = [Arm("good", "/good"), Arm("bad", "/bad")]
+    batch = load_spec(spec.path, text=probe_spec_text(spec, record["test"], arms, record["repo"], 1, 0, search))
+    return [{"worker": host.name, "host": None if host.allocated else host.target, "dir": host.dir}
+            for ws in batch.workers for _, host in ship.hosts_of(ws) if host.dir is not None]
 
 
 class _Measurer:
@@ -201,6 +221,28 @@ class _Measurer:
         self.workers.setdefault(0 if index is None else index, []).extend(workers)
         return values
 
+    def batch_spec(self) -> Spec:
+        """A batch's spec (good against bad) on the hosts the search holds: its workers' dirs are
+        the search's bisect dirs."""
+        arms = [Arm(label, builds.worktree_path(self.directory, c)) for label, c in (("good", self.r["good"]), ("bad", self.r["bad"]))]
+        text = probe_spec_text(self.spec, self.r["test"], arms, self.r["repo"], 1, 0, self.search)
+        batch = load_spec(self.spec.path, text=text)
+        return self.hosts(batch) if self.hosts else batch
+
+    def clean_up(self) -> None:
+        """The search has its answer: remove the bisect dirs from the workers' hosts (unless
+        --keep-dirs), saying each one that could not be."""
+        if self.read_only or self.search is None or self.r.get("keep_dirs"):
+            return
+        try:
+            left = [(host, d, why) for host, d, why in ship.remove_dirs(self.batch_spec(), os.path.join(self.directory, "workers"))
+                    if why is not None]
+        except (WorkerError, WorkerSetupError) as exc:
+            self.say(f"warning: the bisect dirs are left on the workers' hosts: {exc}")
+            return
+        for host, d, why in left:
+            self.say(f"warning: worker {host}: {d} is left: {why}")
+
     def tell(self, index: int | None, runs: int, verdict: str) -> None:
         what = "good against bad" if index is None else f"probe {self.candidates[index - 1][:12]}"
         self.say(f"{what}: {runs} runs: {verdict}")
@@ -227,6 +269,7 @@ def _searched(r: dict[str, Any], directory: str, m: _Measurer) -> BisectRecord:
             raise UsageError(f"the build of {option} {commit[:12]} failed: {build.last_line} "
                              f"(the whole output: {os.path.join(directory, 'builds', commit + '.log')})")
     out = run_search(len(candidates), r["alpha"], r["min_effect"], m.points, m.measure, m.build, tell=m.tell)
+    m.clean_up()
     probes = tuple(dataclasses.replace(p, commit=candidates[p.index - 1], workers=tuple(m.workers.get(p.index, ())))
                    for p in out.probes)
     skipped = tuple((candidates[i - 1], why, line) for i, why, line in out.skipped)

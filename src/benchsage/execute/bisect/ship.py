@@ -6,7 +6,13 @@ ignored files included: the binaries are what is measured), from DIR/worktrees/ 
 worker's bisect dir, verified by tree id like any [deploy]. The deploy is incremental: good and
 bad travel once per worker, each later probe sends its own worktree, and the previous probe's
 is removed there. A worker's bisect dir is its `dir` with "-bisect" appended (its own
-experiment's deploy is left alone), else /tmp/benchsage-bisect/<search>/<worker>.
+experiment's deploy is left alone), else /tmp/benchsage-bisect/<search>/<worker>; a worker with
+roles has one on each role's host (/tmp/benchsage-bisect/<search>/<worker>/<role> by default),
+every role's host being deployed to, as a [deploy] is.
+
+A search that ends with its answer removes every bisect dir it deployed to (unless --keep-dirs):
+each host's agent removes the dir only when its marker names the search's experiment. An
+interrupted search leaves them, so that its resume ships only what changed.
 """
 
 from __future__ import annotations
@@ -17,8 +23,8 @@ from typing import Any, Sequence
 
 from benchsage.agent.deploy import scan, tree_id
 from benchsage.errors import UsageError
-from benchsage.execute.deploy import DeploySource, Entry
-from benchsage.spec import Spec
+from benchsage.execute.deploy import REPLY_TIMEOUT, DeploySource, Entry
+from benchsage.spec import Spec, WorkerSpec
 from benchsage.spec.provision import WORKER_PLACEHOLDER
 
 DIR_SUFFIX = "-bisect"
@@ -26,17 +32,14 @@ DEFAULT_ROOT = "/tmp/benchsage-bisect"
 _REMOTE_KINDS = ("ssh", "slurm")
 
 
-def check_workers(spec: Spec) -> None:
-    """UsageError (exit 2) for workers a search cannot use: role groups."""
-    roles = [w.name for w in spec.workers if w.roles]
-    if roles:
-        raise UsageError(f"{spec.path}: worker(s) {', '.join(roles)} have roles (client/server): bisect measures on workers "
-                         "of one host each; give each host a [[worker]] of its own")
+def hosts_of(ws: WorkerSpec) -> list[tuple[str | None, WorkerSpec]]:
+    """The hosts of a worker: each role's (by role), or the worker itself (role None)."""
+    return [(role, member) for role, member in ws.roles] if ws.roles else [(None, ws)]
 
 
 def ships(spec: Spec) -> bool:
-    """Whether the search deploys its worktrees: some worker runs on another host or has a dir."""
-    return any(w.kind in _REMOTE_KINDS or w.dir is not None for w in spec.workers)
+    """Whether the search deploys its worktrees: some host runs elsewhere or has a dir."""
+    return any(h.kind in _REMOTE_KINDS or h.dir is not None for ws in spec.workers for _, h in hosts_of(ws))
 
 
 def search_id(directory: str, seed: int) -> str:
@@ -49,10 +52,18 @@ def worker_dirs(items: Any, spec: Spec, search: str) -> None:
     if not isinstance(items, list):
         items = [items] if isinstance(items, dict) else []
     for item, ws in zip(items, spec.workers):
-        if "dir" in item:
-            item["dir"] = str(item["dir"]).rstrip("/") + DIR_SUFFIX
-        elif ws.kind in _REMOTE_KINDS:
-            item["dir"] = f"{DEFAULT_ROOT}/{search}/{WORKER_PLACEHOLDER}"
+        if ws.roles and isinstance(item.get("roles"), dict):
+            for role, host in ws.roles:
+                _point(item["roles"][role], host, f"{DEFAULT_ROOT}/{search}/{ws.name}/{role}")
+        else:
+            _point(item, ws, f"{DEFAULT_ROOT}/{search}/{WORKER_PLACEHOLDER}")
+
+
+def _point(table: dict[str, Any], host: WorkerSpec, default: str) -> None:
+    if "dir" in table:
+        table["dir"] = str(table["dir"]).rstrip("/") + DIR_SUFFIX
+    elif host.kind in _REMOTE_KINDS:
+        table["dir"] = default
 
 
 def source(worktrees: str, folders: Sequence[str]) -> DeploySource:
@@ -67,3 +78,33 @@ def source(worktrees: str, folders: Sequence[str]) -> DeploySource:
             entries.append(Entry(f"{folder}/{path}", mode, blob, size, os.path.join(top, *path.split("/"))))
     entries.sort(key=lambda e: e.path)
     return DeploySource("folder", worktrees, tree_id((e.path, e.mode, e.blob) for e in entries), tuple(entries))
+
+
+def bisect_dirs(batch: Spec) -> list[tuple[str, str]]:
+    """(host's worker name, bisect dir) of every host a batch of the search deploys to."""
+    return [(host.name, host.dir) for ws in batch.workers for _, host in hosts_of(ws) if host.dir is not None]
+
+
+def remove_dirs(batch: Spec, log_dir: str) -> list[tuple[str, str, str | None]]:
+    """Remove the bisect dir of every host of `batch` (a batch's spec: its workers' dirs are the
+    search's): (host, dir, None when removed or absent, else why it is left), in the spec's
+    order. The hosts are connected for it and closed again; raises WorkerError or
+    WorkerSetupError when one cannot be."""
+    from benchsage.execute.fleet import connect_all, make_worker
+
+    hosts = [host for ws in batch.workers for _, host in hosts_of(ws) if host.dir is not None]
+    if not hosts:
+        return []
+    agents = [make_worker(host, batch.folder, log_dir) for host in hosts]
+    out: list[tuple[str, str, str | None]] = []
+    try:
+        connect_all(agents)
+        for host, agent in zip(hosts, agents):
+            assert host.dir is not None
+            reply = agent.ask({"op": "deploy", "step": "remove", "dir": host.dir, "experiment": batch.name,
+                               "prune_below": DEFAULT_ROOT}, REPLY_TIMEOUT)
+            out.append((host.name, host.dir, None if reply.get("removed") or reply.get("why") == "absent" else str(reply.get("why"))))
+    finally:
+        for agent in agents:
+            agent.close()
+    return out
