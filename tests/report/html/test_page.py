@@ -191,3 +191,32 @@ def _umask_now() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+def test_a_device_or_a_pipe_is_written_into_never_replaced(tiny: tuple[Analysis, TrialTable], tmp_path: Path) -> None:
+    import stat
+    import threading
+
+    analysis, table = tiny
+    # `-o /dev/stdout` or a FIFO: the page goes through it, and it stays what it was.
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    write_report(analysis, table, fifo)
+    reader.join(30)
+    assert stat.S_ISFIFO(fifo.lstat().st_mode) and got[0].startswith(b"<!DOCTYPE html>")
+    if os.geteuid() == 0:  # a /dev/null of its own: still the device after the report went into it
+        null = tmp_path / "null"
+        os.mknod(null, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+        write_report(analysis, table, null)
+        assert stat.S_ISCHR(null.lstat().st_mode) and null.read_bytes() == b""
+    # A link to a file keeps pointing at it; a folder is refused in one line.
+    (tmp_path / "kept.html").write_text("old")
+    (tmp_path / "link.html").symlink_to(tmp_path / "kept.html")
+    write_report(analysis, table, tmp_path / "link.html")
+    assert (tmp_path / "link.html").is_symlink() and (tmp_path / "kept.html").read_text(encoding="utf-8").startswith("<!DOCTYPE")
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(UsageError, match="cannot write the report to .*folder: it is a directory"):
+        write_report(analysis, table, tmp_path / "folder")

@@ -9,6 +9,7 @@ from markupsafe import Markup
 from benchsage.analyze.bisect import BisectResult
 from benchsage.report.bisectplot import probes_figure
 from benchsage.report.html.jinja import asset, environment
+from benchsage.report.html.page import write_page
 from benchsage.report.words import bisect as words
 from benchsage.vocabulary import VERSION
 
@@ -38,8 +39,5 @@ def render_bisect_page(r: BisectResult) -> str:
 
 def write_bisect_page(r: BisectResult, directory: str, path: str | None = None) -> str:
     path = path or os.path.join(directory, "bisect.html")
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(render_bisect_page(r))
-    os.replace(tmp, path)
+    write_page(render_bisect_page(r), path)
     return path

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any, Collection, Mapping, Protocol
@@ -55,14 +56,35 @@ SECTIONS: tuple[Section, ...] = (
 
 
 def write_report(analysis: Analysis, table: TrialTable, path: str | os.PathLike[str]) -> None:
-    """Write the HTML report of `analysis` (computed from `table`) to `path`.
+    """Write the HTML report of `analysis` (computed from `table`) to `path` (write_page)."""
+    write_page(render_report(analysis, table), path)
 
-    The file is written next to its destination, in a temporary file of a name nobody can
-    foresee (created anew, never one that was there), and renamed into place, so a reader never
-    sees half a report. It gets the permissions a new file gets (0666 less the umask).
-    """
-    text = render_report(analysis, table)
+
+def write_page(text: str, path: str | os.PathLike[str]) -> None:
+    """Write a page to `path`: a new or regular file is written next to its destination, in a
+    temporary file of a name nobody can foresee (created anew, never one that was there), and
+    renamed into place, so a reader never sees half a report; it gets the permissions a new
+    file gets (0666 less the umask). A symbolic link to a file keeps pointing at it (the file
+    it names is the one replaced). A device or a pipe (/dev/stdout, a FIFO) is written into,
+    never replaced. Raises UsageError naming the destination."""
     dest = Path(path)
+    try:
+        found = os.stat(dest)
+    except FileNotFoundError:
+        found = None
+    except OSError as exc:
+        raise UsageError(f"cannot write the report to {dest}: {exc.strerror or exc}") from exc
+    if found is not None and stat.S_ISDIR(found.st_mode):
+        raise UsageError(f"cannot write the report to {dest}: it is a directory")
+    if found is not None and not stat.S_ISREG(found.st_mode):
+        try:
+            with open(dest, "w", encoding="utf-8") as f:
+                f.write(text)
+        except OSError as exc:
+            raise UsageError(f"cannot write the report to {dest}: {exc.strerror or exc}") from exc
+        return
+    if found is not None and dest.is_symlink():
+        dest = Path(os.path.realpath(dest))
     tmp = None
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
