@@ -47,12 +47,16 @@ class Outcome:
 
 
 def simulate_search(rng: np.random.Generator, n: int, first_bad: int | None, effect: float, cv: float, shape: str,
-                    alpha: float = 0.05, min_effect: float = 2.0, max_runs: int = 30, looks: int = 3) -> Outcome:
+                    alpha: float = 0.05, min_effect: float = 2.0, max_runs: int = 30, looks: int = 3, bias: float = 0.0) -> Outcome:
     """One search over candidates 1..n whose first bad commit is `first_bad` (None: no change),
-    through benchsage's own run_search, with simulated values instead of experiments."""
+    through benchsage's own run_search, with simulated values instead of experiments. `bias`:
+    each commit's build is off its level by a constant drawn uniformly in +-bias (the same code
+    built in another worktree: measurement bias), the same in every run."""
+    offset = np.log1p(rng.uniform(-bias, bias, n + 1))
 
     def level(index: int | None) -> float:
-        return math.log1p(effect) if first_bad is not None and index is not None and index >= first_bad else 0.0
+        i = 0 if index is None else index
+        return offset[i] + (math.log1p(effect) if first_bad is not None and index is not None and index >= first_bad else 0.0)
 
     def measure(index: int | None, look: int, count: int) -> np.ndarray:
         columns = (0, n) if index is None else (0, n, index)
@@ -65,27 +69,28 @@ def simulate_search(rng: np.random.Generator, n: int, first_bad: int | None, eff
     return Outcome(named, len(out.probes), runs)
 
 
-def table(reps: int, seed: int, settings: list[tuple[int, float, float, str]], alpha: float = 0.05) -> list[dict[str, object]]:
+def table(reps: int, seed: int, settings: list[tuple[int, float, float, str, float]], alpha: float = 0.05) -> list[dict[str, object]]:
     rng = np.random.Generator(np.random.PCG64(seed))
     rows = []
-    for n, effect, cv, shape in settings:
+    for n, effect, cv, shape, bias in settings:
         wrong = found = probes = runs = 0
         for _ in range(reps):
             truth = int(rng.integers(1, n + 1)) if effect > 0 else None
-            out = simulate_search(rng, n, truth, effect, cv, shape, alpha)
+            out = simulate_search(rng, n, truth, effect, cv, shape, alpha, bias=bias)
             wrong += out.named is not None and out.named != truth
             found += out.named is not None and out.named == truth
             probes += out.probes
             runs += out.runs
         p = wrong / reps
         mc = 1.96 * math.sqrt(max(p * (1 - p), alpha * (1 - alpha)) / reps)
-        rows.append({"n": n, "effect": effect, "cv": cv, "noise": shape, "wrong": p, "mc": mc, "found": found / reps,
+        rows.append({"n": n, "effect": effect, "cv": cv, "noise": shape, "bias": bias, "wrong": p, "mc": mc, "found": found / reps,
                      "probes": probes / reps, "runs": runs / reps})
     return rows
 
 
-SETTINGS = [(n, eff, 0.03, shape) for n in (10, 100, 1000) for eff in (0.06, 0.03) for shape in NOISES] + [
-    (48, 0.0, 0.03, shape) for shape in NOISES] + [(48, 0.015, 0.03, "normal"), (48, 0.2, 0.03, "normal")]
+SETTINGS = [(n, eff, 0.03, shape, 0.0) for n in (10, 100, 1000) for eff in (0.06, 0.03) for shape in NOISES] + [
+    (48, 0.0, 0.03, shape, 0.0) for shape in NOISES] + [(48, 0.015, 0.03, "normal", 0.0), (48, 0.2, 0.03, "normal", 0.0)] + [
+    (48, eff, 0.03, "normal", bias) for bias in (0.015, 0.025) for eff in (0.06, 0.2, 0.4)]  # each build off by up to 1.5 or 2.5 %
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,14 +99,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--quick", action="store_true", help="a few settings, 100 searches each")
     args = ap.parse_args(argv)
-    settings = SETTINGS[:4] if args.quick else SETTINGS
+    settings = SETTINGS[:4] + SETTINGS[-1:] if args.quick else SETTINGS
     reps = 100 if args.quick else args.reps
     start = time.perf_counter()
     rows = table(reps, args.seed, settings)
-    print("| commits | effect | noise | P(wrong commit) | found | probes | runs |")
-    print("|---:|---:|---|---:|---:|---:|---:|")
+    print("| commits | effect | noise | builds off by | P(wrong commit) | found | probes | runs |")
+    print("|---:|---:|---|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['n']} | {r['effect'] * 100:.1f} % | {r['noise']} | {r['wrong']:.3f} (± {r['mc']:.3f}) | "
+        off = f"±{float(r['bias']) * 100:.1f} %" if r["bias"] else "-"
+        print(f"| {r['n']} | {r['effect'] * 100:.1f} % | {r['noise']} | {off} | "
+              f"{r['wrong']:.3f} (± {r['mc']:.3f}) | "
               f"{r['found']:.2f} | {r['probes']:.1f} | {r['runs']:.0f} |")
     print(f"\n{reps} searches per row, cv 3 %, alpha 0.05, at most 30 runs per probe in 3 looks; "
           f"{time.perf_counter() - start:.0f} s", file=sys.stderr)

@@ -6,10 +6,12 @@ good, n is bad). The search keeps the range (lo, hi] that holds the first bad co
 probes the unskipped commit nearest to its middle. Each probe is measured in runs that hold
 good, bad and the probe in a random order, and decided by two one-sided Wilcoxon signed-rank
 tests on the within-run log ratios (stats/signed_rank.py): "bad" when the probe is above good
-in bad's direction, "good" when it is below bad in good's direction and not above good. Under
-"the probe performs like good", probe and good are exchangeable in every run (random
-positions), so the test of that hypothesis holds its level whatever the noise looks like; the
-same holds for "like bad". A probe is tested at looks (`points`, runs pooled over the looks) with
+in bad's direction, "good" when it is below bad in good's direction and not above good; a
+probe shown to be both is "bad" only when it is above good by more than min_effect (a build a
+little off its level, the same code in another worktree, is no move: measurement bias;
+validation/bisection.py, "builds off by"). Under "the probe performs like good", probe and good
+are exchangeable in every run (random positions), so the test of that hypothesis holds its
+level whatever the noise looks like; the same holds for "like bad". A probe is tested at looks (`points`, runs pooled over the looks) with
 its level spent over them (Pocock-type spending, Lan & DeMets 1983, used as a union bound), and
 the j-th test of the search (the first is good vs bad) gets level `test_alpha(j)`: the sum over
 every test the search could make is at most alpha, so the chance that any decision is wrong,
@@ -90,14 +92,23 @@ class ProbeDecision:
     p_like_bad: float  # one-sided p of "the probe performs like bad"
 
 
-def decide_probe(good: np.ndarray, bad: np.ndarray, probe: np.ndarray, direction: float, level: float) -> ProbeDecision:
+def decide_probe(good: np.ndarray, bad: np.ndarray, probe: np.ndarray, direction: float, level: float,
+                 margin: float = 0.0) -> ProbeDecision:
     """One look at a probe: log values per run (the same runs in the three arrays), `direction`
-    the sign of log bad - log good, `level` this look's share of the probe's alpha."""
+    the sign of log bad - log good, `level` this look's share of the probe's alpha, `margin`
+    the log of 1 + min_effect. "bad" when the probe has moved from good's level towards bad's,
+    "good" when it is short of bad's. A probe shown to be both (between the two levels) is bad
+    only when it has moved by more than the margin: the same code built in two worktrees may
+    differ by a percent or two (where its files lie, how the linker placed it: measurement
+    bias), and such a build is nearer good's level than bad's. Either verdict still needs its
+    own test to reject, so each errs at most at `level`."""
     towards_bad = direction * (probe - good)
     towards_good = direction * (bad - probe)
     p_good = signed_rank_p(towards_bad)
     p_bad = signed_rank_p(towards_good)
-    if p_good <= level:
+    if p_good <= level and p_bad <= level:
+        verdict = BAD if signed_rank_p(towards_bad - margin) <= level else GOOD
+    elif p_good <= level:
         verdict = BAD  # the first move from good's level towards bad's, even if not all the way
     elif p_bad <= level:
         verdict = GOOD
@@ -283,7 +294,8 @@ def run_search(candidates: int, alpha: float, min_effect: float, points: tuple[i
             search.record(index, BUILD_FAILED)
             skipped.append((index, BUILD_FAILED, why))
             continue
-        decision, values, level = looks(index, lambda v, a, last: decide_probe(v[:, 0], v[:, 1], v[:, 2], check.direction, a))
+        decision, values, level = looks(index, lambda v, a, last: decide_probe(v[:, 0], v[:, 1], v[:, 2], check.direction, a,
+                                                                              math.log1p(min_effect / 100.0)))
         probes.append(ProbeRecord(index, "", decision.verdict, values, level, decision.p_like_good, decision.p_like_bad))
         search.record(index, decision.verdict)
         if decision.verdict == UNDECIDED:

@@ -55,9 +55,10 @@ def method(r: BisectResult) -> str:
     looks = ", ".join(str(p) for p in r.points)
     return (f"bisection over {r.candidates} first-parent commits; each probe run with good and bad in one random order per run, "
             f"looks at {looks} runs; a probe is bad when its within-run log ratio to good is shifted towards bad, good when its "
-            f"ratio to bad is shifted towards good (one-sided exact Wilcoxon signed-rank tests, Pocock-type spending over the "
-            f"looks); the good-bad check and ceil(log2 n) probes share 90 % of alpha = {r.alpha:g}, later probes halve the rest, "
-            f"so P(naming a wrong commit) <= alpha; a change needs at least {r.min_effect:g} %")
+            f"ratio to bad is shifted towards good, and one shown to be both is bad only beyond {r.min_effect:g} % (one-sided "
+            f"exact Wilcoxon signed-rank tests, Pocock-type spending over the looks); the good-bad check and ceil(log2 n) probes "
+            f"share 90 % of alpha = {r.alpha:g}, later probes halve the rest, so P(naming a wrong commit) <= alpha; a change needs "
+            f"at least {r.min_effect:g} %")
 
 
 HEADERS = ("commit", "subject", "verdict", "runs", "ratio to good [95 % CI]")
