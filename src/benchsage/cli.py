@@ -158,6 +158,7 @@ def resume(directory: str, as_json: bool, quiet: bool, fail_on_effect: bool, red
     from benchsage.execute.bisect.search import is_bisect, resume_bisect
 
     if is_bisect(directory):
+        _shared_reset_note(directory=directory)
         _bisect_finish(resume_bisect(directory, quiet=quiet), directory, as_json)
     from benchsage.execute.session import resume as resume_experiment
 
@@ -202,7 +203,18 @@ def bisect(spec: str, good: str, bad: str, repo: str | None, build: str | None, 
                 click.echo(line)
         return
     assert directory is not None
+    _shared_reset_note(spec, test_name)
     _bisect_finish(start_bisect(request, directory, quiet=quiet), directory, as_json)
+
+
+def _shared_reset_note(spec: str | None = None, test: str | None = None, directory: str | None = None) -> None:
+    """Say so when the search's reset runs on role hosts other than its test's."""
+    from benchsage.execute.bisect.search import shared_reset
+    from benchsage.report.words.bisect import shared_reset as note
+
+    roles, name = shared_reset(spec, test, directory)
+    if roles:
+        click.echo(note(roles, name), err=True)
 
 
 def _bisect_finish(record: Any, directory: str, as_json: bool) -> None:

@@ -170,7 +170,9 @@ def test_plan_names_each_role_host_and_its_bisect_dir_and_builds_nothing(small_r
     repo, hashes = small_repo
     spec = tmp_path / "experiment.toml"
     spec.write_text((repo / "experiment.toml").read_text() + '[[worker]]\nname = "pair"\n[worker.roles.server]\nkind = "ssh"\n'
-                    'host = "s"\ndir = "/srv/bench"\n[worker.roles.client]\nkind = "ssh"\nhost = "c"\n')
+                    'host = "s"\ndir = "/srv/bench"\n[worker.roles.client]\nkind = "ssh"\nhost = "c"\n'
+                    '[reset]\n[[reset.step]]\nrole = "server"\ncommand = "./serve --restart"\n'
+                    '[[reset.step]]\nrole = "client"\ncommand = "true"\n')
     args = ("bisect", str(spec), "--repo", str(repo), "--good", hashes["good"], "--bad", "main", "--plan")
     done = bench(*args, "-o", str(tmp_path / "s"), "--seed", "4", "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -182,6 +184,13 @@ def test_plan_names_each_role_host_and_its_bisect_dir_and_builds_nothing(small_r
     assert doc["deploy"] == [{"worker": "pair/server", "host": "ssh s", "dir": "/srv/bench-bisect"},
                              {"worker": "pair/client", "host": "ssh c", "dir": client}]
     assert doc["allocated_once"] is False and doc["keep_dirs"] is False and doc["builds"] == 4
+    # Its reset runs on the client host once per run (in bad's copy): what it starts there serves all
+    # three commits alike; said in the plan and when the search starts.
+    assert doc["shared_reset"] == ["client"]  # the test runs on the first role declared, server
+    note = "the reset runs on client once per run, in bad's copy"
+    assert note in " ".join(bench(*args, cwd=tmp_path).stdout.split())
+    started = bench(*args[:-1], "-o", str(tmp_path / "s2"), "--quiet", cwd=tmp_path)  # its hosts do not exist: it stops
+    assert started.returncode != 0 and note in " ".join(started.stderr.split())
     words = bench(*args, "--keep-dirs", cwd=tmp_path)  # no -o, no seed: the search's id is not known yet
     assert words.returncode == 0, words.stderr
     assert "pair/client (ssh c): /tmp/benchsage-bisect/<search>/pair/client" in words.stdout

@@ -80,7 +80,7 @@ def plan_lines(doc: dict[str, Any]) -> list[str]:
         f"(a difference under {doc['min_effect']:g} % is 'no change').",
         f"Runs: {runs[0]} to {runs[1]} on each of {doc['workers']} worker(s); trials: {trials[0]} to {trials[1]} per worker.",
         f"Each probe is decided at level {doc['budget']:.2g}, so that P(naming a wrong commit) <= {doc['alpha']:g}.",
-    ] + _deploy_lines(doc)
+    ] + _deploy_lines(doc) + ([words.shared_reset(tuple(doc["shared_reset"]), doc["test"])] if doc.get("shared_reset") else [])
 
 
 def _deploy_lines(doc: dict[str, Any]) -> list[str]:

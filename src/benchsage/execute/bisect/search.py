@@ -115,6 +115,19 @@ def read_bisect(directory: str) -> BisectRecord:
     return _search(_read(directory), directory, True, read_only=True)
 
 
+def shared_reset(spec_path: str | None = None, test: str | None = None, directory: str | None = None) -> tuple[tuple[str, ...], str]:
+    """(the roles other than the test's whose reset runs before every run, the test's name) of a
+    search to start (its spec and --test) or of the one in `directory`."""
+    if directory is not None:
+        kept = _read(directory)
+        spec, test = load_spec(kept["spec_path"], text=kept["spec_text"]), kept["test"]
+    else:
+        assert spec_path is not None
+        spec = load_spec(spec_path)
+        test = _test(spec, test).name
+    return ship.shared_reset_roles(spec, test), str(test)
+
+
 def is_bisect(directory: str) -> bool:
     return os.path.exists(os.path.join(directory, RECORD))
 
@@ -143,6 +156,7 @@ def plan_bisect(request: BisectRequest, directory: str | None = None) -> dict[st
         "alpha": record["alpha"], "min_effect": record["min_effect"], "budget": Budget(record["alpha"], n).test_alpha(1),
         "deploy": _planned_dirs(spec, record, directory, request.seed if request.seed is not None else spec.seed),
         "allocated_once": any(ws.allocated for ws in spec.workers), "keep_dirs": request.keep_dirs,
+        "shared_reset": list(ship.shared_reset_roles(spec, record["test"])),
     }
 
 

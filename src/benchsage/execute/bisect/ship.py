@@ -108,3 +108,18 @@ def remove_dirs(batch: Spec, log_dir: str) -> list[tuple[str, str, str | None]]:
         for agent in agents:
             agent.close()
     return out
+
+
+def shared_reset_roles(spec: Spec, test: str) -> tuple[str, ...]:
+    """The roles other than the test's whose hosts run a reset command before every run. It runs
+    once per run, in bad's copy: whatever it starts there (a server) serves the run's good, bad
+    and probe trials alike, so a change there is seen only through what the test runs itself."""
+    roles = spec.roles
+    if not roles or spec.reset is None:
+        return ()
+    own = next((t.role for t in spec.tests if t.name == test), None) or roles[0]
+    if spec.reset.steps:
+        named = {r for step in spec.reset.steps if step.kind == "command" for r in (roles if step.role is None else (step.role,))}
+    else:
+        named = set(roles) if spec.reset.kind == "command" and spec.reset.command.strip() else set()
+    return tuple(r for r in roles if r in named and r != own)

@@ -51,6 +51,13 @@ def skipped_line(commit: str, why: str, last_line: str) -> str:
     return f"skipped {short(commit)}: undecided at its most runs"
 
 
+def shared_reset(roles: tuple[str, ...], test: str) -> str:
+    """The note for a search whose reset runs on role hosts other than the test's."""
+    return (f"note: the reset runs on {', '.join(roles)} once per run, in bad's copy: whatever it starts there serves good's, "
+            f"bad's and the probe's trials alike, so a change there shows only through what test {test!r} runs itself, in each "
+            "commit's copy")
+
+
 def method(r: BisectResult) -> str:
     looks = ", ".join(str(p) for p in r.points)
     return (f"bisection over {r.candidates} first-parent commits; each probe run with good and bad in one random order per run, "
