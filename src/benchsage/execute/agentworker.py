@@ -7,6 +7,7 @@ re-established with back-off on request (the runner decides when that is allowed
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -50,6 +51,9 @@ class AgentWorker:
         self.hello: dict[str, Any] = {}
         self._conn: AgentConnection | None = None
         self._starting: AgentConnection | None = None  # a connection waiting for its hello
+        # Each request's JSON line, made once: a run asks for the same few requests over and over,
+        # and encoding one is a good part of what the controller does between two trials.
+        self._lines: dict[int, tuple[ProcessRequest, str | None, str | None, bytes]] = {}
         self._lock = threading.Lock()
 
     # -- connection ----------------------------------------------------------------------
@@ -168,22 +172,7 @@ class AgentWorker:
         """Run one command on the host and block until it ends or times out. Raises WorkerLost
         when the connection ends first (the agent then kills the command)."""
         reply_timeout = None if request.timeout is None else request.timeout + REPLY_MARGIN
-        reply = self._request(
-            {
-                "op": "run",
-                "command": request.command,
-                "cwd": self.host_path(request.cwd),
-                "env": dict(request.env),
-                "timeout": request.timeout,
-                "output_limit": request.output_limit,
-                "collect": list(request.collect),
-                "cpus": list(request.cpus) if request.cpus else None,
-                "trial": request.trial,
-                **({"aslr": request.aslr} if request.aslr is not None else {}),
-                **({"cwd_pad": request.cwd_pad} if request.cwd_pad else {}),
-            },
-            timeout=reply_timeout,
-        )
+        reply = self._request(self._line(request), timeout=reply_timeout)
         r = decode_result(reply["result"])
         return ProcessResult(
             exit_status=r["exit_status"],
@@ -208,6 +197,30 @@ class AgentWorker:
             oom_kills=int(r.get("oom_kills") or 0),
             note=r.get("note"),
         )
+
+    def _line(self, request: ProcessRequest) -> bytes:
+        """The request's JSON line (cached for the request object, while the dirs it maps stay)."""
+        kept = self._lines.get(id(request))
+        if kept is not None and kept[0] is request and kept[1] == self.host_dir and kept[2] == self.folder:
+            return kept[3]
+        message = {
+            "op": "run",
+            "command": request.command,
+            "cwd": self.host_path(request.cwd),
+            "env": dict(request.env),
+            "timeout": request.timeout,
+            "output_limit": request.output_limit,
+            "collect": list(request.collect),
+            "cpus": list(request.cpus) if request.cpus else None,
+            "trial": request.trial,
+            **({"aslr": request.aslr} if request.aslr is not None else {}),
+            **({"cwd_pad": request.cwd_pad} if request.cwd_pad else {}),
+        }
+        line = (json.dumps(message, separators=(",", ":")) + "\n").encode()
+        if len(self._lines) >= 4096:
+            self._lines.clear()
+        self._lines[id(request)] = (request, self.host_dir, self.folder, line)
+        return line
 
     def snapshot(self, files: Sequence[str], cwd: str, commands: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
         """The host's environment snapshot (taken by the agent there), the sha256 of `files` and
