@@ -36,6 +36,12 @@ def one_line_error(done: subprocess.CompletedProcess, status: int, *words: str) 
         assert w in lines[-1], lines[-1]
 
 
+# The search the tests below read decides from measured times (8 ms of work per trial): it runs
+# with the timing tests, one at a time at real-time priority, not beside them (starved by them, a
+# probe can stay undecided).
+SEARCH = pytest.mark.timing
+
+
 @pytest.fixture(scope="module")
 def searched(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str], Path, dict]:
     """8 commits; commit 5 makes the program 40 % slower, commit 3 does not build; 10 runs per
@@ -50,6 +56,7 @@ def searched(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     return repo, hashes, out, json.loads(done.stdout)
 
 
+@SEARCH
 def test_finds_the_commit_and_skips_the_one_that_does_not_build(searched) -> None:
     repo, hashes, out, doc = searched
     b = doc["bisect"]
@@ -69,6 +76,7 @@ def test_finds_the_commit_and_skips_the_one_that_does_not_build(searched) -> Non
     assert status == "" and not (repo / "checksum").exists()
 
 
+@SEARCH
 def test_resume_after_a_crash_rebuilds_and_measures_only_what_was_lost(searched, tmp_path: Path) -> None:
     repo, hashes, out, doc = searched
     copy = tmp_path / "search"
@@ -206,6 +214,7 @@ def test_plan_names_each_role_host_and_its_bisect_dir_and_builds_nothing(small_r
     assert "allocated once for the whole search" in "\n".join(plan_lines(doc))
 
 
+@SEARCH
 def test_report_of_a_search_directory_writes_its_page_and_measures_nothing(searched, tmp_path: Path) -> None:
     repo, hashes, out, doc = searched
     copy = tmp_path / "search"
