@@ -120,7 +120,7 @@ class Measurement:
                 self._ready = self.cgroups.trial()
                 # A recycled cgroup's counter goes on from earlier trials: as finish() left it.
                 last, count = self._oom_last
-                self._ready_oom0 = count if last is self._ready else _oom_kills(self._ready)
+                self._ready_oom0 = count if last is self._ready else self._ready.oom_kills()
         except self.cgroup_error as exc:
             self.give_up_cgroups(str(exc))
 
@@ -153,7 +153,7 @@ class Measurement:
                 if usage.peak_memory is not None:
                     out["peak_memory"] = usage.peak_memory
                 out["cpu_time"] = usage.cpu_time
-                count = _oom_kills(cgroup)
+                count = cgroup.oom_kills()
                 out["oom_kills"] = count - self._oom0
                 self._oom_last = (cgroup, count)
                 self._removing = cgroup  # by idle(), once the result is sent
@@ -258,8 +258,3 @@ def _state(pid: int) -> Optional[str]:
         return data[data.rindex(b")") + 2 : data.rindex(b")") + 3].decode()
     except (OSError, ValueError):
         return None
-
-
-def _oom_kills(cgroup: Any) -> int:
-    """Processes of the trial's cgroup the kernel's OOM killer killed (cgroups.TrialCgroup.oom_kills)."""
-    return int(cgroup.oom_kills())
