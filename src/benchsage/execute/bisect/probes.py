@@ -121,7 +121,7 @@ def measure(spec: Spec, text: str, directory: str, runs: int, seed: int, metric:
     (`source`: what the batch deploys, read only when it runs; `hosts`: the batch's spec on the
     hosts the search holds for its allocated workers). Runs whose trials did not all give a
     value are left out."""
-    if Journal.exists(directory) and not _planned(directory):
+    if Journal.exists(directory) and not _planned(directory, read_only=False):
         shutil.rmtree(directory)  # killed while its journal was being created: nothing ran, start it again
     if Journal.exists(directory):
         journal = Journal.open(directory, read_only=True)
@@ -149,10 +149,14 @@ def finished(directory: str) -> bool:
         journal.close()
 
 
-def _planned(directory: str) -> bool:
+def _planned(directory: str, read_only: bool = True) -> bool:
     """Whether the batch's journal holds its plan (a batch killed while its journal was being
-    created has the file, and no plan: the plan is committed before any trial runs)."""
-    conn = sqlite3.connect(f"file:{journal_path(directory)}?mode=ro", uri=True)
+    created has the file, and no plan: the plan is committed before any trial runs). Where the
+    batch is to run (`read_only` False) the journal is opened for writing: after a kill -9 its
+    write-ahead log may need the recovery a read-only connection cannot make ("attempt to write
+    a readonly database")."""
+    path = journal_path(directory)
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True) if read_only else sqlite3.connect(path)
     try:
         return conn.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone() is not None
     except sqlite3.OperationalError as exc:
