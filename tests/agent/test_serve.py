@@ -123,3 +123,33 @@ def test_snapshots_come_from_one_helper_that_imports_once_and_ends_with_the_agen
         script.write_text("#!/bin/sh\nfalse\n")  # a changed file is hashed again
         assert worker.snapshot([], str(tmp_path), [("./run.sh", str(tmp_path))])["files"] != first["files"]
     assert gone(helper)
+
+
+def test_a_program_found_on_path_is_looked_up_again_after_a_reset(tmp_path: Path) -> None:
+    """The agent keeps where each trial's program was found on $PATH; a reset (or a snapshot,
+    or a deploy) makes it look again, so what a reset installs is what the next trial runs."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+
+    def install(folder: Path) -> None:
+        program = folder / "whoami-here"
+        program.write_text(f"#!/bin/sh\necho {folder.name}\n")
+        program.chmod(0o755)
+
+    install(second)
+    env = {"PATH": f"{first}:{second}:/usr/bin:/bin"}
+    trial = ProcessRequest("whoami-here", str(tmp_path), env=env, trial=True, timeout=10)
+    with LocalWorker() as worker:
+        worker.connect()
+        assert worker.run(trial).stdout == b"second\n"
+        install(first)  # by hand, between two trials: the agent goes on with what it found
+        assert worker.run(trial).stdout == b"second\n"
+        assert worker.run(ProcessRequest("true", str(tmp_path), env=env, timeout=10)).ok  # a reset
+        assert worker.run(trial).stdout == b"first\n"
+        (first / "whoami-here").unlink()  # gone: found again where it still is
+        r = worker.run(trial)
+        assert (r.stdout, r.spawn) == (b"second\n", "exec")
+        (second / "whoami-here").unlink()  # nowhere: the shell says so, as without the agent
+        r = worker.run(trial)
+        assert (r.exit_status, r.spawn) == (127, "shell") and b"not found" in r.stderr

@@ -14,7 +14,7 @@ import time
 from benchsage.agent import measurement, protocol
 from benchsage.agent.host import boot_id, stop_helper, take_snapshot
 from benchsage.agent.protocol import ControllerGone, RequestChannel
-from benchsage.agent.spawn import run_process
+from benchsage.agent.spawn import forget_programs, run_process
 from benchsage.agent.wait import prepare_exit_waits
 from benchsage.vocabulary import DEFAULT_OUTPUT_LIMIT
 
@@ -38,6 +38,8 @@ class Agent:
     def handle(self, request: Mapping[str, Any]) -> Tuple[Dict[str, Any], bool]:
         """(reply, keep serving)."""
         op = request.get("op")
+        if op in ("snapshot", "deploy") or (op == "run" and not request.get("trial")):
+            forget_programs()  # a reset, a run boundary, a deploy: programs may have come or gone
         if op == "run":
             result = run_process(
                 request["command"],
