@@ -330,3 +330,30 @@ def test_a_trial_cgroup_made_ready_between_trials_that_vanishes_is_given_up_once
         assert third.ok and third.note is None and third.peak_memory is None  # said once
         assert third.leftovers == 2 and gone_soon(pids_of(third.stdout))  # now as subreaper
         assert worker.run(ProcessRequest("true", "/", trial=True)).note is None
+
+
+def test_trial_cgroups_kept_or_removed_leave_no_descriptor_open_and_times_bracket_the_exec(tmp_path: Path) -> None:
+    """The agent enters each trial's cgroup through `tasks` files it keeps open while the cgroup
+    serves; a removed cgroup closes them. Trials that leave page cache behind (their cgroup is
+    removed) alternate with ones that do not (it is kept for the next trial): the agent's open
+    descriptors do not grow. A trial's start and end on the wall clock are its clock's own."""
+    require_cgroups()
+    with LocalWorker() as worker:
+        agent = worker.connect()["pid"]
+
+        def descriptors() -> int:
+            return len(os.listdir(f"/proc/{agent}/fd"))
+
+        write = ProcessRequest(f"dd if=/dev/zero of={tmp_path / 'f'} bs=1M count=2", str(tmp_path), trial=True, timeout=20)
+        true = ProcessRequest("true", str(tmp_path), trial=True, timeout=20)
+        for request in (write, true, true):  # every kind of descriptor opened once
+            assert worker.run(request).peak_memory is not None
+        before = descriptors()
+        for _ in range(6):
+            for request in (write, true, true):
+                sent = time.time()
+                r = worker.run(request)
+                assert r.peak_memory is not None and r.exit_status == 0
+                assert sent < r.started < r.ended < time.time()
+                assert r.ended - r.started == pytest.approx(r.wall_time, abs=2e-5)
+        assert descriptors() == before

@@ -286,6 +286,8 @@ class Cgroups:
         self._spare = []  # type: List[TrialCgroup]  # v1: emptied cgroups ready for another trial
         self._moved_from = None  # type: Optional[str]  # v2: the agent's cgroup before it moved
         self._home = [os.path.join(path, "tasks") for path in sorted({p for _, p in support.parents})]
+        self._home_fds = None  # type: Optional[List[int]]  # opened by the first leave()
+        self._pid = os.getpid()  # the agent's (a system call each time asked)
 
     def trial(self) -> TrialCgroup:
         """An empty cgroup for one trial, its counters taken as the trial's zero.
@@ -393,6 +395,9 @@ class Cgroups:
                     self._moved_from = None
             problems.append(fs.remove_tree(base) or "")
         self.bases = []
+        for fd in self._home_fds or []:
+            os.close(fd)
+        self._home_fds = None
         problems = [p for p in problems if p]
         if problems:
             raise CgroupError("; ".join(problems))
@@ -408,7 +413,7 @@ RECYCLE_BYTES = 1 << 20
 class TrialCgroup:
     """One trial's cgroup (one folder per v1 hierarchy, or one v2 folder). Made by Cgroups.trial()."""
 
-    __slots__ = ("dirs", "_v2", "_owner", "_procs", "_memory", "_usage", "_cpu", "_freezer", "_cpu0", "_clean", "_files")
+    __slots__ = ("dirs", "_v2", "_owner", "_procs", "_memory", "_usage", "_cpu", "_freezer", "_cpu0", "_clean", "_files", "_entries")
 
     def __init__(self, dirs: List[Tuple[str, str]], v2: bool, owner: Cgroups) -> None:
         self.dirs = []  # type: List[str]  # one per hierarchy: co-mounted v1 controllers share one
@@ -440,6 +445,7 @@ class TrialCgroup:
         # Files read after every trial, opened once for as long as the cgroup serves (a
         # recycled one, many trials) and read with pread: an open and a close fewer each.
         self._files = {}  # type: Dict[str, int]
+        self._entries = None  # type: Optional[List[int]]  # its `tasks` files, opened by the agent's first enter()
 
     def _start(self, fresh: bool) -> None:
         """Start the counters for this trial: a fresh cgroup's are zero; a recycled one's memory
@@ -480,13 +486,25 @@ class TrialCgroup:
                 os.close(fd)
 
     def can_enter(self) -> bool:
-        """Whether the agent may step in around a spawn (join, leave): v1 (`tasks`, no global lock)."""
+        """Whether the agent may step in around a spawn (enter, leave): v1 (`tasks`, no global lock)."""
         return not self._v2
 
+    def enter(self) -> None:
+        """join() for the agent itself, just before it spawns the trial: through the `tasks`
+        files kept open for as long as the cgroup serves (an open and a close fewer per
+        hierarchy between two trials; a write needs no more). Raises OSError."""
+        if self._entries is None:
+            self._entries = _open_all(self._procs)
+        for fd in self._entries:
+            os.write(fd, b"0")
+
     def leave(self) -> None:
-        """After join() by the agent itself: back to the agent's own cgroups. Raises OSError."""
-        for path in self._owner._home:  # the `tasks` files of the agent's own v1 cgroups
-            fs.write_bytes(path, b"0")
+        """After enter(): back to the agent's own cgroups (their `tasks` files, kept open too). Raises OSError."""
+        owner = self._owner
+        if owner._home_fds is None:
+            owner._home_fds = _open_all(owner._home)
+        for fd in owner._home_fds:
+            os.write(fd, b"0")
 
     def read(self) -> Usage:
         """The trial's peak memory (KiB) and CPU time (s) so far. Raises CgroupError."""
@@ -520,12 +538,13 @@ class TrialCgroup:
         return os.pread(fd, 4096, 0)  # counters and short key-value lists
 
     def close_files(self) -> None:
-        for fd in self._files.values():
+        for fd in list(self._files.values()) + (self._entries or []):
             try:
                 os.close(fd)
             except OSError:
                 pass
         self._files = {}
+        self._entries = None
 
     def _cpu_now(self) -> float:
         if not self._v2:
@@ -552,7 +571,7 @@ class TrialCgroup:
                 self._clean = False
                 for folder in fs.tree(path):
                     found.update(fs.pids_in(folder))
-        found.discard(os.getpid())  # the agent, if it could not leave (TrialCgroup.enter)
+        found.discard(self._owner._pid)  # the agent, if it could not leave (TrialCgroup.enter)
         if found:
             self._clean = False
         return found
@@ -607,6 +626,19 @@ class TrialCgroup:
         problem = self._owner._done(self)
         if problem:
             raise CgroupError(problem)
+
+
+def _open_all(paths: List[Any]) -> List[int]:
+    """Each path opened for writing, or none (OSError raised, those opened closed)."""
+    fds = []  # type: List[int]
+    try:
+        for path in paths:
+            fds.append(os.open(path, os.O_WRONLY | os.O_CLOEXEC))
+    except OSError:
+        for fd in fds:
+            os.close(fd)
+        raise
+    return fds
 
 
 def _remove_trial(trial: TrialCgroup) -> Optional[str]:

@@ -80,12 +80,15 @@ def forget_programs() -> None:
 
 
 def _which(program: str, path_var: str) -> Optional[str]:
-    if "/" in program:
-        return program if os.path.isfile(program) and os.access(program, os.X_OK) else None
     key = (program, path_var)
     known = _found.get(key)
     if known is not None and os.access(known, os.X_OK):
         return known
+    if "/" in program:
+        found = program if os.path.isfile(program) and os.access(program, os.X_OK) else None
+        if found is not None and os.path.isabs(found):
+            _found[key] = found
+        return found
     for folder in path_var.split(os.pathsep):
         candidate = os.path.join(folder or ".", program)
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
@@ -111,6 +114,25 @@ def _reset_peak_rss() -> None:
             os.close(fd)
     except OSError:
         pass
+
+
+_clear_refs = -1  # the agent's own /proc/self/clear_refs, opened once (-2: not writable here)
+
+
+def _reset_own_peak_rss() -> None:
+    """_reset_peak_rss for the agent itself, before each spawn: one write to its clear_refs
+    kept open (the file acts on the process that opened it: never use it in a forked child)."""
+    global _clear_refs
+    if _clear_refs == -1:
+        try:
+            _clear_refs = os.open("/proc/self/clear_refs", os.O_WRONLY | os.O_CLOEXEC)
+        except OSError:
+            _clear_refs = -2
+    if _clear_refs >= 0:
+        try:
+            os.write(_clear_refs, b"5")
+        except OSError:
+            pass
 
 
 def _child(path: str, argv: List[str], env: Mapping[str, str], cwd: str, fds: Tuple[int, int, int], report: int,
@@ -361,7 +383,7 @@ def _run_forked(command: str, path: str, argv: List[str], full_env: Mapping[str,
                 os.close(fd)
         if control is not None and not finished:
             control.finish(cgroup, pid)
-    return _result(_measured(status, usage, t_end - t0, timed_out, tails, started, how), control, cgroup, pid, collect, cwd)
+    return _result(_measured(status, usage, t0, t_end, timed_out, tails, how), control, cgroup, pid, collect, cwd)
 
 
 def _reap(pid: int) -> None:
@@ -435,7 +457,7 @@ def _run_spawned(command: str, path: str, argv: List[str], env: Mapping[str, str
                 os.close(fd)
         if control is not None and not finished:
             control.finish(cgroup, pid)
-    return _result(_measured(status, usage, t_end - t0, timed_out, tails, started, how), control, cgroup, pid, collect, cwd)
+    return _result(_measured(status, usage, t0, t_end, timed_out, tails, how), control, cgroup, pid, collect, cwd)
 
 
 def _spawn_as_child(path: str, argv: List[str], env: Mapping[str, str], cwd: str, fds: Tuple[int, int, int],
@@ -463,11 +485,11 @@ def _spawn_as_child(path: str, argv: List[str], env: Mapping[str, str], cwd: str
         moved = True
         if cgroup is not None:
             try:
-                cgroup.join()  # the agent itself, until the spawn: the child starts in it
+                cgroup.enter()  # the agent itself, until the spawn: the child starts in it
                 entered = True
             except OSError:
                 cgroup_failed = True
-        _reset_peak_rss()  # the agent's peak is what Linux charges the child at its exec
+        _reset_own_peak_rss()  # the agent's peak is what Linux charges the child at its exec
         stage = "exec"
         file_actions = [(os.POSIX_SPAWN_DUP2, fd, target) for target, fd in enumerate(fds)]
         t0 = time.perf_counter()
@@ -547,20 +569,23 @@ def _why_not_started(failure: bytes, cwd: str, path: str, cpus: Optional[List[in
     return "%s: %s" % (where, reason)
 
 
-def _measured(status: int, usage: Any, wall_time: float, timed_out: bool, tails: Any, started: float,
-              how: str) -> Dict[str, Any]:
-    """The result of a command that ran: what wait4 and the clock say, and its output's tails."""
+def _measured(status: int, usage: Any, t0: float, t_end: float, timed_out: bool, tails: Any, how: str) -> Dict[str, Any]:
+    """The result of a command that ran: what wait4 and the clock say, and its output's tails.
+    Its start and end on the wall clock are the trial clock's own (t0, t_end: perf_counter at
+    the exec and at the exit), not when the agent began to prepare it or finished reading it:
+    the time between one trial's end and the next one's start is all the harness's."""
     stdout, out_dropped = tails[0].result()
     stderr, err_dropped = tails[1].result()
+    wall_now, now = time.time(), time.perf_counter()
     return {
         "exit_status": exit_code(status),
         "timed_out": timed_out,
-        "wall_time": wall_time,
+        "wall_time": t_end - t0,
         "user_time": usage.ru_utime,
         "sys_time": usage.ru_stime,
         "max_rss": usage.ru_maxrss,
-        "started": started,
-        "ended": time.time(),
+        "started": wall_now - (now - t0),
+        "ended": wall_now - (now - t_end),
         "stdout": stdout,
         "stderr": stderr,
         "stdout_dropped": out_dropped,
