@@ -109,6 +109,7 @@ def release_one(a: Allocation) -> str | None:
     if a.kind == "slurm":
         proc = _slurm(["scancel", str(a.job)])
         if proc.returncode == 0 or re.search(r"Invalid job id|already completing or completed", proc.stderr):
+            _wait_gone(str(a.job))
             return None
         return f"scancel {a.job} failed ({_last_line(proc.stderr) or f'exit status {proc.returncode}'}); nodes {', '.join(a.hosts)} stay allocated: `scancel {a.job}`"
     if not a.release:
@@ -120,6 +121,24 @@ def release_one(a: Allocation) -> str | None:
     except (OSError, subprocess.TimeoutExpired) as exc:
         why = str(exc)
     return None if why is None else f"`{a.release}` failed ({why}); hosts {' '.join(a.hosts)} may stay allocated: free them yourself"
+
+
+_ACTIVE = ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "SIGNALING", "STAGE_OUT")
+RELEASE_WAIT = 30.0  # seconds a cancelled job may take to leave the queue (its steps killed, its epilog run)
+
+
+def _wait_gone(job: str) -> None:
+    """After scancel: until Slurm no longer lists the job (it stays COMPLETING while its steps,
+    the agents of a killed benchsage, are killed), so that its nodes are free when release
+    says so. Gives up quietly after RELEASE_WAIT: the job is cancelled all the same."""
+    deadline = time.monotonic() + RELEASE_WAIT
+    delay = 0.05
+    while time.monotonic() < deadline:
+        proc = _slurm(["squeue", "-h", "-j", job, "-o", "%T"])
+        if proc.returncode != 0 or proc.stdout.strip() not in _ACTIVE:  # ended, or purged ("Invalid job id")
+            return
+        time.sleep(delay)
+        delay = min(delay * 2, 1.0)
 
 
 def slurm_alive(job: str | None) -> bool:
