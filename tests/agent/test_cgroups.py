@@ -226,9 +226,9 @@ def _agent_folders(parent: str, pid: int) -> List[str]:
     return [name for name in os.listdir(parent) if name == mine or name.startswith(mine + "-")]
 
 
-def _unused_pid() -> int:
-    """A pid no process of this PID namespace has now."""
-    for pid in range(50000, 4000000):
+def _unused_pid(start: int = 50000) -> int:
+    """A pid no process of this PID namespace has now (tests running at once: each its own start)."""
+    for pid in range(start, 4000000):
         if not os.path.exists(f"/proc/{pid}"):
             return pid
     raise AssertionError("no free pid")
@@ -266,17 +266,19 @@ def test_the_sweep_leaves_alone_a_live_agent_of_another_pid_namespace(tmp_path: 
         pytest.skip("needs unshare and root for a PID namespace of its own")
     # An agent in another container: its pid, here, is a pid nothing here has.
     pid = _unused_pid()
+    parent = support.parents[0][1]
+    before = set(_agent_folders(parent, pid))  # an earlier run's, killed: nobody here may sweep them either
     ready, go = tmp_path / "ready", tmp_path / "go"
     other = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-S", "-c",
                               AGENT_IN_ITS_OWN_PID_NAMESPACE, str(SOURCE.parent), str(ready), str(go), str(pid)])
     try:
         assert wait_for(ready) == str(pid)
-        parent = support.parents[0][1]
-        assert len(_agent_folders(parent, pid)) == 1
+        theirs = set(_agent_folders(parent, pid)) - before
+        assert len(theirs) == 1
         here = Cgroups(support)
         here.trial().remove()  # the first trial sweeps the folders of dead agents
         try:
-            assert len(_agent_folders(parent, pid)) == 1  # not removed: its agent runs, elsewhere
+            assert theirs <= set(_agent_folders(parent, pid))  # not removed: its agent runs, elsewhere
         finally:
             go.write_text("go")
             here.close()
@@ -319,6 +321,52 @@ def test_the_sweep_removes_the_folders_of_dead_agents_and_of_reused_pids_of_this
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_agents_starting_together_sweep_the_same_dead_folders_without_failing(tmp_path: Path) -> None:
+    """Several agents on one host start at once (a fleet's workers, parallel experiments) and
+    each sweeps the folders of dead agents: a folder another agent removes while this one reads
+    it (the kernel then says ENODEV) is someone else's work done, never a reason to give up
+    cgroups."""
+    import threading
+
+    support = cgroups.probe()
+    require(support)
+    namespace = os.stat("/proc/self/ns/pid").st_ino
+    dead = _unused_pid(start=3000000)
+    stale = [f"{cgroups.PREFIX}{dead}-t{k + 1}-n{namespace}" for k in range(40)]
+    parents = sorted({parent for _, parent in support.parents})
+    for _ in range(3):
+        for parent in parents:
+            for name in stale:
+                try:
+                    os.makedirs(os.path.join(parent, name, "trial-1", "nested"))
+                except FileNotFoundError:  # an agent of another test swept it as it was made
+                    pass
+        start = threading.Barrier(4)
+        failures: List[str] = []
+
+        def agent() -> None:
+            made = Cgroups(support)
+            start.wait()
+            try:
+                made.trial().remove()
+            except CgroupError as exc:
+                failures.append(str(exc))
+            finally:
+                made.close()
+
+        threads = [threading.Thread(target=agent) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        left = [os.path.join(parent, name) for parent in parents for name in stale if os.path.isdir(os.path.join(parent, name))]
+        for folder in left:
+            for sub in ("trial-1/nested", "trial-1", ""):
+                if os.path.isdir(os.path.join(folder, sub)):
+                    os.rmdir(os.path.join(folder, sub))
+        assert failures == [] and left == []
 
 
 # --------------------------------------------------------------------------------------------

@@ -41,10 +41,16 @@ def read_text(path: str) -> str:
 
 
 def pids_in(folder: str) -> List[int]:
+    """The processes of one cgroup; none when it is gone, or going: a cgroup removed while its
+    file is read makes the read fail with ENODEV (another agent sweeping the same dead folder)."""
     try:
         fd = os.open(os.path.join(folder, "cgroup.procs"), os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
         return []
+    except OSError as exc:
+        if exc.errno == errno.ENODEV:
+            return []
+        raise
     try:
         data = b""
         while True:  # a long list comes in pieces
@@ -52,6 +58,10 @@ def pids_in(folder: str) -> List[int]:
             if not chunk:
                 break
             data += chunk
+    except OSError as exc:
+        if exc.errno == errno.ENODEV:
+            return []
+        raise
     finally:
         os.close(fd)
     return [int(x) for x in data.split()]
@@ -216,9 +226,12 @@ def sweep_stale(parent: str) -> None:
         if not started or now == started or (now is None and alive(pid)):
             continue  # running, or cannot be told apart from a process that does
         folder = os.path.join(parent, name)
-        for sub in list(tree(folder)):
-            kill_all_of(set(pids_in(sub)))
-        remove_tree(folder)
+        try:
+            for sub in list(tree(folder)):
+                kill_all_of(set(pids_in(sub)))
+            remove_tree(folder)
+        except OSError:
+            continue  # best effort: another agent may be removing it at the same time
 
 
 def alive(pid: int) -> bool:
