@@ -45,25 +45,19 @@ def pids_in(folder: str) -> List[int]:
     file is read makes the read fail with ENODEV (another agent sweeping the same dead folder)."""
     try:
         fd = os.open(os.path.join(folder, "cgroup.procs"), os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return []
+        try:
+            data = b""
+            while True:  # a long list comes in pieces
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break
+                data += chunk
+        finally:
+            os.close(fd)
     except OSError as exc:
-        if exc.errno == errno.ENODEV:
+        if exc.errno in (errno.ENOENT, errno.ENODEV):
             return []
         raise
-    try:
-        data = b""
-        while True:  # a long list comes in pieces
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            data += chunk
-    except OSError as exc:
-        if exc.errno == errno.ENODEV:
-            return []
-        raise
-    finally:
-        os.close(fd)
     return [int(x) for x in data.split()]
 
 

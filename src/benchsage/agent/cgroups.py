@@ -628,7 +628,7 @@ class TrialCgroup:
             raise CgroupError(problem)
 
 
-def _open_all(paths: List[Any]) -> List[int]:
+def _open_all(paths: List[Union[str, bytes]]) -> List[int]:
     """Each path opened for writing, or none (OSError raised, those opened closed)."""
     fds = []  # type: List[int]
     try:

@@ -80,22 +80,26 @@ def forget_programs() -> None:
 
 
 def _which(program: str, path_var: str) -> Optional[str]:
+    """_lookup, remembered (see _found)."""
     key = (program, path_var)
     known = _found.get(key)
     if known is not None and os.access(known, os.X_OK):
         return known
+    found = _lookup(program, path_var)
+    if found is not None and os.path.isabs(found):
+        _found[key] = found
+    else:
+        _found.pop(key, None)
+    return found
+
+
+def _lookup(program: str, path_var: str) -> Optional[str]:
     if "/" in program:
-        found = program if os.path.isfile(program) and os.access(program, os.X_OK) else None
-        if found is not None and os.path.isabs(found):
-            _found[key] = found
-        return found
+        return program if os.path.isfile(program) and os.access(program, os.X_OK) else None
     for folder in path_var.split(os.pathsep):
         candidate = os.path.join(folder or ".", program)
         if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            if os.path.isabs(candidate):
-                _found[key] = candidate
             return candidate
-    _found.pop(key, None)
     return None
 
 

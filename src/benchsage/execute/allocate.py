@@ -123,8 +123,15 @@ def release_one(a: Allocation) -> str | None:
     return None if why is None else f"`{a.release}` failed ({why}); hosts {' '.join(a.hosts)} may stay allocated: free them yourself"
 
 
-_ACTIVE = ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "SIGNALING", "STAGE_OUT")
+_HELD = ("RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED")  # a job whose nodes are still its own
+_LISTED = _HELD + ("PENDING", "SIGNALING", "STAGE_OUT")  # a job not yet out of the queue
 RELEASE_WAIT = 30.0  # seconds a cancelled job may take to leave the queue (its steps killed, its epilog run)
+
+
+def _job_state(job: str | None) -> str | None:
+    """What squeue says of the job (RUNNING, COMPLETING, ...); None when it cannot say."""
+    proc = _slurm(["squeue", "-h", "-j", str(job), "-o", "%T"])
+    return proc.stdout.strip() if proc.returncode == 0 else None
 
 
 def _wait_gone(job: str) -> None:
@@ -133,17 +140,13 @@ def _wait_gone(job: str) -> None:
     says so. Gives up quietly after RELEASE_WAIT: the job is cancelled all the same."""
     deadline = time.monotonic() + RELEASE_WAIT
     delay = 0.05
-    while time.monotonic() < deadline:
-        proc = _slurm(["squeue", "-h", "-j", job, "-o", "%T"])
-        if proc.returncode != 0 or proc.stdout.strip() not in _ACTIVE:  # ended, or purged ("Invalid job id")
-            return
+    while time.monotonic() < deadline and _job_state(job) in _LISTED:  # ended, or purged ("Invalid job id"): gone
         time.sleep(delay)
         delay = min(delay * 2, 1.0)
 
 
 def slurm_alive(job: str | None) -> bool:
-    proc = _slurm(["squeue", "-h", "-j", str(job), "-o", "%T"])
-    return proc.returncode == 0 and proc.stdout.strip() in ("RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED")
+    return _job_state(job) in _HELD
 
 
 class Held:
