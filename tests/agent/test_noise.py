@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from benchsage.agent.noise import (
     SOURCES,
     CPUFrequency,
     CPUGovernor,
+    CPUIdle,
     CPUModel,
     IsolatedCPUs,
     Kernel,
@@ -261,3 +263,80 @@ def test_cpu_model_and_cores(tmp_path: Path) -> None:
 def test_kernel(tmp_path: Path) -> None:
     r = Kernel(tree(tmp_path, {"proc/sys/kernel/osrelease": "6.1.0-test", "proc/sys/kernel/version": "#1 SMP"})).read()
     assert (r.state, r.value) == (OK, "6.1.0-test") and r.data["version"] == "#1 SMP"
+
+
+def idle_states(n: int, states: list[tuple[str, int]], disabled: dict[str, list[int]] | None = None,
+                driver: str = "intel_idle", governor: str = "menu") -> dict[str, str]:
+    """A cpuidle tree: n CPUs with the same states (name, exit latency); `disabled`: by name, the CPUs it is off on."""
+    files = {**cpus(n), f"{CPU}/cpuidle/current_driver": driver, f"{CPU}/cpuidle/current_governor_ro": governor}
+    for cpu in range(n):
+        for k, (name, latency) in enumerate(states):
+            base = f"{CPU}/cpu{cpu}/cpuidle/state{k}"
+            files.update({f"{base}/name": name, f"{base}/latency": str(latency),
+                          f"{base}/disable": "1" if cpu in (disabled or {}).get(name, []) else "0"})
+    return files
+
+
+def hold_qos(root: str, limit: int) -> str:
+    """/dev/cpu_dma_latency as the kernel gives it: the limit in force, a 32-bit integer."""
+    (Path(root) / "dev").mkdir(exist_ok=True)
+    (Path(root) / "dev" / "cpu_dma_latency").write_bytes(limit.to_bytes(4, "little", signed=True))
+    return root
+
+
+SERVER = [("POLL", 0), ("C1", 2), ("C1E", 10), ("C6", 133)]
+
+
+def test_cpu_idle_deep_states_warn_until_disabled_everywhere_or_held_by_a_latency_limit(tmp_path: Path) -> None:
+    deep = CPUIdle(tree(tmp_path / "a", idle_states(4, SERVER))).read()
+    check_shape(deep)
+    assert (deep.state, deep.value) == (WARN, "intel_idle / menu: POLL 0 us, C1 2 us, C1E 10 us, C6 133 us")
+    assert "C6" in deep.advice and "133 us" in deep.advice and "cpupower idle-set -D 11" in deep.advice
+    assert (deep.data["deepest"], deep.data["deepest_latency_us"]) == ("C6", 133)
+
+    # C6 off on two CPUs only: the other two still sleep deep
+    half = CPUIdle(tree(tmp_path / "b", idle_states(4, SERVER, {"C6": [0, 1]}))).read()
+    assert half.state == WARN and "C6 133 us (enabled on cpu 2-3 only)" in half.value
+    assert half.data["states"][3] == {"name": "C6", "latency_us": 133, "enabled_cpus": "2-3"}
+
+    shallow = CPUIdle(tree(tmp_path / "c", idle_states(4, SERVER, {"C6": [0, 1, 2, 3]}))).read()
+    check_shape(shallow)
+    assert (shallow.state, shallow.value) == (OK, "intel_idle / menu: POLL 0 us, C1 2 us, C1E 10 us, C6 133 us (disabled)")
+
+    # a process holding /dev/cpu_dma_latency at 2 us keeps the governor out of C1E and C6
+    held = CPUIdle(hold_qos(tree(tmp_path / "d", idle_states(4, SERVER)), 2)).read()
+    assert held.state == OK and held.value.endswith("; PM QoS limit 2 us") and held.data["deepest"] == "C1"
+    # the kernel's value when nobody holds a request is no limit
+    free = CPUIdle(hold_qos(tree(tmp_path / "e", idle_states(4, SERVER)), 2_000_000_000)).read()
+    assert free.state == WARN and free.data["qos_latency_us"] is None
+
+
+def test_cpu_idle_in_a_virtual_machine_that_halts_at_once(tmp_path: Path) -> None:
+    guest = idle_states(2, [("POLL", 0), ("haltpoll idle", 1)], driver="haltpoll", governor="haltpoll")
+    halts = CPUIdle(tree(tmp_path / "a", {**guest, "sys/module/haltpoll/parameters/guest_halt_poll_ns": "0"})).read()
+    check_shape(halts)
+    assert halts.state == WARN and halts.value.endswith("; no halt polling") and "hypervisor" in halts.advice
+    polls = CPUIdle(tree(tmp_path / "b", {**guest, "sys/module/haltpoll/parameters/guest_halt_poll_ns": "200000"})).read()
+    assert polls.state == OK
+    held = CPUIdle(hold_qos(tree(tmp_path / "c", {**guest, "sys/module/haltpoll/parameters/guest_halt_poll_ns": "0"}), 0)).read()
+    assert held.state == OK and held.value.endswith("; PM QoS limit 0 us")
+
+
+def test_cpu_idle_without_a_driver_is_unknown(tmp_path: Path) -> None:
+    r = CPUIdle(tree(tmp_path, cpus(2))).read()
+    check_shape(r)
+    assert r.state == UNKNOWN and "no cpuidle driver" in r.data["reason"]
+
+
+@pytest.mark.skipif(not os.access("/dev/cpu_dma_latency", os.W_OK), reason="needs a writable /dev/cpu_dma_latency (root)")
+def test_cpu_idle_reads_the_latency_limit_a_process_holds_on_this_machine() -> None:
+    fd = os.open("/dev/cpu_dma_latency", os.O_WRONLY)
+    try:
+        os.write(fd, (3).to_bytes(4, "little", signed=True))
+        held = CPUIdle().read()
+    finally:
+        os.close(fd)  # the request ends with its file
+    if held.state != UNKNOWN:  # a machine with cpuidle
+        limit = held.data["qos_latency_us"]  # ours, or a lower one another process holds
+        assert limit is not None and limit <= 3 and f"PM QoS limit {limit} us" in held.value
+    assert CPUIdle().read().data.get("qos_latency_us") in (None, 0, 1, 2)  # ours gone with its file

@@ -25,6 +25,14 @@ def test_settings_that_differ_between_runs_with_their_runs() -> None:
     assert compare_snapshots(mixed, between_workers=False) == [SettingChanged("cpu_count", "a", ((1, 2), ("1", 1)))]
 
 
+def test_idle_states_changed_by_a_reset_are_a_setting_that_changed() -> None:
+    deep, held = "intel_idle / menu: POLL 0 us, C1 2 us, C6 133 us", "intel_idle / menu: POLL 0 us, C1 2 us, C6 133 us; PM QoS limit 0 us"
+    snaps = {"a:run 1": {"cpu_idle": deep}, "a:run 2": {"cpu_idle": held}, "a:run 3": {"cpu_idle": held}}
+    assert compare_snapshots(snaps) == [SettingDiffers("cpu_idle", ((held, 2), (deep, 1)))]
+    assert compare_snapshots({**snaps, "b:run 4": {"cpu_idle": held}}, between_workers=False) == [
+        SettingChanged("cpu_idle", "a", ((held, 2), (deep, 1)))]
+
+
 def test_noise_and_files() -> None:
     snaps = {
         "a:run 1": {"noise": {"load": {"state": "warn", "value": "9.0"}}, "files": {"/x": "1" * 64}},

@@ -117,3 +117,21 @@ def check(cpus: Iterable[int], host: HostCpus) -> Optional[str]:
         return ("CPU%s %s: online but not allowed to the agent (it may run on %s only: a cpuset or a taskset around it); "
                 "choose among those" % ("s" if len(barred) > 1 else "", format_cpu_list(barred), format_cpu_list(host.allowed)))
     return None
+
+
+# The PM QoS CPU latency device: a limit written to it holds while the file stays open.
+CPU_LATENCY_DEVICE = "/dev/cpu_dma_latency"
+CPU_LATENCY_ENV = "BENCHSAGE_CPU_LATENCY_DEVICE"  # another path (tests: a host without the device)
+_latency_fd = -1
+
+
+def hold_cpu_latency(limit_us: int) -> None:
+    """Hold a PM QoS CPU latency limit of `limit_us` microseconds until the agent exits (its
+    descriptor closes): the idle governors keep every CPU in states that wake within the limit
+    (0: idle CPUs poll), so wake-ups cost little and the same whatever ran before, as cyclictest
+    and tuned's latency-performance profile arrange. The descriptor is close-on-exec: a trial
+    or its leftovers never keep the limit alive. Raises OSError (root only, as a rule)."""
+    global _latency_fd
+    if _latency_fd < 0:
+        _latency_fd = os.open(os.environ.get(CPU_LATENCY_ENV) or CPU_LATENCY_DEVICE, os.O_WRONLY | os.O_CLOEXEC)
+    os.write(_latency_fd, int(limit_us).to_bytes(4, "little", signed=True))

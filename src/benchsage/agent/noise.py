@@ -371,6 +371,99 @@ class ThermalThrottle(NoiseSource):
         )
 
 
+def _enabled_on(enabled: list[int], online: list[int]) -> str:
+    """"" when a state is enabled on every CPU, " (disabled)" on none, else on which."""
+    if len(enabled) == len(online):
+        return ""
+    return " (disabled)" if not enabled else f" (enabled on cpu {format_cpu_list(enabled)} only)"
+
+
+_idle_layouts: dict[tuple[Any, ...], dict[int, list[tuple[str, int]]]] = {}
+# The PM QoS CPU latency limit when no process holds a request (PM_QOS_CPU_LATENCY_DEFAULT_VALUE).
+_QOS_NONE = 2_000_000_000
+# Idle states whose exit latency is at most this many microseconds (POLL, C1, C1E) cost a
+# wake-up little and about the same whatever the idle time; deeper ones (C3, C6) do not.
+SHALLOW_US = 10
+
+
+class CPUIdle(NoiseSource):
+    name = "cpu_idle"
+    title = "CPU idle states (C-states)"
+
+    def _read(self) -> Reading:
+        driver = self.text(f"{_CPU}/cpuidle/current_driver")
+        governor = self.text(f"{_CPU}/cpuidle/current_governor_ro") or self.text(f"{_CPU}/cpuidle/current_governor")
+        states: dict[str, dict[str, Any]] = {}  # name -> exit latency and the CPUs it is enabled on
+        for cpu, layout in self._layout(driver).items():
+            for k, (name, latency) in enumerate(layout):
+                state = states.setdefault(name, {"latency_us": latency, "enabled_cpus": []})
+                if self.text(f"{_CPU}/cpu{cpu}/cpuidle/state{k}/disable") != "1":
+                    state["enabled_cpus"].append(cpu)
+        qos = self._qos_limit()
+        poll_ns = self.text("sys/module/haltpoll/parameters/guest_halt_poll_ns")
+        data = {"driver": driver, "governor": governor, "qos_latency_us": qos, "guest_halt_poll_ns": poll_ns,
+                "states": [{"name": n, "latency_us": v["latency_us"], "enabled_cpus": format_cpu_list(v["enabled_cpus"])}
+                           for n, v in states.items()]}
+        if driver is None and not states:
+            return self.unknown("no cpuidle driver: the kernel's default idle (halt) on every CPU", **data)
+        # What the idle governor may choose: enabled states within the PM QoS limit.
+        allowed = [(v["latency_us"], n) for n, v in states.items() if v["enabled_cpus"] and (qos is None or v["latency_us"] <= qos)]
+        deepest = max(allowed, default=(0, "none"))
+        online = self.cpus()
+        value = ", ".join(f"{n} {v['latency_us']} us" + _enabled_on(v["enabled_cpus"], online) for n, v in states.items())
+        value = f"{driver or 'no driver'}" + (f" / {governor}" if governor else "") + (f": {value}" if value else "")
+        if qos is not None:
+            value += f"; PM QoS limit {qos} us"
+        data.update(deepest=deepest[1], deepest_latency_us=deepest[0])
+        if driver == "haltpoll" and poll_ns == "0" and qos != 0:
+            return self.warn(
+                value + "; no halt polling",
+                "An idle virtual CPU halts at once (guest_halt_poll_ns is 0) and waking it goes through "
+                "the hypervisor: every wake-up of a trial, or of the harness between trials, pays for it. "
+                "Hold a PM QoS latency of 0 while measuring (write 0 to /dev/cpu_dma_latency and keep it "
+                "open, as cyclictest does) and idle CPUs poll instead.",
+                **data,
+            )
+        if deepest[0] <= SHALLOW_US:
+            return self.ok(value, **data)
+        return self.warn(
+            value,
+            f"Waking a CPU from {deepest[1]} takes up to {deepest[0]} us, and how deep it sleeps depends on how "
+            "long it was idle: a trial's wake-ups vary with what ran before it. Keep the CPUs in shallow "
+            f"states while measuring (sudo cpupower idle-set -D {SHALLOW_US + 1}; cpupower idle-set -E "
+            "enables them again), or hold a PM QoS latency limit (/dev/cpu_dma_latency, as tuned's "
+            "latency-performance profile does).",
+            **data,
+        )
+
+    def _layout(self, driver: str | None) -> dict[int, list[tuple[str, int]]]:
+        """Each online CPU's idle states (name, exit latency in us), read once per driver: only
+        which are disabled changes while the machine runs (read every time)."""
+        key = (self.root, driver, tuple(self.cpus()))
+        layout = _idle_layouts.get(key)
+        if layout is None:
+            layout = {}
+            for cpu in key[2]:
+                states = layout[cpu] = []
+                while (name := self.text(f"{_CPU}/cpu{cpu}/cpuidle/state{len(states)}/name")) is not None:
+                    states.append((name, int(self.text(f"{_CPU}/cpu{cpu}/cpuidle/state{len(states)}/latency") or 0)))
+            _idle_layouts[key] = layout
+        return layout
+
+    def _qos_limit(self) -> int | None:
+        """The PM QoS CPU latency limit (us) a process holds (/dev/cpu_dma_latency, readable by
+        root), or None when none does or it cannot be read."""
+        try:
+            with open(self.path("dev/cpu_dma_latency"), "rb") as f:
+                raw = f.read(4)
+        except OSError:
+            return None
+        if len(raw) != 4:
+            return None
+        limit = int.from_bytes(raw, "little", signed=True)
+        return None if limit >= _QOS_NONE else limit
+
+
 _detect_virt_cache: dict[str, str | None] = {}
 _CONTAINERS = frozenset(
     {"docker", "podman", "lxc", "lxc-libvirt", "systemd-nspawn", "openvz", "rkt", "wsl", "proot", "pouch", "container-other"}
@@ -476,6 +569,7 @@ SOURCES: tuple[type[NoiseSource], ...] = (
     MemoryPressure,
     Swap,
     ThermalThrottle,
+    CPUIdle,
     Virtualization,
 )
 

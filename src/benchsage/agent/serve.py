@@ -12,6 +12,7 @@ import signal
 import time
 
 from benchsage.agent import measurement, protocol
+from benchsage.agent.cpus import CPU_LATENCY_DEVICE, hold_cpu_latency
 from benchsage.agent.host import boot_id, stop_helper, take_snapshot
 from benchsage.agent.protocol import ControllerGone, RequestChannel
 from benchsage.agent.spawn import forget_programs, run_process
@@ -77,6 +78,12 @@ class Agent:
 
                 self.deployer = Deployer()
             return self.deployer.handle(request), True
+        if op == "cpu_latency":  # held for as long as this agent runs (the experiment's [experiment] cpu_latency)
+            try:
+                hold_cpu_latency(int(request["us"]))
+            except OSError as exc:
+                return protocol.error("%s: %s" % (exc.filename or CPU_LATENCY_DEVICE, exc.strerror)), True
+            return {"cpu_latency": int(request["us"])}, True
         if op == "ping":
             return {"pong": time.time()}, True
         if op == "bye":

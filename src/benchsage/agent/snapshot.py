@@ -117,6 +117,7 @@ def collect(files: Sequence[str], cwd: str) -> dict[str, Any]:
         "turbo": readings["turbo"].value,
         "smt": readings["smt"].value,
         "aslr": readings["aslr"].value,
+        "cpu_idle": readings["cpu_idle"].value,
         "load_average": [load["load1"], load["load5"], load["load15"]] if "load1" in load else None,
         "python": platform.python_version(),
         "benchsage": VERSION,

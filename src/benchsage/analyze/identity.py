@@ -26,7 +26,7 @@ from benchsage.analyze.notes import SnapshotMissing
 # Fields that describe the machine and its software, in the order the differences are listed
 # (report/words/notes.py has the words a warning uses for each).
 STABLE_FIELDS: tuple[str, ...] = (
-    "deployed_tree", "governor", "turbo", "smt", "aslr", "kernel", "kernel_version", "machine", "os", "cpu_model", "cpu_count",
+    "deployed_tree", "governor", "turbo", "smt", "aslr", "cpu_idle", "kernel", "kernel_version", "machine", "os", "cpu_model", "cpu_count",
     "python", "benchsage", "spec_hash",
 )
 # Fields that differ between hosts or runs by nature: never an identity difference.

@@ -48,6 +48,7 @@ class AgentWorker:
         self.reconnect_timeout = reconnect_timeout
         self.log = log
         self.deployed_tree: str | None = None  # the tree id deployed to host_dir and verified (execute/deploy.py)
+        self.cpu_latency: int | None = None  # [experiment] cpu_latency: held by every agent this worker starts
         self.hello: dict[str, Any] = {}
         self._conn: AgentConnection | None = None
         self._starting: AgentConnection | None = None  # a connection waiting for its hello
@@ -82,7 +83,23 @@ class AgentWorker:
             self._conn = None
             conn.close()
             raise WorkerSetupError(f"worker {self.name}: srun ran the agent on {hello.get('slurm_node')!r}, not on node {node!r}")
+        if self.cpu_latency is not None:
+            self._hold_cpu_latency(conn)
         return hello
+
+    def _hold_cpu_latency(self, conn: AgentConnection) -> None:
+        """Have the agent hold the experiment's CPU latency limit for as long as it runs (every
+        connection: a rebooted host forgot it). WorkerSetupError when its host refuses."""
+        try:
+            conn.request({"op": "cpu_latency", "us": self.cpu_latency}, timeout=HELLO_TIMEOUT)
+        except WorkerLost:
+            raise
+        except WorkerError as exc:
+            self._conn = None
+            conn.close()
+            why = str(exc).partition("could not do 'cpu_latency': ")[2] or str(exc)
+            raise WorkerSetupError(f"worker {self.name}: cannot hold [experiment] cpu_latency = {self.cpu_latency} on its host "
+                                   f"({why}); it takes root and a kernel with PM QoS there") from None
 
     def reconnect(self, within: float | None = None, stop: threading.Event | None = None) -> dict[str, Any]:
         """Connect again, retrying with back-off for `within` seconds (default reconnect_timeout).

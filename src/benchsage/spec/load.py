@@ -29,7 +29,7 @@ DEFAULT_RESET_TIMEOUT = 60.0
 GENERATOR_TIMEOUT = 60.0
 
 _EXPERIMENT_KEYS = {"name", "runs", "seed", "alpha", "correction", "timeout", "env", "cwd", "output_limit", "cpus", "random_orders",
-                   "stop", "looks", "min_effect", "decide"}
+                   "stop", "looks", "min_effect", "decide", "cpu_latency"}
 _TEST_KEYS = {"name", "command", "timeout", "env", "cwd", "metric", "cpus", "output", "primary", "role"}
 _METRIC_KEYS = {"name", "regex", "json", "file", "line", "unit", "better"}
 _RESET_KEYS = {"command", "timeout", "env", "cwd", "kind", "step"}
@@ -221,6 +221,7 @@ def _settings(w: fields.Where, exp: Mapping[str, Any]) -> dict[str, Any]:
         raise w.error("[experiment]", f"key 'random_orders' must be \"shuffle\" or \"williams\", got {random_orders!r}")
     stop, looks, min_effect, decide = _stopping(w, exp, runs)
     output_limit = fields.integer(w, "[experiment]", exp, "output_limit", DEFAULT_OUTPUT_LIMIT, minimum=1024)
+    cpu_latency = fields.integer(w, "[experiment]", exp, "cpu_latency", None, minimum=0)
     return {
         "name": name,
         "runs": runs,
@@ -233,6 +234,7 @@ def _settings(w: fields.Where, exp: Mapping[str, Any]) -> dict[str, Any]:
         "min_effect": min_effect,
         "decide": decide,
         "output_limit": int(output_limit or DEFAULT_OUTPUT_LIMIT),
+        "cpu_latency": cpu_latency,
     }
 
 

@@ -297,6 +297,9 @@ class Spec:
     looks: int | None = None  # sequential: interim analyses; None: design.sequential.default_looks(runs)
     min_effect: float = DEFAULT_MIN_EFFECT  # sequential: percent; a smaller shift is decided "no-effect"
     decide: str = DECIDE_EACH  # sequential: stop when each test is decided ("each") or the verdict is settled ("verdict")
+    # Every host holds a PM QoS CPU latency limit of this many microseconds while its agent runs
+    # (idle CPUs stay in states that wake within it; 0: they poll); None: as the host has it.
+    cpu_latency: int | None = None
     sweeps: tuple[SweepSpec, ...] = ()  # [[sweep]]: already expanded into `tests` (spec/sweeps.py)
     collectors: tuple[CollectorSpec, ...] = ()  # measured on role hosts during every trial (roles.py)
     deploy: DeploySpec | None = None  # [deploy]: shipped to every worker's dir before anything runs (deploy.py)

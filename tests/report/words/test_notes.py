@@ -142,6 +142,9 @@ def test_the_snapshot_warnings() -> None:
         "governor differs between runs: 'performance' in 3 runs, unknown in 2 runs (by worker: a 'performance', b unknown)"
     )
     assert say(SettingChanged("turbo", "node2", ((True, 3), (False, 1)))) == "turbo boost changed between runs on worker node2: True in 3 runs, False in 1 run"
+    assert say(SettingChanged("cpu_idle", "w", (("C6 133 us; PM QoS limit 0 us", 2), ("C6 133 us", 1)))) == (
+        "CPU idle states changed between runs on worker w: 'C6 133 us; PM QoS limit 0 us' in 2 runs, 'C6 133 us' in 1 run"
+    )
     assert say(NoiseWarned("load", 3, 10, "3.00 1.00 0.50 (8 CPUs)")) == "load average warned before 3 of 10 runs (e.g. 3.00 1.00 0.50 (8 CPUs))"
     assert say(FileChanged("/exp/lib.so", "", "c", (("1" * 64, 1), ("3" * 64, 1)))) == (
         "/exp/lib.so changed between runs on worker c: 111111111111 in 1 run, 333333333333 in 1 run"

@@ -35,6 +35,7 @@ SETTING_WORDS: dict[str, str] = {
     "turbo": "turbo boost",
     "smt": "SMT",
     "aslr": "ASLR",
+    "cpu_idle": "CPU idle states",
     "kernel": "kernel",
     "kernel_version": "kernel build",
     "machine": "machine architecture",
