@@ -39,9 +39,10 @@ BOUNDARY_BUDGET_MS = 5.0  # above a bare exec
 GAP_BUDGET_MS = 0.5
 
 
-def spec_text(tests: int, runs_per_arm: int, command: str = "/bin/true") -> str:
+def spec_text(tests: int, runs_per_arm: int, command: str = "/bin/true", cpu_latency: int | None = None) -> str:
     body = "\n".join(f'[[test]]\nname = "t{i}"\ncommand = {json.dumps(command)}\n' for i in range(tests))
-    return f'[experiment]\nname = "run-boundary"\nruns = {runs_per_arm}\nseed = 1\n[reset]\ncommand = "true"\n{body}'
+    latency = "" if cpu_latency is None else f"cpu_latency = {cpu_latency}\n"
+    return f'[experiment]\nname = "run-boundary"\nruns = {runs_per_arm}\nseed = 1\n{latency}[reset]\ncommand = "true"\n{body}'
 
 
 def run_experiment(spec: str, workdir: str) -> tuple[float, int, int, list[float]]:
@@ -86,7 +87,13 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rounds (medians printed)")
     parser.add_argument("--command", default="/bin/true", help="every test's command, exec'd without a shell (default /bin/true; "
                         "e.g. 'sleep 0.02': the gap after trials that leave the CPUs idle)")
+    parser.add_argument("--cpu-latency", type=int, metavar="US", help="hold this PM QoS CPU latency limit: the experiments "
+                        "with [experiment] cpu_latency, the bare loops under the same limit held by this script (root)")
     args = parser.parse_args()
+    held = -1
+    if args.cpu_latency is not None:  # the bare loops measured under the limit the experiments hold
+        held = os.open("/dev/cpu_dma_latency", os.O_WRONLY | os.O_CLOEXEC)
+        os.write(held, args.cpu_latency.to_bytes(4, "little", signed=True))
     runs_per_arm = max(1, args.runs // 2)
     trials = 2 * runs_per_arm * args.tests
     many, single, bare, bare_reset, gaps = [], [], [], [], []
@@ -96,7 +103,7 @@ def main() -> int:
         for name, tests, per_arm in (("many", args.tests, runs_per_arm), ("single", 1, trials // 2)):
             specs[name] = os.path.join(workdir, f"{name}.toml")
             with open(specs[name], "w") as fh:
-                fh.write(spec_text(tests, per_arm, args.command))
+                fh.write(spec_text(tests, per_arm, args.command, args.cpu_latency))
         for _ in range(args.rounds):
             bare.append(bare_loop(trials, args.command))
             # a run boundary holds the reset (`true`): what it costs above that exec
@@ -113,7 +120,8 @@ def main() -> int:
     bare_ms = med(bare) * 1e3
     boundary_ms = (med(single) - med(many)) * trials / extra_runs * 1e3
     gap_ms = med(gaps) * 1e3
-    print(f"{trials} trials of {args.command}, {args.rounds} rounds (medians); cgroups as the agent's default")
+    latency = "" if args.cpu_latency is None else f"; CPU latency limit {args.cpu_latency} us held"
+    print(f"{trials} trials of {args.command}, {args.rounds} rounds (medians); cgroups as the agent's default{latency}")
     print(f"bare loop (posix_spawn + waitpid)     : {bare_ms:7.3f} ms per exec")
     print(f"{f'{args.tests} tests per run ({2 * runs_per_arm} runs)':38}: {med(many) * 1e3:7.3f} ms per trial "
           f"({med(many) * 1e3 / bare_ms:.1f}x the bare loop)")

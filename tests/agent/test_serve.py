@@ -153,3 +153,20 @@ def test_a_program_found_on_path_is_looked_up_again_after_a_reset(tmp_path: Path
         (second / "whoami-here").unlink()  # nowhere: the shell says so, as without the agent
         r = worker.run(trial)
         assert (r.exit_status, r.spawn) == (127, "shell") and b"not found" in r.stderr
+
+
+def test_a_trial_s_working_directory_is_made_again_after_a_reset_removed_it(tmp_path: Path) -> None:
+    """The agent keeps each trial's environment and (padded) working directory for the next
+    trial of the same request; a reset makes it prepare them afresh, so a reset that removes the
+    padding does not fail the next trial."""
+    trial = ProcessRequest('pwd', str(tmp_path), trial=True, timeout=10, cwd_pad=40)
+    with LocalWorker() as worker:
+        worker.connect()
+        first = worker.run(trial)
+        assert first.ok and len(first.stdout.strip()) == len(str(tmp_path)) + 40
+        padded = Path(first.stdout.decode().strip())
+        assert worker.run(trial).stdout == first.stdout  # the same directory, kept
+        reset = worker.run(ProcessRequest(f"rm -r {padded.relative_to(tmp_path).parts[0]}", str(tmp_path), timeout=10))
+        assert reset.ok and not padded.exists()
+        again = worker.run(trial)
+        assert again.ok and again.stdout == first.stdout and padded.is_dir()

@@ -21,7 +21,7 @@ from benchsage.vocabulary import DEFAULT_OUTPUT_LIMIT
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: the typing module would add ~0.7 MiB to the agent
-    from typing import Any, Dict, Mapping, Tuple
+    from typing import Any, Dict, Mapping, Optional, Tuple
 
 
 class Agent:
@@ -35,9 +35,12 @@ class Agent:
         # The environment trials start from, decoded once (os.environ decodes every variable
         # each time it is copied: ~25 us between two trials); the agent never changes its own.
         self.environ = dict(os.environ)
+        # Trials' requests by their line, decoded once: a run sends the same few over and over
+        # (read only; spawn.py keeps each one's environment under the same line).
+        self.trials = {}  # type: Dict[bytes, Any]
 
-    def handle(self, request: Mapping[str, Any]) -> Tuple[Dict[str, Any], bool]:
-        """(reply, keep serving)."""
+    def handle(self, request: Mapping[str, Any], line: Optional[bytes] = None) -> Tuple[Dict[str, Any], bool]:
+        """(reply, keep serving); `line`: the request as it came (a trial's is kept, see serve())."""
         op = request.get("op")
         if op in ("snapshot", "deploy") or (op == "run" and not request.get("trial")):
             forget_programs()  # a reset, a run boundary, a deploy: programs may have come or gone
@@ -55,6 +58,7 @@ class Agent:
                 aslr=request.get("aslr"),
                 cwd_pad=int(request.get("cwd_pad") or 0),
                 environ=self.environ,
+                key=line if request.get("trial") else None,
             )
             return {"result": protocol.encode_result(result)}, True
         if op == "boot_id":
@@ -96,13 +100,19 @@ class Agent:
             line = self.channel.readline()
             if line is None:
                 return  # the controller is gone
+            request = self.trials.get(line)
+            if request is None:
+                try:
+                    request = json.loads(line)
+                except ValueError:
+                    protocol.send(self.out_fd, protocol.error("not a JSON request: %r" % line[:200]))
+                    continue
+                if isinstance(request, dict) and request.get("op") == "run" and request.get("trial"):
+                    if len(self.trials) >= 256:
+                        self.trials.clear()
+                    self.trials[line] = request
             try:
-                request = json.loads(line)
-            except ValueError:
-                protocol.send(self.out_fd, protocol.error("not a JSON request: %r" % line[:200]))
-                continue
-            try:
-                reply, more = self.handle(request)
+                reply, more = self.handle(request, line)
             except ControllerGone:
                 return
             except Exception as exc:  # a bug or a bad request: say so, keep serving

@@ -73,10 +73,18 @@ def plan_spawn(command: str, env: Mapping[str, str]) -> Tuple[str, str, List[str
 _found = {}  # type: Dict[Tuple[str, str], str]
 
 
+# Each trial's whole environment and working directory, by the line that asked for it (serve.py):
+# a run asks for the same few trials over and over, and making them (the agent's environment
+# copied, the test's added, $PWD, every variable checked) is a good part of the agent's work
+# between two trials. Made afresh after forget_programs() (a reset may remove a padded cwd).
+_environments = {}  # type: Dict[bytes, Tuple[str, Dict[str, str]]]
+
+
 def forget_programs() -> None:
     """Look programs up on $PATH afresh from now on: called at every reset, snapshot and deploy
     (what a reset installs, or a deploy brings, is found by the run's first trial)."""
     _found.clear()
+    _environments.clear()
 
 
 def _which(program: str, path_var: str) -> Optional[str]:
@@ -290,6 +298,7 @@ def run_process(
     aslr: Optional[bool] = None,
     cwd_pad: int = 0,
     environ: Optional[Mapping[str, str]] = None,
+    key: Optional[bytes] = None,
 ) -> Dict[str, Any]:
     """Run `command` in its own process group and measure it; never raises for the command.
 
@@ -301,16 +310,27 @@ def run_process(
     randomisation on or off for the command (None: as the agent has it). `cwd_pad`: run in a
     directory whose path is this many bytes longer than `cwd` (padded_cwd), $PWD set to it.
     `environ`: the environment `env` is added to (default: os.environ, decoded anew; the agent
-    passes its own, decoded once). Returns a dict (the protocol's result, with bytes not yet encoded).
+    passes its own, decoded once). `key`: the request's line, under which its environment and
+    working directory are kept (_environments). Returns a dict (the protocol's result, with
+    bytes not yet encoded).
     """
-    cwd, full_env, failure = _prepare(command, cwd, env, aslr, cwd_pad, environ)
-    if failure is not None:
-        return failure
+    kept = _environments.get(key) if key is not None else None
+    if kept is None:
+        cwd, full_env, failure = _prepare(command, cwd, env, aslr, cwd_pad, environ)
+        if failure is not None:
+            return failure
+        bad = [k for k, v in full_env.items() if "\0" in k or "\0" in v or "=" in k]
+        if bad:
+            return _failed("cannot start %r: environment variable %r is not valid (NUL byte or '=' in its name)" % (command, bad[0]),
+                           time.time(), plan_spawn(command, full_env)[0])
+        if key is not None:
+            if len(_environments) >= 256:
+                _environments.clear()
+            _environments[key] = (cwd, full_env)
+    else:
+        cwd, full_env = kept
     how, path, argv = plan_spawn(command, full_env)
     started = time.time()
-    bad = [k for k, v in full_env.items() if "\0" in k or "\0" in v or "=" in k]
-    if bad:
-        return _failed("cannot start %r: environment variable %r is not valid (NUL byte or '=' in its name)" % (command, bad[0]), started, how)
     control = measurement() if trial else None
     cgroup = control.trial_cgroup() if control is not None else None
     out_r, out_w = os.pipe()
