@@ -10,21 +10,18 @@ order always does and a random order does one time in six.
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-import pty
 import re
-import select
 import shutil
 import sqlite3
-import struct
 import subprocess
 import sys
-import termios
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from terminal import on_a_terminal  # noqa: E402
 
 TIMING = pytest.mark.timing  # decisions taken from measured times (the checks of input need no such care)
 
@@ -171,32 +168,6 @@ def test_a_strong_order_effect_stops_early_decided_effect(tmp_path: Path) -> Non
     text = bench("analyze", "out", cwd=tmp_path).stdout
     assert "Sequential stopping: stopped at 20 of 30 runs per arm, at look 2 of 3: every test is decided" in text
     assert re.search(r"^a +wall_time +no-effect +20$", text, re.M) and re.search(r"^d +wall_time +effect +20$", text, re.M)
-
-
-def on_a_terminal(*args: str, cwd: Path) -> tuple[int, str]:
-    """Run benchsage with its stderr on a pseudo-terminal 200 columns wide, as a user sees it
-    (the rich progress bar); (exit status, the frames it drew, escape sequences removed)."""
-    master, slave = pty.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
-    proc = subprocess.Popen([sys.executable, "-m", "benchsage", *args], cwd=cwd, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=slave)
-    os.close(slave)
-    drawn = b""
-    while True:
-        ready, _, _ = select.select([master], [], [], 1.0)
-        if ready:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the child closed the terminal
-                chunk = b""
-            if not chunk:
-                break
-            drawn += chunk
-        elif proc.poll() is not None:
-            break
-    os.close(master)
-    proc.wait(timeout=60)
-    return proc.returncode, re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", drawn.decode(errors="replace"))
 
 
 @pytest.mark.slow

@@ -118,8 +118,14 @@ class PlainProgress(_Counter):
         pass
 
 
+# A redraw of the bar takes 1-2 ms of the controller's time (rich renders every column): between
+# two trials, three times the harness's own gap. The bar is redrawn at most this often (s).
+REDRAW_EVERY = 1.0
+
+
 class RichProgress(_Counter):
-    """A progress bar redrawn only between trials."""
+    """A progress bar redrawn only between trials, and at most once every REDRAW_EVERY seconds:
+    most gaps between trials draw nothing (a failed trial's line and messages show at once)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -140,6 +146,13 @@ class RichProgress(_Counter):
         )
         self.task = None
         self.arms: dict[str, str] = {}
+        self.drawn = float("-inf")  # time.monotonic() of the last redraw
+
+    def _draw(self) -> None:
+        now = time.monotonic()
+        if now - self.drawn >= REDRAW_EVERY:
+            self.bar.refresh()
+            self.drawn = now
 
     def start(self, total_runs: int, total_trials: int, done_runs: int, done_trials: int) -> None:
         super().start(total_runs, total_trials, done_runs, done_trials)
@@ -156,7 +169,7 @@ class RichProgress(_Counter):
             if self.task is None:  # before start(): start() sets the totals
                 return
             self.bar.update(self.task, total=self.total_trials, description=self._label())
-            self.bar.refresh()
+            self._draw()
 
     def run_started(self, run_index: int, arm: str, attempt: int, worker: str = "") -> None:
         with self.lock:
@@ -167,7 +180,7 @@ class RichProgress(_Counter):
             self.bar.update(self.task, description=f"{self._label()} {arm:<6}")
             if worker:
                 self.arms[worker] = arm
-            self.bar.refresh()
+            self._draw()
 
     def trial_done(self, test: str, status: str, shown_value: str, reason: str | None, worker: str = "") -> None:
         with self.lock:
@@ -180,7 +193,7 @@ class RichProgress(_Counter):
                 self.bar.advance(self.task)
             else:
                 self.bar.update(self.task, advance=1, last=f"{tag}{test} {shown_value}")
-            self.bar.refresh()
+            self._draw()
 
     def run_done(self, run_index: int, arm: str, worker: str = "") -> None:
         with self.lock:
@@ -193,6 +206,7 @@ class RichProgress(_Counter):
             self.bar.console.print(text, markup=False, highlight=False)
 
     def stop(self) -> None:
+        self.bar.refresh()  # the last counts, whenever the last redraw was
         self.bar.stop()
 
 
