@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pty
 import shlex
 import shutil
 import sqlite3
@@ -45,13 +46,37 @@ def spec_text(tests: int, runs_per_arm: int, command: str = "/bin/true", cpu_lat
     return f'[experiment]\nname = "run-boundary"\nruns = {runs_per_arm}\nseed = 1\n{latency}[reset]\ncommand = "true"\n{body}'
 
 
-def run_experiment(spec: str, workdir: str) -> tuple[float, int, int, list[float]]:
-    """(span in s, trials, runs, gaps within runs in s) of one `benchsage run`."""
+def on_a_terminal(argv: list[str]) -> tuple[int, bytes]:
+    """Run argv with its stderr on a pseudo-terminal, as at a user's terminal (benchsage draws
+    its progress bar there); (exit status, what it drew)."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    drawn = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        drawn += chunk
+    os.close(master)
+    return proc.wait(), drawn
+
+
+def run_experiment(spec: str, workdir: str, terminal: bool = False) -> tuple[float, int, int, list[float]]:
+    """(span in s, trials, runs, gaps within runs in s) of one `benchsage run`: quiet, or
+    with its progress bar on a (pseudo-)terminal."""
     out = os.path.join(workdir, f"out-{time.monotonic_ns()}")
-    done = subprocess.run([sys.executable, "-m", "benchsage", "run", spec, "-o", out, "--quiet", "--json"],
-                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    if done.returncode != 0:
-        sys.exit(f"benchsage run exited {done.returncode}: {done.stderr.decode(errors='replace').strip()}")
+    argv = [sys.executable, "-m", "benchsage", "run", spec, "-o", out, "--json"]
+    if terminal:
+        status, said = on_a_terminal(argv)
+    else:
+        done = subprocess.run(argv + ["--quiet"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        status, said = done.returncode, done.stderr
+    if status != 0:
+        sys.exit(f"benchsage run exited {status}: {said.decode(errors='replace').strip()[-2000:]}")
     db = sqlite3.connect(os.path.join(out, "journal.sqlite"))
     try:
         span, trials, bad = db.execute("SELECT MAX(ended) - MIN(started), COUNT(*), SUM(status != 'ok') FROM trials").fetchone()
@@ -87,6 +112,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rounds (medians printed)")
     parser.add_argument("--command", default="/bin/true", help="every test's command, exec'd without a shell (default /bin/true; "
                         "e.g. 'sleep 0.02': the gap after trials that leave the CPUs idle)")
+    parser.add_argument("--terminal", action="store_true", help="run the experiments with their progress bar on a "
+                        "pseudo-terminal, as at a user's terminal (default: --quiet)")
     parser.add_argument("--cpu-latency", type=int, metavar="US", help="hold this PM QoS CPU latency limit: the experiments "
                         "with [experiment] cpu_latency, the bare loops under the same limit held by this script (root)")
     args = parser.parse_args()
@@ -108,8 +135,8 @@ def main() -> int:
             bare.append(bare_loop(trials, args.command))
             # a run boundary holds the reset (`true`): what it costs above that exec
             bare_reset.append(bare[-1] if args.command == "/bin/true" else bare_loop(trials, "/bin/true"))
-            span_m, n_m, runs_m, gaps_m = run_experiment(specs["many"], workdir)
-            span_s, n_s, runs_s, _ = run_experiment(specs["single"], workdir)
+            span_m, n_m, runs_m, gaps_m = run_experiment(specs["many"], workdir, args.terminal)
+            span_s, n_s, runs_s, _ = run_experiment(specs["single"], workdir, args.terminal)
             if n_m != n_s:
                 sys.exit(f"the layouts ran {n_m} and {n_s} trials")
             many.append(span_m / n_m)
@@ -121,6 +148,7 @@ def main() -> int:
     boundary_ms = (med(single) - med(many)) * trials / extra_runs * 1e3
     gap_ms = med(gaps) * 1e3
     latency = "" if args.cpu_latency is None else f"; CPU latency limit {args.cpu_latency} us held"
+    latency += "; progress bar on a terminal" if args.terminal else ""
     print(f"{trials} trials of {args.command}, {args.rounds} rounds (medians); cgroups as the agent's default{latency}")
     print(f"bare loop (posix_spawn + waitpid)     : {bare_ms:7.3f} ms per exec")
     print(f"{f'{args.tests} tests per run ({2 * runs_per_arm} runs)':38}: {med(many) * 1e3:7.3f} ms per trial "
