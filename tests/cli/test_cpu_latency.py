@@ -69,6 +69,16 @@ def test_the_trials_run_under_the_limit_the_snapshot_says_so_and_it_ends_with_th
     assert held_now() != 0  # released with the agent (another process may hold a limit of its own, never ours)
 
 
+def test_the_plan_says_so(tmp_path: Path) -> None:
+    (tmp_path / "experiment.toml").write_text(SPEC.format(limit=0, device="/dev/null"))
+    shown = benchsage("plan", "experiment.toml", cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "CPU wake-up latency: at most 0 us on every host while it runs" in shown.stdout
+    assert json.loads(benchsage("plan", "experiment.toml", "--json", cwd=tmp_path).stdout)["cpu_latency"] == 0
+    (tmp_path / "experiment.toml").write_text(SPEC.format(limit=0, device="/dev/null").replace("cpu_latency = 0\n", ""))
+    assert "cpu_latency" not in json.loads(benchsage("plan", "experiment.toml", "--json", cwd=tmp_path).stdout)
+
+
 def test_a_host_that_cannot_hold_it_stops_the_experiment_before_anything_runs(tmp_path: Path) -> None:
     (tmp_path / "experiment.toml").write_text(SPEC.format(limit=5, device="/dev/null"))
     missing = tmp_path / "no-such-device"

@@ -68,6 +68,7 @@ def describe_plan(spec: Spec, *, runs: int | None = None, seed: int | None = Non
         "run_checks": _run_checks(spec),
         "sweeps": _sweeps(spec),
         "deploy": deploy,
+        **({"cpu_latency": spec.cpu_latency} if spec.cpu_latency is not None else {}),
     }
 
 

@@ -24,6 +24,10 @@ def render_plan(doc: dict[str, Any], console: Console) -> None:
     if doc.get("deploy"):
         console.print(deploy_text(doc["deploy"]), markup=False, highlight=False)
     console.print(_random_orders(doc), markup=False, highlight=False)
+    if doc.get("cpu_latency") is not None:
+        console.print(f"CPU wake-up latency: at most {doc['cpu_latency']} us on every host while it runs (a PM QoS limit its "
+                      "agent holds, root on the host; `run` stops before the first trial if a host refuses)",
+                      markup=False, highlight=False)
     if doc.get("sequential"):
         console.print(_stopping(doc), markup=False, highlight=False)
     for sweep in doc.get("sweeps") or ():
