@@ -57,3 +57,20 @@ def test_a_folder_whose_name_starts_with_two_dots_is_inside_the_specs_folder_on_
         outside = worker.run(ProcessRequest("pwd", str(tmp_path / "outside")))
     assert inside.stdout.decode().strip() == str(host_dir / "..data")
     assert outside.stdout.decode().strip() == str(tmp_path / "outside")  # a path outside the folder is the host's own
+
+
+def test_a_result_travels_without_what_it_usually_says_and_arrives_whole() -> None:
+    """The agent leaves out of a result what it usually says (no timeout, no output, no error);
+    the controller puts it back: every value, usual or not, arrives as the agent had it."""
+    from benchsage.agent.protocol import RESULT_DEFAULTS, encode_result
+    from benchsage.execute.connection import decode_result
+
+    usual = {"exit_status": 0, "timed_out": False, "wall_time": 0.001, "stdout": b"", "stderr": b"", "stdout_dropped": 0,
+             "stderr_dropped": 0, "files": {}, "error": None, "oom_kills": 0, "leftovers": 0, "spawn": "exec"}
+    sent = encode_result(usual)
+    assert not set(sent) & set(RESULT_DEFAULTS) and sent["leftovers"] == 0 and sent["exit_status"] == 0
+    assert decode_result(sent) == usual
+    unusual = {**usual, "exit_status": None, "timed_out": True, "stdout": b"\x00out", "stderr": b"err", "stdout_dropped": 5,
+               "files": {"r.txt": b"3.5\n", "gone": None}, "error": "cannot start", "oom_kills": 2}
+    assert set(encode_result(unusual)) == set(unusual) - {"stderr_dropped"}  # still 0
+    assert decode_result(encode_result(unusual)) == unusual

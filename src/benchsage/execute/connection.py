@@ -19,7 +19,7 @@ import threading
 import time
 from typing import IO, Any, Mapping
 
-from benchsage.agent.protocol import MARKER, take_line
+from benchsage.agent.protocol import MARKER, RESULT_DEFAULTS, take_line
 from benchsage.errors import WorkerError, WorkerLost, WorkerSetupError
 from benchsage.execute.bundle import agent_argv, bundle_bytes
 from benchsage.execute.transports.base import Failure, Transport, last_line
@@ -330,9 +330,11 @@ def _close(stream: IO[bytes] | None) -> None:
 
 
 def decode_result(data: Mapping[str, Any]) -> dict[str, Any]:
-    """A result as the agent sent it, with its output bytes decoded."""
-    out = dict(data)
+    """A result as the agent sent it, with what it left out put back (agent/protocol.py
+    RESULT_DEFAULTS) and its output bytes decoded."""
+    out = {**RESULT_DEFAULTS, **data}
     for key in ("stdout", "stderr"):
-        out[key] = base64.b64decode(out[key])
-    out["files"] = {k: (None if v is None else base64.b64decode(v)) for k, v in (out.get("files") or {}).items()}
+        out[key] = base64.b64decode(out[key]) if out[key] else b""
+    files = out["files"]
+    out["files"] = {k: (None if v is None else base64.b64decode(v)) for k, v in files.items()} if files else {}
     return out
