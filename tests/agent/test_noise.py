@@ -292,6 +292,7 @@ def test_cpu_idle_deep_states_warn_until_disabled_everywhere_or_held_by_a_latenc
     check_shape(deep)
     assert (deep.state, deep.value) == (WARN, "intel_idle / menu: POLL 0 us, C1 2 us, C1E 10 us, C6 133 us")
     assert "C6" in deep.advice and "133 us" in deep.advice and "cpupower idle-set -D 11" in deep.advice
+    assert "cpu_latency = 10 under [experiment]" in deep.advice
     assert (deep.data["deepest"], deep.data["deepest_latency_us"]) == ("C6", 133)
 
     # C6 off on two CPUs only: the other two still sleep deep
@@ -316,6 +317,7 @@ def test_cpu_idle_in_a_virtual_machine_that_halts_at_once(tmp_path: Path) -> Non
     halts = CPUIdle(tree(tmp_path / "a", {**guest, "sys/module/haltpoll/parameters/guest_halt_poll_ns": "0"})).read()
     check_shape(halts)
     assert halts.state == WARN and halts.value.endswith("; no halt polling") and "hypervisor" in halts.advice
+    assert "cpu_latency = 0 under [experiment]" in halts.advice
     polls = CPUIdle(tree(tmp_path / "b", {**guest, "sys/module/haltpoll/parameters/guest_halt_poll_ns": "200000"})).read()
     assert polls.state == OK
     held = CPUIdle(hold_qos(tree(tmp_path / "c", {**guest, "sys/module/haltpoll/parameters/guest_halt_poll_ns": "0"}), 0)).read()

@@ -420,8 +420,8 @@ class CPUIdle(NoiseSource):
                 value + "; no halt polling",
                 "An idle virtual CPU halts at once (guest_halt_poll_ns is 0) and waking it goes through "
                 "the hypervisor: every wake-up of a trial, or of the harness between trials, pays for it. "
-                "Hold a PM QoS latency of 0 while measuring (write 0 to /dev/cpu_dma_latency and keep it "
-                "open, as cyclictest does) and idle CPUs poll instead.",
+                "Hold a PM QoS latency limit of 0 while measuring and idle CPUs poll instead: cpu_latency = 0 "
+                "under [experiment] (each host's agent holds it while it runs).",
                 **data,
             )
         if deepest[0] <= SHALLOW_US:
@@ -430,9 +430,9 @@ class CPUIdle(NoiseSource):
             value,
             f"Waking a CPU from {deepest[1]} takes up to {deepest[0]} us, and how deep it sleeps depends on how "
             "long it was idle: a trial's wake-ups vary with what ran before it. Keep the CPUs in shallow "
-            f"states while measuring (sudo cpupower idle-set -D {SHALLOW_US + 1}; cpupower idle-set -E "
-            "enables them again), or hold a PM QoS latency limit (/dev/cpu_dma_latency, as tuned's "
-            "latency-performance profile does).",
+            f"states while measuring: cpu_latency = {SHALLOW_US} under [experiment] (each host's agent holds "
+            f"that PM QoS limit while it runs), or sudo cpupower idle-set -D {SHALLOW_US + 1} (cpupower "
+            "idle-set -E enables them again).",
             **data,
         )
 
