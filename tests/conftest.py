@@ -50,6 +50,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item
     # Timing tests run one after another on one worker: never two at once (each keeps the
     # other's trials waiting for a CPU), and never a worker idle waiting for a timing slot.
     groups.update({item.nodeid: TIMING_GROUP for item in items if item.get_closest_marker("timing")})
+    # The PM QoS limit is the machine's: tests that hold it or read it run one after another.
+    groups.update({item.nodeid: "cpu_latency" for item in items if item.get_closest_marker("cpu_latency")})
     slow = {groups.get(item.nodeid, item.nodeid) for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: groups.get(item.nodeid, item.nodeid) not in slow)  # stable: a group stays in order
     # For the scheduler in the controlling process, which collects nothing itself: every

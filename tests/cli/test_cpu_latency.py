@@ -52,8 +52,10 @@ def held_now() -> int:
         return int.from_bytes(f.read(4), "little", signed=True)
 
 
+@pytest.mark.cpu_latency
 @pytest.mark.skipif(not os.access(CPU_LATENCY_DEVICE, os.W_OK), reason="needs a writable /dev/cpu_dma_latency (root)")
 def test_the_trials_run_under_the_limit_the_snapshot_says_so_and_it_ends_with_the_experiment(tmp_path: Path) -> None:
+    assert held_now() == NO_LIMIT  # nobody else holds one (the tests that do run one at a time)
     (tmp_path / "experiment.toml").write_text(SPEC.format(limit=0, device=CPU_LATENCY_DEVICE))
     done = benchsage("run", "experiment.toml", "-o", "out", "--quiet", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -66,7 +68,7 @@ def test_the_trials_run_under_the_limit_the_snapshot_says_so_and_it_ends_with_th
     for (snapshot,) in db.execute("SELECT snapshot FROM attempts"):
         assert "PM QoS limit 0 us" in (json.loads(snapshot)["cpu_idle"] or "")
     db.close()
-    assert held_now() != 0  # released with the agent (another process may hold a limit of its own, never ours)
+    assert held_now() == NO_LIMIT  # released with the agent
 
 
 def test_the_plan_says_so(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ checked, verified reboots, lost and returning hosts, and resume."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sqlite3
 import subprocess
@@ -297,3 +298,23 @@ def test_the_example_fleet_spec_is_valid(tmp_path: Path) -> None:
     assert spec.reset is not None and spec.reset.kind == "reboot" and all(w.kind == "ssh" for w in spec.workers)
     assert [w.dir for w in spec.workers] == [f"/tmp/benchsage-fleet-demo/node{k}" for k in (1, 2, 3)]  # {worker}
     assert spec.deploy is not None and spec.deploy.source == "git" and spec.init is not None
+
+
+@pytest.mark.cpu_latency
+@pytest.mark.skipif(not os.access("/dev/cpu_dma_latency", os.W_OK), reason="needs a writable /dev/cpu_dma_latency (root)")
+def test_the_cpu_latency_limit_is_held_again_after_every_verified_reboot(fake_fleet, tmp_path: Path) -> None:
+    """The agent holds [experiment] cpu_latency for as long as it runs; a reboot ends it (and
+    the limit with it): the agent the controller reconnects to holds it again before the run."""
+    fleet = fake_fleet(1)
+    spec = write_spec(tmp_path, fleet, ["node1"], reset=fleet.reboot, reset_timeout=30,
+                      test_command="od -An -td4 /dev/cpu_dma_latency")
+    spec.write_text(spec.read_text().replace("seed = 5\n", "seed = 5\ncpu_latency = 0\n").replace(
+        'command = "od -An -td4 /dev/cpu_dma_latency"\n', 'command = "od -An -td4 /dev/cpu_dma_latency"\n'
+        "[[test.metric]]\nname = \"limit\"\nregex = '(-?[0-9]+)'\n"))
+    done = cli("run", str(spec), "-o", "out", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "out"
+    assert rows(out, "SELECT COUNT(DISTINCT boot_id) FROM trials") == [(4,)]  # four runs, each after a verified reboot
+    assert rows(out, "SELECT value, COUNT(*) FROM trial_values WHERE metric = 'limit' GROUP BY value") == [(0.0, 4)]
+    with open("/dev/cpu_dma_latency", "rb") as f:
+        assert int.from_bytes(f.read(4), "little", signed=True) == 2_000_000_000  # gone with the last agent
