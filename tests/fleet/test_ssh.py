@@ -305,6 +305,9 @@ def test_the_example_fleet_spec_is_valid(tmp_path: Path) -> None:
 def test_the_cpu_latency_limit_is_held_again_after_every_verified_reboot(fake_fleet, tmp_path: Path) -> None:
     """The agent holds [experiment] cpu_latency for as long as it runs; a reboot ends it (and
     the limit with it): the agent the controller reconnects to holds it again before the run."""
+    with open("/dev/cpu_dma_latency", "rb") as f:
+        if int.from_bytes(f.read(4), "little", signed=True) != 2_000_000_000:
+            pytest.skip("another process holds a CPU latency limit on this machine")
     fleet = fake_fleet(1)
     spec = write_spec(tmp_path, fleet, ["node1"], reset=fleet.reboot, reset_timeout=30,
                       test_command="od -An -td4 /dev/cpu_dma_latency")
