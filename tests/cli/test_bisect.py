@@ -240,6 +240,7 @@ def test_report_of_an_experiment_still_needs_its_output_file(tmp_path: Path) -> 
     one_line_error(bench("report", str(tmp_path), cwd=tmp_path), 2, "give -o FILE")
 
 
+@SEARCH
 def test_a_swept_test_is_bisected_by_its_full_name(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     hashes = _make_repo()(str(repo), commits=4, change=2, slowdown=40.0, noise=0.0, work=8.0, runs=8)
