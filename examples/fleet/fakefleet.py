@@ -454,7 +454,7 @@ def _reboot_options(argv: List[str], host_dir: Path) -> argparse.Namespace:
                    help="seconds the host stays down (env BENCHSAGE_FAKE_DOWN; default 1)")
     p.add_argument("--delay", type=float, default=float(os.environ.get("BENCHSAGE_FAKE_DELAY", 0.1)),
                    help="seconds between returning and going down (env BENCHSAGE_FAKE_DELAY; default "
-                        "0.1; 0: the session is usually killed before this command returns)")
+                        "0.1; 0: the session is killed before this command returns)")
     p.add_argument("--stay-down", action="store_true", help="the host never comes back")
     p.add_argument("--keep-boot-id", action="store_true",
                    help="come back with the same boot id (a reboot that did not really happen)")
@@ -481,7 +481,9 @@ def fake_reboot_main(argv: List[str]) -> int:
     spawn_detached([{"argv": argv, "env": {"PATH": SAFE_PATH, REBOOT_VAR: str(host_dir)},
                       "log": str(host_dir / "reboot.log")}])
     if options.delay <= 0:
-        time.sleep(5)  # like a reboot that kills its own session before it can return
+        # Like a reboot that kills its own session before it can return: wait for it to come
+        # (on a busy machine the detached half may take seconds to start), never return first.
+        time.sleep(120)
     return 0
 
 
