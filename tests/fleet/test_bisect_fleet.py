@@ -21,11 +21,11 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "bisect" / "make_re
 
 
 def make_repo(repo: Path) -> dict[str, str]:
-    """8 commits; commit 5 makes the program 40 % slower; no noise added; 8 runs per probe."""
+    """5 commits; commit 3 makes the program 40 % slower; no noise added; 8 runs per probe."""
     spec = importlib.util.spec_from_file_location("benchsage_example_bisect", EXAMPLE)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.make_repo(str(repo), commits=8, change=5, slowdown=40.0, noise=0.0, work=8.0, runs=8)
+    return module.make_repo(str(repo), commits=5, change=3, slowdown=40.0, noise=0.0, work=8.0, runs=8)
 
 
 def on_fleet(repo: Path, fleet, hosts: Path) -> None:
