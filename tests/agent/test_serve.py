@@ -155,18 +155,20 @@ def test_a_program_found_on_path_is_looked_up_again_after_a_reset(tmp_path: Path
         assert (r.exit_status, r.spawn) == (127, "shell") and b"not found" in r.stderr
 
 
-def test_a_trial_s_working_directory_is_made_again_after_a_reset_removed_it(tmp_path: Path) -> None:
-    """The agent keeps each trial's environment and (padded) working directory for the next
-    trial of the same request; a reset makes it prepare them afresh, so a reset that removes the
-    padding does not fail the next trial."""
-    trial = ProcessRequest('pwd', str(tmp_path), trial=True, timeout=10, cwd_pad=40)
+def test_a_padded_working_directory_is_made_again_before_every_trial(tmp_path: Path) -> None:
+    """The agent keeps each trial's environment for the next trial of the same request, but
+    makes a padded working directory before every trial: one that a reset, or the trial
+    itself, removed is there again for the next."""
+    trial = ProcessRequest("pwd", str(tmp_path), trial=True, timeout=10, cwd_pad=40)
     with LocalWorker() as worker:
         worker.connect()
         first = worker.run(trial)
         assert first.ok and len(first.stdout.strip()) == len(str(tmp_path)) + 40
         padded = Path(first.stdout.decode().strip())
-        assert worker.run(trial).stdout == first.stdout  # the same directory, kept
-        reset = worker.run(ProcessRequest(f"rm -r {padded.relative_to(tmp_path).parts[0]}", str(tmp_path), timeout=10))
-        assert reset.ok and not padded.exists()
+        top = tmp_path / padded.relative_to(tmp_path).parts[0]
+        assert worker.run(ProcessRequest(f"rm -r {top}", str(tmp_path), timeout=10)).ok and not padded.exists()  # a reset
         again = worker.run(trial)
         assert again.ok and again.stdout == first.stdout and padded.is_dir()
+        itself = ProcessRequest(f"pwd; rm -r {top}", str(tmp_path), trial=True, timeout=10, cwd_pad=40)
+        assert worker.run(itself).stdout == first.stdout and not padded.exists()  # the trial removes its own
+        assert worker.run(itself).stdout == first.stdout  # and the next one of the same test starts there all the same

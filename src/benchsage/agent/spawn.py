@@ -76,7 +76,8 @@ _found = {}  # type: Dict[Tuple[str, str], str]
 # Each trial's whole environment and working directory, by the line that asked for it (serve.py):
 # a run asks for the same few trials over and over, and making them (the agent's environment
 # copied, the test's added, $PWD, every variable checked) is a good part of the agent's work
-# between two trials. Made afresh after forget_programs() (a reset may remove a padded cwd).
+# between two trials. Not for a padded working directory: it is made (again, if a trial or a
+# reset removed it) before every trial.
 _environments = {}  # type: Dict[bytes, Tuple[str, Dict[str, str]]]
 
 
@@ -323,7 +324,7 @@ def run_process(
         if bad:
             return _failed("cannot start %r: environment variable %r is not valid (NUL byte or '=' in its name)" % (command, bad[0]),
                            time.time(), plan_spawn(command, full_env)[0])
-        if key is not None:
+        if key is not None and not cwd_pad:
             if len(_environments) >= 256:
                 _environments.clear()
             _environments[key] = (cwd, full_env)
