@@ -160,12 +160,13 @@ def plan(spec_path: Source, *, runs: int | None = None, seed: int | None = None,
     its expected duration (from an earlier experiment of the same spec under results/, if
     any), and with `pilot`, the runs per arm each test needs to detect an order effect of
     `effect` percent (default: the spec's min_effect) with 80% power."""
+    from benchsage.spec import load_spec
+
+    spec = load_spec(os.fspath(spec_path))  # a bad spec is said before the planning machinery (scipy) is loaded
     from benchsage.design.estimate import describe_plan
     from benchsage.execute.deploy import read_source
-    from benchsage.spec import load_spec
     from benchsage.store.durations import earlier_run_seconds
 
-    spec = load_spec(os.fspath(spec_path))
     source = read_source(spec, planning=True)
     advice = _advise(spec, os.fspath(pilot), effect) if pilot is not None else None
     doc = describe_plan(spec, runs=runs, seed=seed, measured=earlier_run_seconds(spec.digest, len(spec.tests)),
@@ -182,11 +183,12 @@ def carry_out(spec_path: Source, directory: Source, *, runs: int | None = None, 
     """Plan the experiment in `spec_path` (`runs` per arm and `seed`, else the spec's) and carry it
     out into the new experiment directory `directory`, as `benchsage run` does before it
     analyses; progress on stderr unless `quiet`."""
-    from benchsage.design.experiment import plan_experiment
-    from benchsage.execute.session import run_experiment
     from benchsage.spec import load_spec
 
-    spec = load_spec(os.fspath(spec_path))
+    spec = load_spec(os.fspath(spec_path))  # a bad spec is said before the planning machinery (scipy) is loaded
+    from benchsage.design.experiment import plan_experiment
+    from benchsage.execute.session import run_experiment
+
     run_experiment(spec, lambda s: plan_experiment(s, runs=runs, seed=seed), os.fspath(directory), quiet=quiet)
 
 

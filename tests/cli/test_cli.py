@@ -309,3 +309,14 @@ def test_the_progress_bar_is_not_redrawn_between_every_two_trials(tmp_path: Path
     frames = [f for f in re.split(r"[\r\n]+", drawn) if "/200 trials" in f]
     assert "200/200 trials" in frames[-1]
     assert len(frames) <= took + 4  # one a second at most, and those of its start and end (one per trial before: 200)
+
+
+@pytest.mark.parametrize("command", ["run", "plan"])
+def test_a_bad_spec_is_said_before_the_statistics_are_loaded(tmp_path: Path, command: str) -> None:
+    """A typo costs the user a tenth of a second, not the half second numpy and scipy take to load."""
+    (tmp_path / "experiment.toml").write_text('[experiment]\nname = "x"\nrunz = 3\n[[test]]\ncommand = "true"\n')
+    probe = ("import sys\nfrom benchsage.cli import main\ntry:\n    main([sys.argv[1], 'experiment.toml'])\nexcept SystemExit as exc:\n"
+             "    print(exc.code, 'scipy' in sys.modules, 'numpy' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", probe, command], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["2", "False", "False"], done.stdout + done.stderr
+    assert "unknown key 'runz'" in done.stderr or "runz" in done.stderr
