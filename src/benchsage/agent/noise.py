@@ -394,7 +394,8 @@ class CPUIdle(NoiseSource):
         driver = self.text(f"{_CPU}/cpuidle/current_driver")
         governor = self.text(f"{_CPU}/cpuidle/current_governor_ro") or self.text(f"{_CPU}/cpuidle/current_governor")
         states: dict[str, dict[str, Any]] = {}  # name -> exit latency and the CPUs it is enabled on
-        for cpu, layout in self._layout(driver).items():
+        online = self.cpus()
+        for cpu, layout in self._layout(driver, online).items():
             for k, (name, latency) in enumerate(layout):
                 state = states.setdefault(name, {"latency_us": latency, "enabled_cpus": []})
                 if self.text(f"{_CPU}/cpu{cpu}/cpuidle/state{k}/disable") != "1":
@@ -409,7 +410,6 @@ class CPUIdle(NoiseSource):
         # What the idle governor may choose: enabled states within the PM QoS limit.
         allowed = [(v["latency_us"], n) for n, v in states.items() if v["enabled_cpus"] and (qos is None or v["latency_us"] <= qos)]
         deepest = max(allowed, default=(0, "none"))
-        online = self.cpus()
         value = ", ".join(f"{n} {v['latency_us']} us" + _enabled_on(v["enabled_cpus"], online) for n, v in states.items())
         value = f"{driver or 'no driver'}" + (f" / {governor}" if governor else "") + (f": {value}" if value else "")
         if qos is not None:
@@ -436,10 +436,10 @@ class CPUIdle(NoiseSource):
             **data,
         )
 
-    def _layout(self, driver: str | None) -> dict[int, list[tuple[str, int]]]:
+    def _layout(self, driver: str | None, online: list[int]) -> dict[int, list[tuple[str, int]]]:
         """Each online CPU's idle states (name, exit latency in us), read once per driver: only
         which are disabled changes while the machine runs (read every time)."""
-        key = (self.root, driver, tuple(self.cpus()))
+        key = (self.root, driver, tuple(online))
         layout = _idle_layouts.get(key)
         if layout is None:
             layout = {}

@@ -85,7 +85,6 @@ def forget_programs() -> None:
     """Look programs up on $PATH afresh from now on: called at every reset, snapshot and deploy
     (what a reset installs, or a deploy brings, is found by the run's first trial)."""
     _found.clear()
-    _environments.clear()
 
 
 def _which(program: str, path_var: str) -> Optional[str]:

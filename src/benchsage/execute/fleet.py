@@ -19,15 +19,8 @@ from benchsage.spec import Spec, WorkerSpec, check_files
 WORKER_LOGS = "workers"  # folder of the experiment directory with each worker's transport log
 
 
-def make_worker(ws: WorkerSpec, folder: str, log_dir: str | None = None, cpu_latency: int | None = None) -> AgentWorker:
-    """The worker a [[worker]] table describes (not connected yet); `cpu_latency`: the limit
-    its agents hold ([experiment] cpu_latency)."""
-    worker = _made(ws, folder, log_dir)
-    worker.cpu_latency = cpu_latency
-    return worker
-
-
-def _made(ws: WorkerSpec, folder: str, log_dir: str | None) -> AgentWorker:
+def make_worker(ws: WorkerSpec, folder: str, log_dir: str | None = None) -> AgentWorker:
+    """The worker a [[worker]] table describes (not connected yet)."""
     log = os.path.join(log_dir, f"{ws.name.replace('/', '.')}.log") if log_dir else None
     python = ws.python or "python3"
     words = shlex.split(python)
@@ -53,9 +46,14 @@ def make_workers(spec: Spec, directory: str | None = None) -> list[Any]:
     when a file they need is missing (an ssh_config)."""
     check_files(spec)
     log_dir = os.path.join(directory, WORKER_LOGS) if directory else None
-    latency = spec.cpu_latency
-    return [GroupWorker(ws.name, [(role, make_worker(member, spec.folder, log_dir, latency)) for role, member in ws.roles], spec)
-            if ws.roles else make_worker(ws, spec.folder, log_dir, latency) for ws in spec.workers]
+
+    def made(ws: WorkerSpec) -> AgentWorker:
+        worker = make_worker(ws, spec.folder, log_dir)
+        worker.cpu_latency = spec.cpu_latency  # held by each agent it starts
+        return worker
+
+    return [GroupWorker(ws.name, [(role, made(member)) for role, member in ws.roles], spec) if ws.roles else made(ws)
+            for ws in spec.workers]
 
 
 def connect_all(workers: list[Any]) -> None:
