@@ -153,11 +153,12 @@ env = "B"
     terms = {t["term"]: t for t in result["terms"]}
     assert terms["A"]["variation_pct"] >= 90
     # sleep overshoots in proportion to what it is asked (measured here: 30 ms sleeps take
-    # 20.1-20.3 ms longer than 10 ms ones), so the real q_A is 10 ms and up to 2 % more. The
-    # estimates are held to the truth within what a shared machine's wake-ups allow, not to a
-    # 95 % interval covering it (which misses one time in twenty by design: q_B's did once, in a
-    # full suite, at [0.79, 0.97] ms); each interval must exclude no effect.
-    assert terms["A"]["effect"] == pytest.approx(0.010, rel=0.05) and terms["A"]["ci"][0] > 0.008
+    # 20.1-20.3 ms longer than 10 ms ones on a quiet machine, 21.9 ms longer in a full suite on
+    # a slow day), so the real q_A is 10 ms and up to 10 % more. The estimates are held to the
+    # truth within what a shared machine's wake-ups allow, not to a 95 % interval covering it
+    # (which misses one time in twenty by design: q_B's did once, in a full suite, at
+    # [0.79, 0.97] ms); each interval must exclude no effect.
+    assert terms["A"]["effect"] == pytest.approx(0.010, rel=0.15) and terms["A"]["ci"][0] > 0.008
     assert terms["B"]["effect"] == pytest.approx(0.001, rel=0.3) and terms["B"]["ci"][0] > 0
     assert terms["A:B"]["variation_pct"] < 2
     assert sum(t["variation_pct"] for t in result["terms"]) == pytest.approx(100, abs=0.01)
