@@ -59,8 +59,10 @@ QUICK = '[[test]]\nname = "quick"\ncommand = "true"\n'
 
 
 def start(*args: str, cwd: Path) -> subprocess.Popen:
+    # PYTHONFAULTHANDLER: a run that does not exit in time is ended with SIGABRT, and the
+    # failure shows where each of its threads was.
     return subprocess.Popen([sys.executable, "-m", "benchsage", *args], cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONFAULTHANDLER": "1"})
 
 
 def wait_for(predicate, proc: subprocess.Popen, timeout: float = 60.0) -> None:
@@ -91,9 +93,14 @@ def interrupt(proc: subprocess.Popen, times: int = 1) -> tuple[float, str]:
     try:
         _, stderr = proc.communicate(timeout=EXIT_BOUND)
     except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        raise AssertionError(f"benchsage run did not exit within {EXIT_BOUND:g} s of SIGINT") from None
+        proc.send_signal(signal.SIGABRT)
+        try:
+            _, stderr = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, stderr = proc.communicate()
+        raise AssertionError(f"benchsage run did not exit within {EXIT_BOUND:g} s of SIGINT; its threads:\n"
+                             f"{stderr.decode(errors='replace')[-6000:]}") from None
     elapsed = time.monotonic() - sent
     print(f"SIGINT to exit: {elapsed:.2f} s")
     return elapsed, stderr.decode()

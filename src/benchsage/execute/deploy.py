@@ -14,7 +14,6 @@ import base64
 import json
 import os
 import subprocess
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import IO, Any, Iterator, Sequence
@@ -22,6 +21,7 @@ from typing import IO, Any, Iterator, Sequence
 from benchsage.agent.deploy import SYMLINK, entry_of, scan, tree_id
 from benchsage.errors import SpecError, WorkerError, WorkerLost, WorkerSetupError
 from benchsage.execute.agentworker import AgentWorker
+from benchsage.execute.threads import Threads
 from benchsage.spec import Spec
 from benchsage.spec.deploy import GIT, INCLUDE
 from benchsage.store.journal import JOURNAL_NAME
@@ -334,12 +334,12 @@ def deploy_all(source: DeploySource, experiment: str, targets: Sequence[tuple[Ag
         except Exception as exc:  # noqa: BLE001 - whatever it is, it is this host's failure
             errors[worker.name] = WorkerError(f"worker {worker.name}: deploy failed: {type(exc).__name__}: {exc}")
 
-    threads = [threading.Thread(target=one, args=t, daemon=True) for t in targets if t[0].name not in skip]
     try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        with Threads() as threads:
+            for worker, directory in targets:
+                if worker.name not in skip:
+                    threads.start(one, worker, directory)
+            threads.wait_all()
     except BaseException:
         for worker, _ in targets:
             worker.hang_up()

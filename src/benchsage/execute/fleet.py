@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import os
 import shlex
-import threading
 from typing import Any
 
 from benchsage.errors import WorkerError, WorkerSetupError
 from benchsage.execute.agentworker import AgentWorker
 from benchsage.execute.group import GroupWorker
 from benchsage.execute.local import LocalWorker
+from benchsage.execute.threads import Threads
 from benchsage.execute.transports import CommandTransport, SlurmTransport, SshTransport
 from benchsage.spec import Spec, WorkerSpec, check_files
 
@@ -70,12 +70,11 @@ def connect_all(workers: list[Any]) -> None:
         except BaseException as exc:  # noqa: BLE001 - whatever it is, it is this worker's failure
             errors[worker.name] = WorkerError(f"worker {worker.name}: cannot connect: {type(exc).__name__}: {exc}")
 
-    threads = [threading.Thread(target=connect, args=(w,), daemon=True) for w in workers]
     try:
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
+        with Threads() as threads:
+            for worker in workers:
+                threads.start(connect, worker)
+            threads.wait_all()
     except BaseException:  # Ctrl-C: no transport outlives the controller's attempt
         for worker in workers:
             worker.hang_up()

@@ -10,7 +10,6 @@ measures); the journal takes one writer at a time. A worker that is lost stops a
 from __future__ import annotations
 
 import os
-import queue
 import signal
 import threading
 import time
@@ -23,6 +22,7 @@ from benchsage.execute.init import InitFailed, initialize, initialized
 from benchsage.execute.metrics import MetricError, collected_files, extract, from_output
 from benchsage.execute.progress import Progress
 from benchsage.execute.sequential import Looks
+from benchsage.execute.threads import Threads
 from benchsage.execute.treatments import Applier
 from benchsage.execute.worker import ProcessRequest, ProcessResult, Worker, failure_reason, last_line
 from benchsage.spec import Spec, TestSpec
@@ -155,25 +155,17 @@ class Runner:
             self.progress.message(
                 "warning: the spec has no [reset]: runs do not start from a clean state, so one run's leftovers can reach the next"
             )
-        finished: queue.Queue[str] = queue.Queue()
-        threads = []
-        for worker in self.workers:
-            mine = by_worker.get(worker.name, [])
-            thread = threading.Thread(target=self._thread, args=(worker, mine, finished), name=f"worker {worker.name}", daemon=True)
-            threads.append(thread)
-        with _signals_as_interrupts():
+        with _signals_as_interrupts(), Threads() as threads:
             try:
-                for thread in threads:
-                    thread.start()
-                for _ in threads:
-                    finished.get()  # sleeps until a worker is done; Ctrl-C and SIGTERM interrupt it
+                for worker in self.workers:
+                    threads.start(self._thread, worker, by_worker.get(worker.name, []), name=f"worker {worker.name}")
+                threads.wait_all()  # sleeps until every worker is done; Ctrl-C and SIGTERM interrupt it
             except KeyboardInterrupt:
                 self._stop.set()
                 if self._looks is not None:
                     self._looks.wake()  # workers waiting for a look stop waiting
                 _hang_up_all(self.workers)  # requests and connections being started return at once
-                for thread in threads:
-                    thread.join()
+                threads.join()
                 self.progress.stop()
                 done, trials = journal.progress()
                 where = ", ".join(f"run {n} on {w}" if len(self.workers) > 1 else f"run {n}" for w, n in self._current.items())
@@ -276,7 +268,7 @@ class Runner:
         return (f"; look {k + 1} of {len(points)} at {points[k]} run{'s' if points[k] != 1 else ''} per arm has no new pair "
                 "of runs to analyse without the missing ones")
 
-    def _thread(self, worker: Any, runs: list[dict[str, Any]], finished: queue.Queue[str]) -> None:
+    def _thread(self, worker: Any, runs: list[dict[str, Any]]) -> None:
         try:
             self._carry_out(worker, runs)
         except BaseException as exc:  # noqa: BLE001 - a bug must not hang the controller
@@ -285,7 +277,6 @@ class Runner:
         finally:
             if self._looks is not None:
                 self._looks.leave(worker.name)
-            finished.put(worker.name)
 
     def _carry_out(self, worker: Any, runs: list[dict[str, Any]]) -> None:
         first = runs[0]["id"] if runs else 0
