@@ -65,8 +65,11 @@ def _rewrite_ahead(config: pytest.Config, tests: Path) -> None:
         tail = rewrite.PYC_TAIL
     except (ImportError, AttributeError, KeyError):
         return
+    # Only what this run collects: the command line's paths (tests/ by default) and the conftests.
+    asked = [Path(config.invocation_params.dir, arg.split("::")[0]).resolve() for arg in config.args] or [tests]
     modules = [path for path in sorted(tests.rglob("test_*.py")) + sorted(tests.rglob("conftest.py"))
-               if rewrite._read_pyc(path, Path(rewrite.get_cache_dir(path)) / (path.name[:-3] + tail)) is None]
+               if (path.name == "conftest.py" or any(path == a or a in path.parents for a in asked))
+               and rewrite._read_pyc(path, Path(rewrite.get_cache_dir(path)) / (path.name[:-3] + tail)) is None]
     if not modules:
         return
     child = os.fork()
