@@ -93,7 +93,7 @@ if import_in_background is not None:  # as api.analyze_tidy_file: the analysis i
     importing = import_in_background("benchsage.analyze.batched")
 trials = stream_tidy(sys.argv[1])
 if import_in_background is not None:
-    importing.join()
+    (importing.result if hasattr(importing, "result") else importing.join)()  # a future now, a thread before
 mark("load")
 from benchsage.analyze.batched import analyze_compact, can_batch
 mark("imports after")

@@ -37,7 +37,7 @@ def test_import_in_background_imports_in_the_background_and_survives_a_missing_m
         "import sys\n"
         "from benchsage._runtime import import_in_background\n"
         "assert 'colorsys' not in sys.modules\n"
-        "import_in_background('no_such_module_xyz', 'colorsys').join(10)\n"
+        "import_in_background('no_such_module_xyz', 'colorsys').result(10)\n"
         "print('colorsys' in sys.modules, 'no_such_module_xyz' in sys.modules)"
     )
     assert _child(code) == "True False"

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
+from concurrent.futures import Future
+
+from benchsage.threads import in_thread
 
 
 def retain_freed_memory() -> bool:
@@ -62,13 +64,13 @@ def no_hugepage_advice() -> bool:
     return True
 
 
-def import_in_background(*modules: str) -> threading.Thread:
+def import_in_background(*modules: str) -> Future[None]:
     """Import modules in a background thread, while the calling thread reads data.
 
     pyarrow parses a CSV file with the GIL released, so the imports the analysis needs next
     (its own modules and scipy.special, 0.2 s) cost next to nothing on the critical path. The
-    caller must not import anything itself until it has joined the thread, unless the modules
-    never import benchsage: two threads importing modules that import each other could
+    caller must not import anything itself until the future is done (threads.result_heard),
+    unless the modules never import benchsage: two threads importing modules that import each other could
     deadlock. An import that fails here fails again, with its message, where it is used.
     """
 
@@ -81,9 +83,7 @@ def import_in_background(*modules: str) -> threading.Thread:
             except Exception:  # noqa: BLE001 - reported by the real import later
                 pass
 
-    thread = threading.Thread(target=run, name="benchsage-import", daemon=True)
-    thread.start()
-    return thread
+    return in_thread(run, name="benchsage-import")
 
 
 def tune_short_lived_process() -> None:

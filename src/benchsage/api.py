@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from benchsage.analyze.options import Options
 from benchsage.errors import DataError
+from benchsage.threads import result_heard
 
 if TYPE_CHECKING:  # the analysis and its readers load where they are used: the command line imports this first
     from benchsage.analyze.treatments import TreatmentOptions
@@ -96,7 +97,7 @@ def analyze_tidy_file(path: str, options: Options = Options(), *, block_bytes: i
     try:
         trials = stream_tidy(path, block_bytes=block_bytes or BLOCK_BYTES)
     finally:
-        importing.join()
+        result_heard(importing)
     from benchsage.analyze.batched import BATCH_ROWS, analyze_compact, can_batch
 
     if trials is None or not can_batch(trials):

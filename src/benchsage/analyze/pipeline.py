@@ -8,12 +8,12 @@ benchsage.api, which loads the sources).
 from __future__ import annotations
 
 import dataclasses
-import threading
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import numpy as np
 
 from benchsage.analyze.options import Options
+from benchsage.threads import in_thread, result_heard
 
 if TYPE_CHECKING:
     from benchsage.analyze.sorted_values import ValueOrder
@@ -184,25 +184,11 @@ def _diagnosed(table: TrialTable, sorted_values: ValueOrder | None) -> tuple[Tri
 
 
 def _side_by_side(first: Callable[[], _A], second: Callable[[], _B]) -> tuple[_A, _B]:
-    """first() here and second() in a thread at the same time; an exception of either is raised."""
-    result: list[Any] = []
-
-    def run() -> None:
-        try:
-            result.append((True, second()))
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the calling thread
-            result.append((False, exc))
-
-    thread = threading.Thread(target=run, name="benchsage-diagnostics")
-    thread.start()
-    try:
-        a = first()
-    finally:
-        thread.join()
-    ok, b = result[0]
-    if not ok:
-        raise b
-    return a, b
+    """first() here and second() in a thread at the same time; an exception of either is raised.
+    Ctrl-C is heard while the second is waited for."""
+    later = in_thread(second, name="benchsage-diagnostics")
+    a = first()  # when it raises, the second is not waited for (the thread, a daemon, ends by itself)
+    return a, result_heard(later)
 
 
 def _snapshot_warnings(table: TrialTable, *, between_workers: bool = True) -> list[Any]:

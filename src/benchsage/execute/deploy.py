@@ -21,7 +21,7 @@ from typing import IO, Any, Iterator, Sequence
 from benchsage.agent.deploy import SYMLINK, entry_of, scan, tree_id
 from benchsage.errors import SpecError, WorkerError, WorkerLost, WorkerSetupError
 from benchsage.execute.agentworker import AgentWorker
-from benchsage.execute.threads import Threads
+from benchsage.threads import Threads
 from benchsage.spec import Spec
 from benchsage.spec.deploy import GIT, INCLUDE
 from benchsage.store.journal import JOURNAL_NAME

@@ -12,7 +12,7 @@ from benchsage.errors import WorkerError, WorkerSetupError
 from benchsage.execute.agentworker import AgentWorker
 from benchsage.execute.group import GroupWorker
 from benchsage.execute.local import LocalWorker
-from benchsage.execute.threads import Threads
+from benchsage.threads import Threads
 from benchsage.execute.transports import CommandTransport, SlurmTransport, SshTransport
 from benchsage.spec import Spec, WorkerSpec, check_files
 

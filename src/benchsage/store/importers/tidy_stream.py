@@ -35,6 +35,7 @@ from benchsage.store.importers import _csv
 from benchsage.store.importers.base import exclusion_summary
 from benchsage.store.importers.tidy_columns import REQUEST, is_ok
 from benchsage.store.table import ARMS, FIRST, NO_PREDECESSOR_INFO, RANDOM_CODE, UNKNOWN, TrialTable, constant
+from benchsage.threads import result_heard
 from benchsage.vocabulary import SWEEP_PREFIX
 
 BLOCK_BYTES = 4 << 20  # per piece of the file; the tests pass small pieces to cross many piece borders
@@ -301,9 +302,9 @@ def _blocks(path: Path, found: list[str], types: dict[str, Any], block_bytes: in
             for piece in _pieces(path, block_bytes):
                 pending.append(pool.submit(parse, piece))
                 if len(pending) > _PARSERS:
-                    yield from pending.popleft().result().to_batches()
+                    yield from result_heard(pending.popleft()).to_batches()
             while pending:
-                yield from pending.popleft().result().to_batches()
+                yield from result_heard(pending.popleft()).to_batches()
         finally:
             for future in pending:
                 future.cancel()

@@ -8,7 +8,9 @@ main thread slept on until the wait ended by itself, and `benchsage run` ignored
 long as a stalled connection took. Here the main thread sleeps in select() on a pipe that each
 thread writes to as it ends, and that is also the process's signal wakeup fd
 (signal.set_wakeup_fd): whichever thread a signal reaches, the main thread wakes up and its
-handler runs.
+handler runs. Where the main thread waits for one piece of work in another thread (an
+analysis's diagnostics, a file's parsers, imports), result_heard wakes it every 50 ms to hear a
+signal.
 """
 
 from __future__ import annotations
@@ -17,7 +19,13 @@ import os
 import select
 import signal
 import threading
-from typing import Any, Callable
+from concurrent.futures import Future
+from concurrent.futures import wait as wait_futures
+from typing import Any, Callable, TypeVar
+
+_T = TypeVar("_T")
+# How often a main thread waiting in result_heard comes back to hear a signal.
+_HEAR_EVERY = 0.05
 
 
 class Threads:
@@ -90,3 +98,35 @@ class Threads:
                 pass
         except OSError:  # empty: BlockingIOError
             pass
+
+
+def in_thread(target: Callable[..., _T], *args: Any, name: str) -> Future[_T]:
+    """target(*args) in a daemon thread of its own; its result (or exception) in the future, for
+    result_heard. The main thread waits on the future, not on the thread: a Thread.join that a
+    signal's handler interrupts may mark the thread as ended while it still runs (CPython 3.11's
+    _wait_for_tstate_lock releases the thread's own lock when interrupted)."""
+    future: Future[_T] = Future()
+
+    def run() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            result = target(*args)
+        except BaseException as exc:  # noqa: BLE001 - raised again by result_heard
+            future.set_exception(exc)
+        else:
+            future.set_result(result)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return future
+
+
+def result_heard(future: Future[_T]) -> _T:
+    """future.result() that still hears Ctrl-C. Linux hands a signal to any thread of the process,
+    and CPython runs its Python handler only in the main thread, when that thread next runs
+    bytecode: asleep in a plain result(), the main thread heard a Ctrl-C that landed in another
+    thread only when the work it waited for was done (seconds, for an analysis of a large file).
+    Here it comes back every 50 ms."""
+    while not future.done():
+        wait_futures([future], _HEAR_EVERY)
+    return future.result()
