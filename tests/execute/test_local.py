@@ -26,17 +26,18 @@ def test_runs_a_trial_and_collects_its_results_file(tmp_path: Path) -> None:
 
 
 def test_failures_are_results_not_exceptions(tmp_path: Path) -> None:
-    worker = LocalWorker()
-    assert worker.run(ProcessRequest("exit 7", str(tmp_path))).exit_status == 7
-    assert worker.run(ProcessRequest("sleep 5", str(tmp_path), timeout=0.2)).timed_out
-    assert worker.run(ProcessRequest("true", str(tmp_path / "gone"))).error is not None
+    with LocalWorker() as worker:
+        assert worker.run(ProcessRequest("exit 7", str(tmp_path))).exit_status == 7
+        assert worker.run(ProcessRequest("sleep 5", str(tmp_path), timeout=0.2)).timed_out
+        assert worker.run(ProcessRequest("true", str(tmp_path / "gone"))).error is not None
 
 
 def test_snapshot_names_the_worker_and_hashes_the_test_files(tmp_path: Path) -> None:
     script = tmp_path / "t.sh"
     script.write_text("echo t\n")
     files = command_files("sh ./t.sh", str(tmp_path))
-    snap = LocalWorker("node-a").snapshot(files, str(tmp_path))
+    with LocalWorker("node-a") as worker:
+        snap = worker.snapshot(files, str(tmp_path))
     assert snap["worker"] == "node-a"
     assert snap["files"][str(script)] == hashlib.sha256(b"echo t\n").hexdigest()
     assert snap["kernel"] and snap["host"]

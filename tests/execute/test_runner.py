@@ -35,7 +35,8 @@ def make_spec(tmp_path: Path, body: str, *, runs: int = 3, reset: str | None = "
 def execute(spec_path: Path, directory: Path) -> Journal:
     spec = load_spec(spec_path)
     journal = create_experiment(spec, plan_experiment(spec), str(directory))
-    Runner(spec, journal, LocalWorker(), QuietProgress()).execute()
+    with LocalWorker() as worker:
+        Runner(spec, journal, worker, QuietProgress()).execute()
     return journal
 
 
@@ -158,8 +159,8 @@ def test_failing_reset_stops_cleanly_and_resume_finishes(tmp_path: Path) -> None
     spec_path = make_spec(tmp_path, THREE, runs=3, reset=f"test -e {flag} || {{ echo no flag >&2; exit 4; }}")
     spec = load_spec(spec_path)
     journal = create_experiment(spec, plan_experiment(spec), str(tmp_path / "out"))
-    with pytest.raises(ExperimentError) as info:
-        Runner(spec, journal, LocalWorker(), QuietProgress()).execute()
+    with pytest.raises(ExperimentError) as info, LocalWorker() as worker:
+        Runner(spec, journal, worker, QuietProgress()).execute()
     message = str(info.value)
     assert "reset failed before run 1 (exit status 4: no flag)" in message and "benchsage resume" in message
     assert info.value.exit_status == 3
@@ -168,7 +169,8 @@ def test_failing_reset_stops_cleanly_and_resume_finishes(tmp_path: Path) -> None
     journal.close()
     flag.touch()
     journal = Journal.open(tmp_path / "out")
-    Runner(spec_from_journal(journal), journal, LocalWorker(), QuietProgress()).execute()
+    with LocalWorker() as worker:
+        Runner(spec_from_journal(journal), journal, worker, QuietProgress()).execute()
     assert all(r["status"] == "done" for r in journal.runs())
     assert rows(tmp_path / "out", "SELECT COUNT(*) FROM trials") == [(18,)]
     journal.close()

@@ -92,7 +92,8 @@ def execute(spec_path: Path, directory: Path) -> None:
     spec = load_spec(spec_path)
     journal = create_experiment(spec, plan_experiment(spec), str(directory))
     try:
-        Runner(spec, journal, LocalWorker(), QuietProgress()).execute()
+        with LocalWorker() as worker:
+            Runner(spec, journal, worker, QuietProgress()).execute()
     finally:
         journal.close()
 
@@ -100,7 +101,8 @@ def execute(spec_path: Path, directory: Path) -> None:
 def resume(directory: Path) -> None:
     journal = Journal.open(directory)
     try:
-        Runner(spec_from_journal(journal), journal, LocalWorker(), QuietProgress()).execute()
+        with LocalWorker() as worker:
+            Runner(spec_from_journal(journal), journal, worker, QuietProgress()).execute()
     finally:
         journal.close()
 
