@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -192,6 +193,52 @@ def test_load_threshold(tmp_path: Path, n: int, load: str, state: str) -> None:
     r = LoadAverage(tree(tmp_path, {**cpus(n), "proc/loadavg": f"{load} 0.20 0.10 1/200 4242"})).read()
     assert r.state == state and r.data["cpus"] == n
     assert r.value == f"{float(load):.2f} 0.20 0.10 ({n} CPUs)"
+
+
+def test_once_it_has_measured_a_second_the_load_source_counts_other_work_not_the_experiments(tmp_path: Path) -> None:
+    """A 1-minute load of 3 on two CPUs, which back-to-back trials reach by themselves: after a
+    second, only the host's busy time beyond the experiment's own counts. The fake /proc/stat
+    says the host was busy exactly as long as this process and its two generations of parents
+    (fake stat files: utime, stime, cutime and cstime) were, then two CPUs' worth more."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    parent, grandparent = os.getppid(), 999_999
+
+    def stat(pid: int, ppid: int, cpu: int) -> str:
+        return f"{pid} (some (odd) name) S {ppid} 1 1 0 -1 0 0 0 0 0 {cpu} 0 0 0 20 0 1 0"
+
+    def own_ticks() -> float:
+        t = os.times()
+        return (t.user + t.system + t.children_user + t.children_system) * ticks
+
+    def write(busy: float, parent_cpu: int, grandparent_cpu: int) -> None:
+        tree(tmp_path, {"proc/stat": f"cpu  {round(busy)} 0 0 100000 0 0 0 0 0 0\ncpu0 0 0 0 0 0 0 0 0 0 0",
+                        f"proc/{parent}/stat": stat(parent, grandparent, parent_cpu),
+                        f"proc/{grandparent}/stat": stat(grandparent, 1, grandparent_cpu)})
+
+    def one_second_later(since: float) -> None:
+        while time.monotonic() - since < 1.0:  # the source needs a second between two readings
+            time.sleep(0.05)
+
+    root = tree(tmp_path, {**cpus(2), "proc/loadavg": "3.00 2.00 1.00 1/200 4242"})
+    write(5000 + own_ticks(), 100, 7)
+    first = LoadAverage(root).read()
+    start = time.monotonic()
+    assert first.state == WARN and "others" not in first.data and "1-minute load 3.00" in (first.advice or "")
+    one_second_later(start)
+    write(5000 + own_ticks() + 30 + 40, 130, 47)  # the parents took 30 and 40 ticks: the experiment's
+    second = LoadAverage(root).read()
+    assert second.state == OK and second.data["others"] < 0.05, second.data
+    assert second.data["own"] > 0.5 and second.data["over"] >= 1.0
+    assert second.value == "3.00 2.00 1.00 (2 CPUs); other work " + f"{second.data['others']:.2f} CPUs"
+    # A reading within the second says what the last one did
+    assert LoadAverage(root).read().data["others"] == second.data["others"]
+    start = time.monotonic()
+    one_second_later(start)
+    elapsed = time.monotonic() - start
+    write(5000 + own_ticks() + 70 + 2 * elapsed * ticks, 130, 47)  # and two CPUs busy with other work
+    third = LoadAverage(root).read()
+    assert third.state == WARN and 1.6 < third.data["others"] <= 2.05, third.data
+    assert (third.advice or "").startswith(f"Other work took {third.data['others']:.2f} CPUs of 2 over the last ")
 
 
 def meminfo(total: int, available: int, swap_total: int = 0, swap_free: int = 0) -> str:

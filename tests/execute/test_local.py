@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import subprocess
+import sys
 from pathlib import Path
 
 from benchsage.execute.local import LocalWorker
@@ -10,6 +12,7 @@ from benchsage.execute.metrics import extract
 from benchsage.agent.snapshot import command_files
 from benchsage.execute.worker import ProcessRequest, Worker
 from benchsage.spec import MetricSpec
+from benchsage.vocabulary import WARN
 
 
 def test_local_worker_satisfies_the_protocol(tmp_path: Path) -> None:
@@ -75,3 +78,31 @@ def test_a_result_travels_without_what_it_usually_says_and_arrives_whole() -> No
                "files": {"r.txt": b"3.5\n", "gone": None}, "error": "cannot start", "oom_kills": 2}
     assert set(encode_result(unusual)) == set(unusual) - {"stderr_dropped"}  # still 0
     assert decode_result(encode_result(unusual)) == unusual
+
+
+BURN = "python3 -c 'import time\nt = time.process_time()\nwhile time.process_time() - t < 1.0: pass'"
+
+
+def test_a_snapshot_counts_the_trials_cpu_as_the_experiments_not_as_other_work(tmp_path: Path) -> None:
+    """The snapshot is taken in the agent's helper process: the trial the agent waited for, a
+    second of CPU, is the experiment's own work (not the helper's, which waited for nothing)."""
+    with LocalWorker() as worker:
+        assert worker.snapshot([], str(tmp_path))["cpu_share"] is None  # the first: nothing to count from yet
+        burn = worker.run(ProcessRequest(BURN, str(tmp_path)))
+        share = worker.snapshot([], str(tmp_path))["cpu_share"]
+    assert burn.ok and burn.user_time + burn.sys_time >= 1.0
+    assert share["seconds"] >= burn.wall_time and share["own"] * share["seconds"] >= burn.user_time + burn.sys_time - 0.03, (share, burn)
+
+
+def test_a_process_the_experiment_did_not_start_is_other_work(tmp_path: Path) -> None:
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        with LocalWorker() as worker:
+            worker.snapshot([], str(tmp_path))
+            assert worker.run(ProcessRequest("sleep 1.1", str(tmp_path))).ok
+            snapshot = worker.snapshot([], str(tmp_path))
+    finally:
+        hog.kill()
+        hog.wait()
+    assert snapshot["cpu_share"]["others"] > 0.5 and snapshot["noise"]["load"]["state"] == WARN, snapshot["noise"]["load"]
+    assert snapshot["noise"]["load"]["value"].endswith(f"; other work {snapshot['cpu_share']['others']:.2f} CPUs")

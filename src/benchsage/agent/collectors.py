@@ -18,28 +18,17 @@ import time
 from benchsage.agent import energy
 from benchsage.agent.measurement import POWERCAP_ENV
 from benchsage.agent.spawn import run_process
+from benchsage.agent.sysfs import PROC_STAT, host_cpu_seconds
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: the typing module would grow the agent
     from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-PROC_STAT = "/proc/stat"
 _NUMBER = re.compile(rb"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
-_BUSY = (0, 1, 2, 5, 6, 7)  # user, nice, system, irq, softirq, steal (guest time is inside user)
 
 
 class Unreadable(Exception):
     """A collector could not read its value: one line saying why."""
-
-
-def host_cpu_seconds(path: str = PROC_STAT) -> float:
-    """CPU seconds this host's CPUs have spent busy since boot, all CPUs together."""
-    with open(path, "rb") as f:
-        first = f.readline().split()
-    if not first or first[0] != b"cpu":
-        raise Unreadable("%s does not start with the 'cpu' line" % path)
-    ticks = [int(v) for v in first[1:]]
-    return sum(ticks[i] for i in _BUSY if i < len(ticks)) / float(os.sysconf("SC_CLK_TCK"))
 
 
 def last_number(command: str, cwd: str, env: Mapping[str, str], timeout: float) -> float:

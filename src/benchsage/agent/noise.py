@@ -12,10 +12,11 @@ import glob
 import os
 import re
 import subprocess
+import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
-from benchsage.agent.sysfs import kernel_cpu_list
+from benchsage.agent.sysfs import CLOCK_TICKS, host_cpu_seconds, kernel_cpu_list
 from benchsage.vocabulary import OK, UNKNOWN, WARN, format_cpu_list
 
 _CPU = "sys/devices/system/cpu"
@@ -268,6 +269,15 @@ class IsolatedCPUs(NoiseSource):
 
 
 class LoadAverage(NoiseSource):
+    """The load average, and once the agent has measured for a while, the CPU time other work
+    took. An experiment's own trials keep about one task runnable back to back, so its 1-minute
+    load climbs towards 1 on an idle machine within a minute: judged by the load alone, every
+    run after the first minute said "other work keeps the machine busy", of the experiment's own
+    work. Between two readings at least a second apart the source instead counts the host's busy
+    CPU time (/proc/stat, steal included: another virtual machine's work) minus the experiment's
+    own (_own_cpu: the agent, the trials and resets it waited for, the controller or the ssh
+    session that started it)."""
+
     name = "load"
     title = "Load average"
 
@@ -282,8 +292,22 @@ class LoadAverage(NoiseSource):
         # (and at least half a CPU, so a lone short-lived command does not trip it) the
         # machine is not idle enough to measure on.
         threshold = max(0.5, 0.1 * cpus)
-        data = {"load1": load1, "load5": load5, "load15": load15, "cpus": cpus, "threshold": threshold}
+        data: dict[str, Any] = {"load1": load1, "load5": load5, "load15": load15, "cpus": cpus, "threshold": threshold}
         value = f"{load1:.2f} {load5:.2f} {load15:.2f} ({cpus} CPUs)"
+        others = self._others()
+        if others is not None:
+            share, own, seconds = others
+            data.update(others=share, own=own, over=seconds)
+            value += f"; other work {share:.2f} CPUs"
+            if share <= threshold:
+                return self.ok(value, **data)
+            return self.warn(
+                value,
+                f"Other work took {share:.2f} CPUs of {cpus} over the last {seconds:.0f} s (the experiment's own "
+                f"processes left out; above {threshold:.2f}): trials will also measure waiting for a CPU; stop it or use an "
+                "idle machine.",
+                **data,
+            )
         if load1 <= threshold:
             return self.ok(value, **data)
         return self.warn(
@@ -292,6 +316,62 @@ class LoadAverage(NoiseSource):
             f"{threshold:.2f}): trials will also measure waiting for a CPU; stop it or use an idle machine.",
             **data,
         )
+
+    def _others(self) -> tuple[float, float, float] | None:
+        """CPUs' worth of other work and of the experiment's since the last reading of this root
+        at least _OTHERS_AFTER seconds ago, and over how many seconds; None before that (the
+        load says it then)."""
+        now = (time.monotonic(), self._host_busy(), self._own_cpu())
+        if now[1] is None:
+            return None
+        last = _cpu_samples.get(self.root)
+        if last is None or last[1] is None:
+            _cpu_samples[self.root] = now
+            return None
+        seconds = now[0] - last[0]
+        if seconds < _OTHERS_AFTER:
+            return _cpu_others.get(self.root)  # too short to tell (the clock ticks in 10 ms): as last time
+        _cpu_samples[self.root] = now
+        own = (now[2] - last[2]) / seconds
+        share = max(0.0, (now[1] - last[1]) / seconds - own)
+        _cpu_others[self.root] = (share, own, seconds)
+        return share, own, seconds
+
+    def _host_busy(self) -> float | None:
+        try:
+            return host_cpu_seconds(self.path("proc/stat"))
+        except (OSError, ValueError):
+            return None
+
+    def _own_cpu(self) -> float:
+        """CPU seconds of the experiment's processes on this host: this one and the trials and
+        resets it waited for, and two generations of its parents with theirs. Read in the agent's
+        snapshot helper, those are the agent with its trials and the controller (or the ssh
+        session); only their growth between two readings counts."""
+        t = os.times()
+        own = t.user + t.system + t.children_user + t.children_system
+        pid = os.getppid()
+        for _ in range(2):
+            fields = (self.text(f"proc/{pid}/stat") or "").rpartition(")")[2].split()
+            if len(fields) < 15:  # after the command's parentheses: state, ppid, ... utime (11) to cstime (14)
+                break
+            try:
+                own += sum(int(x) for x in fields[11:15]) / CLOCK_TICKS
+                pid = int(fields[1])
+            except ValueError:
+                break
+            if pid <= 1:
+                break
+        return own
+
+
+# A reading of the others' CPU needs this many seconds since the last (CPU time is counted in
+# clock ticks: over a second on two CPUs, within 0.02 CPUs).
+_OTHERS_AFTER = 1.0
+# By root: (monotonic time, host busy seconds, own CPU seconds) of the reading the next is
+# measured from, and the last shares of other work and of the experiment's, and their seconds.
+_cpu_samples: dict[str, tuple[float, float | None, float]] = {}
+_cpu_others: dict[str, tuple[float, float, float]] = {}
 
 
 class MemoryPressure(NoiseSource):

@@ -119,6 +119,8 @@ def collect(files: Sequence[str], cwd: str) -> dict[str, Any]:
         "aslr": readings["aslr"].value,
         "cpu_idle": readings["cpu_idle"].value,
         "load_average": [load["load1"], load["load5"], load["load15"]] if "load1" in load else None,
+        # CPUs' worth of other work and of the experiment's own since the last snapshot (noise.LoadAverage)
+        "cpu_share": {"others": load["others"], "own": load["own"], "seconds": load["over"]} if "others" in load else None,
         "python": platform.python_version(),
         "benchsage": VERSION,
         "noise": {name: {"value": r.value, "state": r.state} for name, r in readings.items()},

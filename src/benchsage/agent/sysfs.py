@@ -4,6 +4,8 @@ file's text, or None when it is missing or unreadable, and CPU lists as the kern
 
 from __future__ import annotations
 
+import os
+
 from benchsage.vocabulary import parse_cpu_list
 
 TYPE_CHECKING = False
@@ -26,3 +28,20 @@ def kernel_cpu_list(text: str) -> List[int]:
     else its CPUs; a trailing newline is fine. Raises ValueError for anything else."""
     text = text.strip()
     return [] if not text or text == "(null)" else parse_cpu_list(text)
+
+
+PROC_STAT = "/proc/stat"
+_BUSY = (0, 1, 2, 5, 6, 7)  # user, nice, system, irq, softirq, steal (guest time is inside user)
+CLOCK_TICKS = float(os.sysconf("SC_CLK_TCK"))
+
+
+def host_cpu_seconds(path: str = PROC_STAT) -> float:
+    """CPU seconds this host's CPUs have spent busy since boot, all CPUs together (steal too:
+    time another virtual machine took from this one's CPUs). Raises OSError, or ValueError when
+    the file does not start with its 'cpu' line."""
+    with open(path, "rb") as f:
+        first = f.readline().split()
+    if not first or first[0] != b"cpu":
+        raise ValueError("%s does not start with the 'cpu' line" % path)
+    ticks = [int(v) for v in first[1:]]
+    return sum(ticks[i] for i in _BUSY if i < len(ticks)) / CLOCK_TICKS

@@ -32,7 +32,7 @@ STABLE_FIELDS: tuple[str, ...] = (
 # Fields that differ between hosts or runs by nature: never an identity difference.
 TRANSIENT_FIELDS: frozenset[str] = frozenset(
     {
-        "time", "started", "ended", "host", "worker", "worker_kind", "transport", "boot_id", "load_average", "noise",
+        "time", "started", "ended", "host", "worker", "worker_kind", "transport", "boot_id", "load_average", "cpu_share", "noise",
         "files", "dir", "agent_pid", "agent_rss_kib", "max_rss_floor_kib", "uptime",
     }
 )
