@@ -13,42 +13,51 @@ def run(script: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True, timeout=60)
 
 
+# Each script below: a worker thread sends SIGINT to itself once the main thread is asleep in
+# `waiting` (its stack says so and /proc says it sleeps), then waits for a release that only the
+# interrupted main thread gives. A plain join or result() would sleep on until the script's timeout ran
+# out, and print "not interrupted".
+HEARD = """
+import signal, sys, threading, time
+release = threading.Event()
+main = threading.main_thread()
+
+def main_asleep_in(waiting):
+    frame = sys._current_frames().get(main.ident)
+    with open(f"/proc/self/task/{main.native_id}/stat") as stat:
+        state = stat.read().rpartition(")")[2].split()[0]
+    names = []
+    while frame is not None:
+        names.append(frame.f_code.co_name)
+        frame = frame.f_back
+    return waiting in names and state == "S"
+
+def interrupt_when_asleep_in(waiting):
+    while not main_asleep_in(waiting):
+        time.sleep(0.001)
+    signal.pthread_kill(threading.get_ident(), signal.SIGINT)
+    if not release.wait(20):
+        print("not interrupted", flush=True)
+    return "released"
+"""
+
+
 def test_a_signal_delivered_to_a_worker_thread_interrupts_the_wait() -> None:
     """The worker thread sends SIGINT to itself (as the kernel may send a Ctrl-C to any thread),
     then waits for a release that only the interrupted main thread gives. Waiting with
     Thread.join, the main thread would sleep on and the script would run into its timeout."""
-    done = run("""
-        import signal, sys, threading, time
-        from benchsage.threads import Threads
-        release = threading.Event()
-        main = threading.main_thread()
+    done = run(HEARD + """
+from benchsage.threads import Threads
 
-        def main_asleep_in_the_wait():
-            frame = sys._current_frames().get(main.ident)
-            with open(f"/proc/self/task/{main.native_id}/stat") as stat:
-                state = stat.read().rpartition(")")[2].split()[0]
-            names = []
-            while frame is not None:
-                names.append(frame.f_code.co_name)
-                frame = frame.f_back
-            return "wait_all" in names and state == "S"
-
-        def worker():
-            while not main_asleep_in_the_wait():  # the signal must find the main thread asleep
-                time.sleep(0.001)
-            signal.pthread_kill(threading.get_ident(), signal.SIGINT)
-            if not release.wait(20):
-                print("not interrupted", flush=True)
-
-        try:
-            with Threads() as threads:
-                threads.start(worker)
-                threads.wait_all()
-        except KeyboardInterrupt:
-            release.set()
-            threads.join()
-            print("interrupted; wakeup fd restored:", signal.set_wakeup_fd(-1) == -1)
-    """)
+try:
+    with Threads() as threads:
+        threads.start(interrupt_when_asleep_in, "wait_all")
+        threads.wait_all()
+except KeyboardInterrupt:
+    release.set()
+    threads.join()
+    print("interrupted; wakeup fd restored:", signal.set_wakeup_fd(-1) == -1)
+""")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "interrupted; wakeup fd restored: True"
 
@@ -75,35 +84,6 @@ def test_the_wait_ends_when_every_thread_has_ended_and_the_old_wakeup_fd_is_back
     """)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[0, 1, 2] 0 True"
-
-
-# Each script below: a worker thread sends SIGINT to itself once the main thread is asleep in
-# `waiting` (its stack says so and /proc says it sleeps), then waits for a release that only the
-# interrupted main thread gives. A plain result() would sleep on until the script's timeout ran
-# out, and print "not interrupted".
-HEARD = """
-import signal, sys, threading, time
-release = threading.Event()
-main = threading.main_thread()
-
-def main_asleep_in(waiting):
-    frame = sys._current_frames().get(main.ident)
-    with open(f"/proc/self/task/{main.native_id}/stat") as stat:
-        state = stat.read().rpartition(")")[2].split()[0]
-    names = []
-    while frame is not None:
-        names.append(frame.f_code.co_name)
-        frame = frame.f_back
-    return waiting in names and state == "S"
-
-def interrupt_when_asleep_in(waiting):
-    while not main_asleep_in(waiting):
-        time.sleep(0.001)
-    signal.pthread_kill(threading.get_ident(), signal.SIGINT)
-    if not release.wait(20):
-        print("not interrupted", flush=True)
-    return "released"
-"""
 
 
 def test_result_heard_hears_a_signal_delivered_to_the_thread_it_waits_for() -> None:
