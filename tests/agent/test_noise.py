@@ -199,7 +199,8 @@ def test_once_it_has_measured_a_second_the_load_source_counts_other_work_not_the
     """A 1-minute load of 3 on two CPUs, which back-to-back trials reach by themselves: after a
     second, only the host's busy time beyond the experiment's own counts. The fake /proc/stat
     says the host was busy exactly as long as this process and its two generations of parents
-    (fake stat files: utime, stime, cutime and cstime) were, then two CPUs' worth more."""
+    (fake stat files: utime, stime, cutime and cstime) were, and in interrupts, then two CPUs'
+    worth more."""
     ticks = os.sysconf("SC_CLK_TCK")
     parent, grandparent = os.getppid(), 999_999
 
@@ -210,8 +211,8 @@ def test_once_it_has_measured_a_second_the_load_source_counts_other_work_not_the
         t = os.times()
         return (t.user + t.system + t.children_user + t.children_system) * ticks
 
-    def write(busy: float, parent_cpu: int, grandparent_cpu: int) -> None:
-        tree(tmp_path, {"proc/stat": f"cpu  {round(busy)} 0 0 100000 0 0 0 0 0 0\ncpu0 0 0 0 0 0 0 0 0 0 0",
+    def write(busy: float, parent_cpu: int, grandparent_cpu: int, softirq: int = 0) -> None:
+        tree(tmp_path, {"proc/stat": f"cpu  {round(busy)} 0 0 100000 0 0 {softirq} 0 0 0\ncpu0 0 0 0 0 0 0 0 0 0 0",
                         f"proc/{parent}/stat": stat(parent, grandparent, parent_cpu),
                         f"proc/{grandparent}/stat": stat(grandparent, 1, grandparent_cpu)})
 
@@ -225,7 +226,8 @@ def test_once_it_has_measured_a_second_the_load_source_counts_other_work_not_the
     start = time.monotonic()
     assert first.state == WARN and "others" not in first.data and "1-minute load 3.00" in (first.advice or "")
     one_second_later(start)
-    write(5000 + own_ticks() + 30 + 40, 130, 47)  # the parents took 30 and 40 ticks: the experiment's
+    # The parents took 30 and 40 ticks: the experiment's. Interrupts (a trial's own I/O) do not count.
+    write(5000 + own_ticks() + 30 + 40, 130, 47, softirq=2 * ticks)
     second = LoadAverage(root).read()
     assert second.state == OK and second.data["others"] < 0.05, second.data
     assert second.data["own"] > 0.5 and second.data["over"] >= 1.0
@@ -235,7 +237,7 @@ def test_once_it_has_measured_a_second_the_load_source_counts_other_work_not_the
     start = time.monotonic()
     one_second_later(start)
     elapsed = time.monotonic() - start
-    write(5000 + own_ticks() + 70 + 2 * elapsed * ticks, 130, 47)  # and two CPUs busy with other work
+    write(5000 + own_ticks() + 70 + 2 * elapsed * ticks, 130, 47, softirq=2 * ticks)  # and two CPUs busy with other work
     third = LoadAverage(root).read()
     assert third.state == WARN and 1.6 < third.data["others"] <= 2.05, third.data
     assert (third.advice or "").startswith(f"Other work took {third.data['others']:.2f} CPUs of 2 over the last ")

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping
 
-from benchsage.agent.sysfs import CLOCK_TICKS, host_cpu_seconds, kernel_cpu_list
+from benchsage.agent.sysfs import CLOCK_TICKS, PROCESSES_AND_STEAL, host_cpu_seconds, kernel_cpu_list
 from benchsage.vocabulary import OK, UNKNOWN, WARN, format_cpu_list
 
 _CPU = "sys/devices/system/cpu"
@@ -273,9 +273,9 @@ class LoadAverage(NoiseSource):
     took. An experiment's own trials keep about one task runnable back to back, so its 1-minute
     load climbs towards 1 on an idle machine within a minute: judged by the load alone, every
     run after the first minute said "other work keeps the machine busy", of the experiment's own
-    work. Between two readings at least a second apart the source instead counts the host's busy
-    CPU time (/proc/stat, steal included: another virtual machine's work) minus the experiment's
-    own (_own_cpu: the agent, the trials and resets it waited for, the controller or the ssh
+    work. Between two readings at least a second apart the source instead counts the CPU time the
+    host spent in processes (/proc/stat; steal included, another virtual machine's work; not
+    interrupts, which a trial's own I/O causes) minus the experiment's own (_own_cpu: the agent, the trials and resets it waited for, the controller or the ssh
     session that started it)."""
 
     name = "load"
@@ -338,8 +338,10 @@ class LoadAverage(NoiseSource):
         return share, own, seconds
 
     def _host_busy(self) -> float | None:
+        """The host's CPU seconds in processes (and steal), not in interrupts: a trial's network
+        and disk interrupts are handled outside its own CPU time, so they would count as other work."""
         try:
-            return host_cpu_seconds(self.path("proc/stat"))
+            return host_cpu_seconds(self.path("proc/stat"), PROCESSES_AND_STEAL)
         except (OSError, ValueError):
             return None
 

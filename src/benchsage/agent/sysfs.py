@@ -10,7 +10,7 @@ from benchsage.vocabulary import parse_cpu_list
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: the typing module would grow the agent
-    from typing import List, Optional
+    from typing import List, Optional, Tuple
 
 
 def read_text(path: str) -> Optional[str]:
@@ -31,17 +31,19 @@ def kernel_cpu_list(text: str) -> List[int]:
 
 
 PROC_STAT = "/proc/stat"
-_BUSY = (0, 1, 2, 5, 6, 7)  # user, nice, system, irq, softirq, steal (guest time is inside user)
+BUSY = (0, 1, 2, 5, 6, 7)  # user, nice, system, irq, softirq, steal (guest time is inside user)
+PROCESSES_AND_STEAL = (0, 1, 2, 7)  # user, nice, system, steal: busy but for interrupts
 CLOCK_TICKS = float(os.sysconf("SC_CLK_TCK"))
 
 
-def host_cpu_seconds(path: str = PROC_STAT) -> float:
+def host_cpu_seconds(path: str = PROC_STAT, fields: Tuple[int, ...] = BUSY) -> float:
     """CPU seconds this host's CPUs have spent busy since boot, all CPUs together (steal too:
-    time another virtual machine took from this one's CPUs). Raises OSError, or ValueError when
-    the file does not start with its 'cpu' line."""
+    time another virtual machine took from this one's CPUs), counting the columns `fields` of
+    /proc/stat's 'cpu' line (from 0, user). Raises OSError, or ValueError when the file does not
+    start with its 'cpu' line."""
     with open(path, "rb") as f:
         first = f.readline().split()
     if not first or first[0] != b"cpu":
         raise ValueError("%s does not start with the 'cpu' line" % path)
     ticks = [int(v) for v in first[1:]]
-    return sum(ticks[i] for i in _BUSY if i < len(ticks)) / CLOCK_TICKS
+    return sum(ticks[i] for i in fields if i < len(ticks)) / CLOCK_TICKS
