@@ -21,11 +21,13 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "bisect" / "make_re
 
 
 def make_repo(repo: Path) -> dict[str, str]:
-    """5 commits; commit 3 makes the program 40 % slower; no noise added; 8 runs per probe."""
+    """5 commits; commit 3 makes the program 40 % slower; no noise added; 12 runs per probe (at 8,
+    one run reversed by a load spike keeps the good-bad check's two-sided p, 2 x 2/256, above its
+    level: the search ends "no-change")."""
     spec = importlib.util.spec_from_file_location("benchsage_example_bisect", EXAMPLE)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.make_repo(str(repo), commits=5, change=3, slowdown=40.0, noise=0.0, work=8.0, runs=8)
+    return module.make_repo(str(repo), commits=5, change=3, slowdown=40.0, noise=0.0, work=8.0, runs=12)
 
 
 def on_fleet(repo: Path, fleet, hosts: Path) -> None:

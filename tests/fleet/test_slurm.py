@@ -255,7 +255,9 @@ def test_a_pair_of_roles_in_one_heterogeneous_allocation(slurm_cluster: slurmclu
 
 def bisect_repo(tmp_path: Path) -> tuple[Path, Path, dict]:
     """examples/bisect's generated repository, small: 6 commits, a 40 % slowdown at the third,
-    no noise; (its folder, the search's output folder, its commits by role)."""
+    no noise, 12 runs a probe (at 8, one run reversed by a load spike keeps the good-bad check's
+    two-sided p, 2 x 2/256, above its level 0.01125: a CI run's search ended "no-change"); (its
+    folder, the search's output folder, its commits by role)."""
     import importlib.util
 
     example = Path(__file__).resolve().parents[2] / "examples" / "bisect" / "make_repo.py"
@@ -264,7 +266,7 @@ def bisect_repo(tmp_path: Path) -> tuple[Path, Path, dict]:
     module = importlib.util.module_from_spec(loader)
     loader.loader.exec_module(module)
     repo = tmp_path / "repo"
-    hashes = module.make_repo(str(repo), commits=6, change=3, slowdown=40.0, noise=0.0, work=8.0, runs=8)
+    hashes = module.make_repo(str(repo), commits=6, change=3, slowdown=40.0, noise=0.0, work=8.0, runs=12)
     return repo, tmp_path / "search", hashes
 
 
