@@ -70,8 +70,9 @@ def import_in_background(*modules: str) -> Future[None]:
     pyarrow parses a CSV file with the GIL released, so the imports the analysis needs next
     (its own modules and scipy.special, 0.2 s) cost next to nothing on the critical path. The
     caller must not import anything itself until the future is done (threads.result_heard),
-    unless the modules never import benchsage: two threads importing modules that import each other could
-    deadlock. An import that fails here fails again, with its message, where it is used.
+    unless the modules never import benchsage: two threads importing modules that import each
+    other could deadlock. An import that fails here fails again, with its message, where it is
+    used.
     """
 
     def run() -> None:

@@ -108,8 +108,6 @@ def in_thread(target: Callable[..., _T], *args: Any, name: str) -> Future[_T]:
     future: Future[_T] = Future()
 
     def run() -> None:
-        if not future.set_running_or_notify_cancel():
-            return
         try:
             result = target(*args)
         except BaseException as exc:  # noqa: BLE001 - raised again by result_heard

@@ -275,8 +275,8 @@ class LoadAverage(NoiseSource):
     run after the first minute said "other work keeps the machine busy", of the experiment's own
     work. Between two readings at least a second apart the source instead counts the CPU time the
     host spent in processes (/proc/stat; steal included, another virtual machine's work; not
-    interrupts, which a trial's own I/O causes) minus the experiment's own (_own_cpu: the agent, the trials and resets it waited for, the controller or the ssh
-    session that started it)."""
+    interrupts, which a trial's own I/O causes) minus the experiment's own (_own_cpu: the agent,
+    the trials and resets it waited for, the controller or the ssh session that started it)."""
 
     name = "load"
     title = "Load average"
@@ -321,11 +321,12 @@ class LoadAverage(NoiseSource):
         """CPUs' worth of other work and of the experiment's since the last reading of this root
         at least _OTHERS_AFTER seconds ago, and over how many seconds; None before that (the
         load says it then)."""
-        now = (time.monotonic(), self._host_busy(), self._own_cpu())
-        if now[1] is None:
+        busy = self._host_busy()
+        if busy is None:
             return None
+        now = (time.monotonic(), busy, self._own_cpu())
         last = _cpu_samples.get(self.root)
-        if last is None or last[1] is None:
+        if last is None:
             _cpu_samples[self.root] = now
             return None
         seconds = now[0] - last[0]
@@ -372,7 +373,7 @@ class LoadAverage(NoiseSource):
 _OTHERS_AFTER = 1.0
 # By root: (monotonic time, host busy seconds, own CPU seconds) of the reading the next is
 # measured from, and the last shares of other work and of the experiment's, and their seconds.
-_cpu_samples: dict[str, tuple[float, float | None, float]] = {}
+_cpu_samples: dict[str, tuple[float, float, float]] = {}
 _cpu_others: dict[str, tuple[float, float, float]] = {}
 
 

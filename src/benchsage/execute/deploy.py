@@ -21,10 +21,10 @@ from typing import IO, Any, Iterator, Sequence
 from benchsage.agent.deploy import SYMLINK, entry_of, scan, tree_id
 from benchsage.errors import SpecError, WorkerError, WorkerLost, WorkerSetupError
 from benchsage.execute.agentworker import AgentWorker
-from benchsage.threads import Threads
 from benchsage.spec import Spec
 from benchsage.spec.deploy import GIT, INCLUDE
 from benchsage.store.journal import JOURNAL_NAME
+from benchsage.threads import Threads
 
 CHUNK = 1 << 20  # content bytes per request (pieces of files): a JSON line of ~1.4 MB, a bounded buffer on both sides
 REPLY_TIMEOUT = 120.0  # seconds for an agent to scan, write a piece, or hash its dir

@@ -12,9 +12,9 @@ from benchsage.errors import WorkerError, WorkerSetupError
 from benchsage.execute.agentworker import AgentWorker
 from benchsage.execute.group import GroupWorker
 from benchsage.execute.local import LocalWorker
-from benchsage.threads import Threads
 from benchsage.execute.transports import CommandTransport, SlurmTransport, SshTransport
 from benchsage.spec import Spec, WorkerSpec, check_files
+from benchsage.threads import Threads
 
 WORKER_LOGS = "workers"  # folder of the experiment directory with each worker's transport log
 

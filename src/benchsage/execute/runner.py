@@ -22,11 +22,11 @@ from benchsage.execute.init import InitFailed, initialize, initialized
 from benchsage.execute.metrics import MetricError, collected_files, extract, from_output
 from benchsage.execute.progress import Progress
 from benchsage.execute.sequential import Looks
-from benchsage.threads import Threads
 from benchsage.execute.treatments import Applier
 from benchsage.execute.worker import ProcessRequest, ProcessResult, Worker, failure_reason, last_line
 from benchsage.spec import Spec, TestSpec
 from benchsage.store.journal import Journal, TrialRecord
+from benchsage.threads import Threads
 from benchsage.vocabulary import FINISHED, MIN_RUNS_PER_ARM, NOT_NEEDED
 
 
