@@ -101,7 +101,10 @@ def test_wall_time_and_epoch_times(tmp_path: Path) -> None:
     r = run("sleep 0.2", tmp_path)
     after = time.time()
     assert r.ok and 0.2 <= r.wall_time < 5
-    assert before <= r.started <= r.ended <= after
+    # started and ended are the trial clock's, put on the wall clock at the trial's end: a step of the wall clock
+    # meanwhile (this virtual machine's clock was once stepped 0.4 ms back during the trial) moves them with it.
+    step = 0.005
+    assert before - step <= r.started <= r.ended <= after + step
     assert r.ended - r.started >= 0.2
 
 
