@@ -54,6 +54,62 @@ class TestVerdict:
     unit: str = ""
     better: str = ""
     notes: tuple[Any, ...] = ()  # why a field is null: notes of analyze/notes.py (report/words/ says them)
+    # "ok", or "failed": no trial of the test succeeded, and every statistic is None
+    # (Analysis.failed_tests says how its trials failed).
+    status: str = "ok"
+    # The size of the order effect, the fixed arm against the random arm: the Hodges-Lehmann
+    # estimate, a ratio fixed/random (shift_kind "ratio", values all positive) or a difference
+    # fixed - random ("difference"), with its distribution-free interval at shift_level (one
+    # minus the family's corrected alpha, so that the interval excludes no effect when the row
+    # is significant). None where the arms are too small or the values all equal.
+    shift: float | None = None
+    shift_ci: tuple[float, float] | None = None
+    shift_level: float | None = None
+    shift_kind: str | None = None
+    # Primary rows only (None otherwise): could any arrangement of these values between the arms
+    # reach the corrected level (least_p: the smallest p the row's test can give at these n and
+    # values), and the smallest shift of the fixed arm, in percent, that this design finds with
+    # 80% power given the observed values (None when none does).
+    detectable: bool | None = None
+    least_p: float | None = None
+    min_detectable_pct: float | None = None
+    # With treatment cells (factors, contexts): each cell's arms (None without cells).
+    cells: tuple[CellArms, ...] | None = None
+
+
+@dataclass(frozen=True)
+class CellArms:
+    """One treatment cell of a test row (a combination of factor levels and context): its
+    arms' sizes, medians and intervals (at the analysis's ci_level)."""
+
+    cell: tuple[tuple[str, str], ...]  # (dimension, level), in the table's dimension order
+    n_fixed: int
+    n_random: int
+    median_fixed: float | None
+    median_random: float | None
+    ci_fixed: tuple[float, float] | None
+    ci_random: tuple[float, float] | None
+
+
+@dataclass(frozen=True)
+class FailedTest:
+    """A test some of whose analysed trials did not succeed: how many of how many, by status,
+    and the first failure's reason and the last lines of its output (stderr, else stdout)."""
+
+    __test__ = False  # not a pytest test class
+
+    test: str
+    failed: int
+    trials: int
+    statuses: tuple[tuple[str, int], ...]  # (status, trials), most first
+    reason: str | None
+    output_tail: str | None
+
+    @property
+    def broken(self) -> bool:
+        """No trial succeeded, or more than half failed: the experiment's answer about this
+        test cannot be trusted (exit status 4)."""
+        return self.failed == self.trials or 2 * self.failed > self.trials
 
 
 @dataclass(frozen=True)
@@ -301,6 +357,9 @@ class Analysis:
     # The trial table the analysis read: its values (rows), and the runs they come from.
     values: int = 0
     runs: int = 0
+    # Tests with trials that did not succeed, in test order (empty when every trial succeeded
+    # or the source does not say).
+    failed_tests: tuple[FailedTest, ...] = ()
 
     @property
     def significant_tests(self) -> tuple[TestVerdict, ...]:

@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from benchsage.analyze.identity import Identity
-from benchsage.analyze.verdict import Analysis, FleetRow, Rows, TestVerdict, WorkerVerdicts
+from benchsage.analyze.verdict import Analysis, CellArms, FleetRow, Rows, TestVerdict, WorkerVerdicts
 from benchsage.report.curves_json import curves_json
 from benchsage.report.treatments_json import TREATMENT_JSON
 from benchsage.report.words import said, say
@@ -151,7 +151,25 @@ def verdict_json(v: TestVerdict) -> dict[str, Any]:
     d["ci_fixed"] = list(v.ci_fixed) if v.ci_fixed is not None else None
     d["ci_random"] = list(v.ci_random) if v.ci_random is not None else None
     d["notes"] = said(v.notes)
+    d["shift_ci"] = list(v.shift_ci) if v.shift_ci is not None else None
+    if v.cells is None:
+        del d["cells"]
+    else:
+        d["cells"] = [cell_json(c) for c in v.cells]
     return d
+
+
+def cell_json(c: CellArms) -> dict[str, Any]:
+    """One treatment cell of a test row, in its "cells"."""
+    return {
+        "cell": dict(c.cell),
+        "n_fixed": c.n_fixed,
+        "n_random": c.n_random,
+        "median_fixed": c.median_fixed,
+        "median_random": c.median_random,
+        "ci_fixed": list(c.ci_fixed) if c.ci_fixed is not None else None,
+        "ci_random": list(c.ci_random) if c.ci_random is not None else None,
+    }
 
 
 def worker_json(w: WorkerVerdicts) -> dict[str, Any]:
