@@ -28,6 +28,10 @@ from typing import Any, Callable, Dict, Iterator, List, Optional
 import pytest
 
 WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+# `run` and `resume` write DIR/report.html unless told not to; the suite's hundreds of
+# experiments do not look at it (a report costs about 2 s), and the tests of the report that
+# comes with a run set BENCHSAGE_REPORT themselves.
+os.environ.setdefault("BENCHSAGE_REPORT", "0")
 TIMING_SLOTS = 1  # timing tests at once, one real-time priority each (the highest is TIMING_SLOTS)
 TIMING_GROUP = "timing"  # the one worker's group of timing tests
 NORMAL = os.sched_param(0)

@@ -180,17 +180,20 @@ def plan(spec_path: Source, *, runs: int | None = None, seed: int | None = None,
     return doc
 
 
-def carry_out(spec_path: Source, directory: Source, *, runs: int | None = None, seed: int | None = None, quiet: bool = False) -> None:
+def carry_out(spec_path: Source, directory: Source, *, runs: int | None = None, seed: int | None = None, quiet: bool = False,
+              ignore_failures: bool = False) -> None:
     """Plan the experiment in `spec_path` (`runs` per arm and `seed`, else the spec's) and carry it
     out into the new experiment directory `directory`, as `benchsage run` does before it
-    analyses; progress on stderr unless `quiet`."""
+    analyses; progress on stderr unless `quiet`. A test that fails in each of its first trials
+    stops it (errors.TestsFailed, exit status 4) unless `ignore_failures`."""
     from benchsage.spec import load_spec
 
     spec = load_spec(os.fspath(spec_path))  # a bad spec is said before the planning machinery (scipy) is loaded
     from benchsage.design.experiment import plan_experiment
     from benchsage.execute.session import run_experiment
 
-    run_experiment(spec, lambda s: plan_experiment(s, runs=runs, seed=seed), os.fspath(directory), quiet=quiet)
+    run_experiment(spec, lambda s: plan_experiment(s, runs=runs, seed=seed), os.fspath(directory), quiet=quiet,
+                   stop_on_failure=not ignore_failures)
 
 
 def release(directory: Source) -> list[str]:

@@ -10,6 +10,7 @@ EXIT_OK = 0
 EXIT_EFFECT = 1
 EXIT_BAD_INPUT = 2
 EXIT_UNFINISHED = 3
+EXIT_TESTS_FAILED = 4  # a test had no successful trial, or failed in more than half of them
 
 
 class BenchsageError(Exception):
@@ -49,3 +50,11 @@ class WorkerSetupError(BenchsageError):
 
 class WorkerLost(WorkerError):
     """The connection to a worker's agent ended without its goodbye (host down, network cut)."""
+
+
+class TestsFailed(BenchsageError):
+    """A test failed in every one of its first trials and the experiment stopped; what was
+    measured is kept (`--ignore-failures` carries on instead)."""
+
+    __test__ = False  # not a pytest test class
+    exit_status = EXIT_TESTS_FAILED

@@ -32,6 +32,16 @@ STOPPED_VERDICT = "verdict-settled"  # decide = "verdict": an effect in some tes
 STOPPED_DECIDED = "every-test-decided"
 STOPPED_LAST_LOOK = "last-look"  # the most runs were carried out
 
+# The answer of an analysis (its JSON's "verdict"), the first that applies: a test failed in
+# every trial or in more than half of them; some test's order mattered; some primary comparison
+# could not have shown an order effect (too few runs for the corrected level, all values equal);
+# none found, where each could have been.
+VERDICT_TESTS_FAILED = "tests-failed"
+VERDICT_ORDER_MATTERS = "order-matters"
+VERDICT_UNDETECTABLE = "undetectable"
+VERDICT_NO_EFFECT = "no-effect"
+VERDICTS = (VERDICT_TESTS_FAILED, VERDICT_ORDER_MATTERS, VERDICT_UNDETECTABLE, VERDICT_NO_EFFECT)
+
 # -- statuses --------------------------------------------------------------------------------
 # A trial: a number only when ok.
 OK = "ok"

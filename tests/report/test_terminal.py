@@ -18,7 +18,6 @@ from benchsage.analyze.diagnostics.notes import ArmFirst, InterleavingDetail
 from benchsage.analyze.order import analyze_table
 from benchsage.analyze.verdict import Carryover, Diagnostics, Interleaving, PositionEffect, Trend
 from benchsage.report.terminal import make_console, render_analysis
-from benchsage.report.words import verdict_sentence
 from benchsage.store.table import MetricInfo, TrialTable
 
 ARTIFACT = Path(os.environ.get("BENCHSAGE_TEST_ARTIFACT") or "/nonexistent")  # the OrderSage artifact data; .ci/run sets it
@@ -59,35 +58,54 @@ def _diagnostics(significant: bool) -> Diagnostics:
     )
 
 
-def _render(analysis, **console_args) -> str:
+def _render(analysis, everything: bool = False, **console_args) -> str:
     console = Console(file=io.StringIO(), width=console_args.pop("width", 160), **console_args)
-    render_analysis(analysis, console)
+    render_analysis(analysis, console, everything=everything)
     return console.file.getvalue()
+
+
+def _rows_after(out: str, heading: str) -> list[list[str]]:
+    """The cells of the rows of the table under the line that starts with `heading`."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(heading))
+    rule = next(i for i in range(start, len(lines)) if lines[i].startswith("───"))
+    end = next((i for i in range(rule, len(lines)) if not lines[i].strip()), len(lines))
+    return [line.split() for line in lines[rule + 1 : end]]
 
 
 @pytest.mark.artifact
 @pytest.mark.parametrize("width", [80, 160])
 def test_primary_table_holds_paper_table3(memcached, width):
-    out = _render(memcached, width=width)  # 80 columns: still one line per test
-    assert "Primary metric: result (ops/s, higher is better)" in out
-    for header in ("test", "n F/R", "median F", "median R", "KW p", "p adj", "sig", "eta²", "Δ%", "CI", "case"):
-        assert header in out
-    hits = next(line for line in out.splitlines() if line.startswith("./get_hits_test.sh"))
-    cells = hits.split()
-    assert cells == ["./get_hits_test.sh", "50/50", "70154.6", "67697.8", "8.51e-5", "2.55e-4", "yes", "0.147", "+5.26", "3"]
-    cmd_set = next(line for line in out.splitlines() if line.startswith("./cmd_set_test.sh")).split()
-    assert cmd_set[6] == "no" and cmd_set[-1] == "2"
+    out = _render(memcached, everything=True, width=width)  # 80 columns: the paper's table one line per test
+    assert "Primary metric: result (higher is better); F: the fixed order, R: random orders" in out
+    # The everyday table: medians in the metric's unit, the effect as a factor.
+    if width >= 160:
+        hits = next(row for row in _rows_after(out, "Primary metric") if row[0] == "./get_hits_test.sh")
+        assert hits[:6] == ["./get_hits_test.sh", "50/50", "70.2k", "ops/s", "67.7k", "ops/s"]
+        assert hits[-3:] == ["2.55e-4", "yes", "3"]
+    # The paper's Table 3, with Δ% of the means under its own name.
+    paper = _rows_after(out, "Paper-style table")
+    assert "Δ% means" in out and "KW p" in out and "eta²" in out
+    assert next(row for row in paper if row[0] == "./get_hits_test.sh") == [
+        "./get_hits_test.sh", "50/50", "8.51e-5", "2.55e-4", "yes", "0.147", "+5.26", "3"]
+    assert next(row for row in paper if row[0] == "./cmd_set_test.sh")[-1] == "2"
     # Table rows keep the analysis' order of tests.
-    assert out.index("./cmd_set_test.sh") < out.index("./cmd_get_test.sh") < out.index("./get_hits_test.sh")
+    assert out.index("./cmd_set_test.sh") < out.index("./cmd_get_test.sh") < out.index("./get_hits_test.sh", out.index("Primary metric"))
+    assert max(len(line) for line in out.splitlines() if not line.startswith(("Order", "  ./", "Kruskal", "Each", "Paper", "Primary"))) <= width
 
 
 @pytest.mark.artifact
-def test_verdict_then_warnings(memcached):
+def test_the_answer_first_then_tables_then_warnings(memcached):
     out = _render(memcached)
-    assert verdict_sentence(memcached) in out
+    first = out.splitlines()[0]
+    assert first == "Order matters: 1 of 3 tests (./get_hits_test.sh) differ between fixed and random order."
+    effect = out.splitlines()[1]
+    assert effect.startswith("  ./get_hits_test.sh: ") and "× higher in the fixed order than in random orders" in effect
+    assert "Kruskal-Wallis, Bonferroni family-wise α = 0.05, corrected α = 0.0167" in out
     assert "Warnings (1):" in out and "2 trials were excluded: status Failure" in out
-    assert out.index(verdict_sentence(memcached)) < out.index("Warnings (1):")
+    assert out.index("Order matters") < out.index("Primary metric") < out.index("Warnings (1):")
     assert "Where the effect comes from" not in out  # no diagnostics in this analysis
+    assert "Paper-style" not in out and "Other metrics" not in out
 
 
 @pytest.mark.artifact
@@ -130,8 +148,18 @@ def test_make_console_is_plain_when_not_a_tty(capsys, memcached):
 
 
 @pytest.mark.artifact
-def test_diagnostics_section_with_significant_findings(memcached):
+def test_where_an_effect_comes_from_is_said_with_it(memcached):
     out = _render(dataclasses.replace(memcached, diagnostics=_diagnostics(True)))
+    effect = next(line for line in out.splitlines() if line.startswith("  ./get_hits_test.sh: "))
+    assert "comes from: first in its run, right after the reset: 1.05× lower" in effect
+    assert "right after ./cmd_set_test.sh: 1.03× higher" in effect
+    assert "drifts over time in the fixed arm (Spearman ρ 0.62)" in effect
+    assert "Where the effect comes from" not in out  # the tables of every diagnostic: --all
+
+
+@pytest.mark.artifact
+def test_diagnostics_section_with_significant_findings(memcached):
+    out = _render(dataclasses.replace(memcached, diagnostics=_diagnostics(True)), everything=True)
     section = out[out.index("Where the effect comes from"):]
     assert "NOT interleaved: all 50 fixed runs precede all 50 random runs" in section
     position_row = next(line for line in section.splitlines() if line.startswith("./get_hits_test.sh") and "24/26" in line).split()
@@ -148,14 +176,15 @@ def test_diagnostics_section_with_significant_findings(memcached):
 def test_binned_positions_show_as_a_range(memcached):
     d = _diagnostics(True)
     binned = dataclasses.replace(d.position_effects[0], position=10, position_last=19)
-    out = _render(dataclasses.replace(memcached, diagnostics=dataclasses.replace(d, position_effects=(binned,))))
+    out = _render(dataclasses.replace(memcached, diagnostics=dataclasses.replace(d, position_effects=(binned,))), everything=True)
+    assert "at positions 11-20 of its run: 1.05× lower" in out
     row = next(line for line in out.splitlines() if line.startswith("./get_hits_test.sh") and "24/26" in line).split()
     assert row[2] == "10-19"
 
 
 @pytest.mark.artifact
 def test_diagnostics_section_without_significant_findings(memcached):
-    out = _render(dataclasses.replace(memcached, diagnostics=_diagnostics(False)))
+    out = _render(dataclasses.replace(memcached, diagnostics=_diagnostics(False)), everything=True)
     assert "Position effects: none significant (2 examined)." in out
     assert "Carry-over: none significant (3 examined)." in out
     assert "Trends over time: none significant (2 examined)." in out
@@ -171,13 +200,17 @@ def test_other_metrics_table_and_nulls():
         value=np.r_[rng.normal(10, 1, 2 * n), rng.normal(500, 5, 2 * n), [1.0, 2.0, 3.0, 4.0]],
         primary=[True] * (2 * n) + [False] * (2 * n) + [True] * 4,
     )
-    out = _render(analyze_table(table))
+    out = _render(analyze_table(table), everything=True)
     assert "Other metrics (corrected within their own family; they do not decide the verdict)" in out
     other = next(line for line in out.splitlines() if "max_rss" in line).split()
-    assert other[:4] == ["a", "max_rss", "KiB", "20/20"]  # the unit beside the metric
-    b_row = next(line for line in out.splitlines() if line.startswith("b ")).split()
-    assert b_row == ["b", "2/2", "2", "3", "–", "–", "–", "–", "-50.00", "–"]
-    assert "; 1 more could not be tested (see the warnings)" in out
+    assert other[:3] == ["a", "max_rss", "20/20"] and other[4] == "KiB"  # each value with its unit
+    b_row = next(row for row in _rows_after(out, "Primary metric") if row[0] == "b")
+    assert b_row == ["b", "2/2", "2.00", "3.00", "1.50×", "lower", "–", "–", "–"]
+    paper_b = next(row for row in _rows_after(out, "Paper-style") if row[0] == "b")
+    assert paper_b == ["b", "2/2", "–", "–", "–", "–", "-50.00", "–"]
+    assert "1 test could not have shown one: at 2 values per arm Kruskal-Wallis gives no p-value (it needs 5)" in out
+    plain = _render(analyze_table(table))
+    assert "Other metrics (" not in plain and "1 row of other metrics" in plain
 
 
 def test_strings_from_data_are_not_markup():
@@ -197,14 +230,15 @@ def test_numbers_are_never_cut_and_names_fold_whole(width):
         test=names * 40, arm=(["fixed"] * 2 + ["random"] * 2) * 20, value=np.round(rng.normal(70000, 3000, 80), 1)
     )
     analysis = analyze_table(table)
-    out = _render(analysis, width=width)
+    out = _render(analysis, everything=True, width=width)
     lines = out.splitlines()
-    body = lines[lines.index(next(line for line in lines if line.startswith("───"))) + 1 :]
-    body = body[: body.index("")]
+    start = lines.index(next(line for line in lines if line.startswith("Paper-style")))
+    body = lines[next(i for i in range(start, len(lines)) if lines[i].startswith("───")) + 1 :]
+    body = body[: body.index(next(line for line in body if line.startswith("Each arm")))]
     assert max(len(line) for line in body) <= width
     for v in analysis.tests:
         assert f"{v.n_fixed}/{v.n_random}" in out
-        assert f"{v.median_fixed:.6g}" in out and f"{v.median_random:.6g}" in out
+        assert f"{v.kw_p:.3g}" in out
         assert f"{v.delta_pct:+.2f}" in out
     # The first column, read back across the folded lines, holds both names whole.
     assert "".join(line.split()[0] for line in body) == "".join(names)
@@ -229,7 +263,7 @@ def _fleet_analysis(tmp_path: Path, **snapshots):
 
 def test_a_fleet_on_the_terminal(tmp_path: Path) -> None:
     analysis = _fleet_analysis(tmp_path, node3={"kernel": "6.1.0-21-amd64", "files": {"/srv/exp/bin/app": "9" * 64}})
-    text = _render(analysis, width=120)
+    text = _render(analysis, everything=True, width=120)
     assert "van Elteren's test stratified by 3 workers, Bonferroni family-wise α = 0.05" in text
     assert "Workers: 3; the tables above are stratified by worker" in text
     assert "vE p" in text and "KW p" not in text
@@ -280,24 +314,30 @@ def _other_rows(out: str) -> dict[tuple[str, str], list[str]]:
 
 @pytest.mark.parametrize("width", [80, 160])
 def test_peak_memory_cpu_time_and_energy_rows_with_their_units(tmp_path: Path, width: int) -> None:
-    out = _render(_measured(tmp_path), width=width)
+    analysis = _measured(tmp_path)
+    out = _render(analysis, everything=True, width=width)
     rows = _other_rows(out)
+    units = {"peak_memory": ("B", "KiB", "MiB", "GiB"), "cpu_time": ("ns", "µs", "ms", "s"), "energy": ("nJ", "µJ", "mJ", "J", "kJ")}
     for test in ("server", "tiny", "big"):
-        assert rows[(test, "peak_memory")][:2] == ["KiB", "6/6"]
-        assert rows[(test, "cpu_time")][:2] == ["s", "6/6"]
-        assert rows[(test, "energy")][:2] == ["J", "6/6"]
-        assert rows[(test, "max_rss")][0] == "KiB"
-    assert _other_lines(out)[0].split()[:4] == ["test", "metric", "unit", "n"]
+        for metric, shown in units.items():
+            cells = rows[(test, metric)]
+            assert cells[0] == "6/6" and cells[2] in shown and cells[4] in shown  # each median with its readable unit
+        assert rows[(test, "max_rss")][2] in ("KiB", "MiB")
+    assert _other_lines(out)[0].split()[:4] == ["test", "metric", "n", "F/R"]
     assert max(len(line) for line in _other_lines(out)) <= width
     # The leftovers and the max_rss floor are in the warnings, once per test.
     warnings = out[out.index("Warnings ("):]
     assert warnings.count("server: 6 of 12 trials left processes running (12 in all)") == 1
     assert warnings.count("(max_rss): median") == 2 and "tiny (max_rss): median" in warnings and "big (max_rss)" not in warnings
+    # Without --all: each kind of warning once, the notes on rows not shown left out.
+    plain = _render(analysis, width=width)
+    assert plain.count("left processes running") == 1 and "(max_rss): median" not in plain
+    assert "Also measured and checked:" in plain and "add --all" in plain
 
 
 def test_the_secondary_table_without_the_optional_metrics(tmp_path: Path) -> None:
     """A host without cgroups or RAPL (or a journal written before them): four harness rows per test."""
-    out = _render(_measured(tmp_path, measured=()), width=120)
+    out = _render(_measured(tmp_path, measured=()), everything=True, width=120)
     rows = _other_rows(out)
     assert {metric for _, metric in rows} == {"user_time", "sys_time", "max_rss"}
     assert "peak_memory would show it (a cgroup per trial: see `benchsage env`)" in out

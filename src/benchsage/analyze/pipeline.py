@@ -97,8 +97,11 @@ def analyze_loaded(table: TrialTable, options: Options = Options(), treatments: 
         from benchsage.analyze.context_medians import with_context_medians
 
         context_effects = with_context_medians(context_effects, treated.order_table, options.ci_level, options.ci_method)
+    from benchsage.analyze.failures import failed_tests, with_failed_rows
+
     return dataclasses.replace(
-        analysis, diagnostics=diagnostics, warnings=tuple(distinct(warnings)), comparisons=treated.comparisons,
+        analysis, tests=with_failed_rows(analysis.tests, table), failed_tests=failed_tests(table.outcomes),
+        diagnostics=diagnostics, warnings=tuple(distinct(warnings)), comparisons=treated.comparisons,
         context_effects=context_effects, observer=treated.observer, factorial=treated.factorial,
         sequential=_sequential(prov), curves=_curves(treated.order_table, options, treatments, alpha, correction), **counts,
     )

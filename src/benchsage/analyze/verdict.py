@@ -370,4 +370,14 @@ class Analysis:
         """The verdict as counts and names (analyze/summary.py)."""
         from benchsage.analyze.summary import summarize
 
-        return summarize(self.tests)
+        return summarize(self.tests, self.failed_tests)
+
+    @property
+    def verdict(self) -> str:
+        """The answer in one word: vocabulary.VERDICTS (the JSON's "verdict")."""
+        return self.summary.verdict
+
+    @property
+    def tests_failed(self) -> bool:
+        """Some test failed in every trial or in more than half of them (exit status 4)."""
+        return any(f.broken for f in self.failed_tests)

@@ -20,7 +20,7 @@ class Progress(Protocol):
 
     def start(self, total_runs: int, total_trials: int, done_runs: int, done_trials: int) -> None: ...
     def run_started(self, run_index: int, arm: str, attempt: int, worker: str = "") -> None: ...
-    def trial_done(self, test: str, status: str, shown_value: str, reason: str | None, worker: str = "") -> None: ...
+    def trial_done(self, test: str, status: str, shown_value: str, reason: str | None, worker: str = "", output: str | None = None) -> None: ...
     def run_done(self, run_index: int, arm: str, worker: str = "") -> None: ...
     def dropped(self, runs: int, trials: int, why: str) -> None: ...
     def message(self, text: str) -> None: ...
@@ -37,6 +37,16 @@ class _Counter:
         self.lock = threading.RLock()
         self.workers_seen: set[str] = set()
         self.dropped_runs: dict[str, int] = {}  # why -> planned runs that will not be carried out
+        self.failed_before: set[str] = set()  # tests whose failure has been shown with its output
+
+    def failure_lines(self, test: str, status: str, reason: str | None, output: str | None, tag: str) -> list[str]:
+        """A failed trial in words: "trial typo: failed (exit status 127)", and the first time the
+        test fails, the last lines of its output under it."""
+        lines = [f"  {tag}trial {test}: {status}" + (f" ({reason})" if reason else "")]
+        if output and test not in self.failed_before:
+            lines.extend(f"    | {line}" for line in output.splitlines())
+        self.failed_before.add(test)
+        return lines
 
     def tag(self, worker: str) -> str:
         """"[node1] " once several workers report, so lines say where they come from."""
@@ -93,14 +103,15 @@ class PlainProgress(_Counter):
             if attempt > 1:
                 self._print(f"{self.tag(worker)}run {run_index + 1}: redoing from its reset (attempt {attempt})")
 
-    def trial_done(self, test: str, status: str, shown_value: str, reason: str | None, worker: str = "") -> None:
+    def trial_done(self, test: str, status: str, shown_value: str, reason: str | None, worker: str = "", output: str | None = None) -> None:
         with self.lock:
             self.done_trials += 1
             self.session_trials += 1
             if status == "ok":
                 self.last = f"{test} {shown_value}"
             else:
-                self._print(f"  {self.tag(worker)}trial {test}: {status}" + (f" ({reason})" if reason else ""))
+                for line in self.failure_lines(test, status, reason, output, self.tag(worker)):
+                    self._print(line)
 
     def run_done(self, run_index: int, arm: str, worker: str = "") -> None:
         with self.lock:
@@ -131,6 +142,9 @@ class RichProgress(_Counter):
         super().__init__()
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        from rich.text import Text
+
+        self.text = Text  # a failed trial's lines: the test's name and output are never read as markup
 
         self.console = Console(stderr=True)
         self.bar = Progress(
@@ -182,14 +196,17 @@ class RichProgress(_Counter):
                 self.arms[worker] = arm
             self._draw()
 
-    def trial_done(self, test: str, status: str, shown_value: str, reason: str | None, worker: str = "") -> None:
+    def trial_done(self, test: str, status: str, shown_value: str, reason: str | None, worker: str = "", output: str | None = None) -> None:
         with self.lock:
             self.done_trials += 1
             self.session_trials += 1
             tag = self.tag(worker)
             assert self.task is not None
             if status != "ok":
-                self.bar.console.print(f"[yellow]{_escape(tag)}trial {_escape(test)}: {status}[/]" + (f" ({_escape(reason)})" if reason else ""), markup=True, highlight=False)
+                first, *shown = self.failure_lines(test, status, reason, output, tag)
+                self.bar.console.print(self.text(first, style="yellow"), highlight=False)
+                for line in shown:
+                    self.bar.console.print(self.text(line, style="dim"), highlight=False)
                 self.bar.advance(self.task)
             else:
                 self.bar.update(self.task, advance=1, last=f"{tag}{test} {shown_value}")
@@ -216,17 +233,11 @@ def make_progress(quiet: bool = False) -> Progress:
     return RichProgress() if sys.stderr.isatty() else PlainProgress()
 
 
-def _escape(text: str) -> str:
-    from rich.markup import escape
-
-    return escape(text)
-
-
 class QuietProgress(_Counter):
     def run_started(self, run_index: int, arm: str, attempt: int, worker: str = "") -> None:
         pass
 
-    def trial_done(self, test: str, status: str, shown_value: str, reason: str | None, worker: str = "") -> None:
+    def trial_done(self, test: str, status: str, shown_value: str, reason: str | None, worker: str = "", output: str | None = None) -> None:
         pass
 
     def run_done(self, run_index: int, arm: str, worker: str = "") -> None:

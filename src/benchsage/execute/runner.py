@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from benchsage.design.treatments import Treatment
-from benchsage.errors import ExperimentError, SpecError, WorkerError, WorkerLost, WorkerSetupError
+from benchsage.errors import ExperimentError, SpecError, TestsFailed, WorkerError, WorkerLost, WorkerSetupError
+from benchsage.execute.failfast import Failing, FailureWatch
 from benchsage.execute.init import InitFailed, initialize, initialized
 from benchsage.execute.metrics import MetricError, collected_files, extract, from_output
 from benchsage.execute.progress import Progress
@@ -26,8 +27,9 @@ from benchsage.execute.treatments import Applier
 from benchsage.execute.worker import ProcessRequest, ProcessResult, Worker, failure_reason, last_line
 from benchsage.spec import Spec, TestSpec
 from benchsage.store.journal import Journal, TrialRecord
+from benchsage.store.outcomes import output_tail
 from benchsage.threads import Threads
-from benchsage.vocabulary import FINISHED, MIN_RUNS_PER_ARM, NOT_NEEDED
+from benchsage.vocabulary import FINISHED, MIN_RUNS_PER_ARM, NOT_NEEDED, OK
 
 
 class Interrupted(KeyboardInterrupt):
@@ -93,7 +95,7 @@ class Runner:
     """Executes the unfinished runs of one journaled experiment on its workers, in parallel."""
 
     def __init__(self, spec: Spec, journal: Journal, workers: Worker | Sequence[Worker], progress: Progress, *,
-                 reinitialize: bool = False) -> None:
+                 reinitialize: bool = False, stop_on_failure: bool = False) -> None:
         self.spec = spec
         self.journal = journal
         self.workers: list[Any] = list(workers) if isinstance(workers, (list, tuple)) else [workers]
@@ -126,6 +128,9 @@ class Runner:
         # (worker, role) whose [init] is done; resume --redeploy initializes every host again
         self._initialized = initialized(journal) if spec.init is not None and not reinitialize else set()
         self._reinitialize = reinitialize
+        # stop_on_failure: a test that fails in each of its first trials stops the experiment (exit 4)
+        self._watch = FailureWatch(journal, [t.name for t in spec.tests], enabled=stop_on_failure)
+        self._failing: tuple[Failing, ...] = ()
 
     def execute(self) -> None:
         """Run every run not yet done on every worker. Raises ExperimentError (exit 3) when a
@@ -177,6 +182,8 @@ class Runner:
         self._tidy_up()
         if self._lost:
             raise ExperimentError(self._lost_message())
+        if self._failing:
+            raise TestsFailed(self._failing_message())
         if any(self._failed_contexts.values()):
             raise SpecError(self._failed_contexts_message())
 
@@ -209,6 +216,14 @@ class Runner:
         return (f"{self.spec.path}: [context] key 'link_order': the build failed for {failed}; their {skipped} runs were skipped, "
                 f"the other {done} runs ({trials} trials) are measured in {self._directory}; fix the build, then "
                 f"`benchsage resume {self._directory}` runs the skipped ones{then}")
+
+    def _failing_message(self) -> str:
+        """The tests that failed in every trial, what is kept and what to do next."""
+        done, trials = self.journal.progress()
+        tests = "; ".join(f"{f.test} failed in all {f.trials} of its trials" + (f" ({f.reason}" if f.reason else "")
+                          + (f": {f.output.splitlines()[-1]}" if f.output else "") + (")" if f.reason else "") for f in self._failing)
+        return (f"stopped: {tests}; {done} finished runs ({trials} trials) are kept in {self._directory}; fix the test and run "
+                f"again, or carry on with `benchsage resume {self._directory} --ignore-failures`")
 
     def _lost_message(self) -> str:
         """The lost workers and why, what the others did (finished; stopped because every test
@@ -358,7 +373,10 @@ class Runner:
                     self.progress.message(f"{self._prefix(worker)}{result.note}")
                 outcome = classify(test, result)
                 journal.add_trial(_record(run["id"], attempt_id, worker.name, test_id, position, previous, result, outcome, boot))
-                self.progress.trial_done(test.name, outcome.status, _shown(test, result, outcome), outcome.reason, worker=worker.name)
+                output = output_tail(result.stdout, result.stderr) if outcome.status != OK else None
+                self.progress.trial_done(test.name, outcome.status, _shown(test, result, outcome), outcome.reason, worker=worker.name,
+                                         output=output)
+                self._watch.trial(test_id, outcome.status, outcome.reason, output)
                 previous = test_id
         except (_Stopped, KeyboardInterrupt):
             journal.finish_attempt(attempt_id, run["id"], "interrupted", "interrupted by the user")
@@ -381,6 +399,12 @@ class Runner:
         self._current.pop(worker.name, None)
         journal.finish_attempt(attempt_id, run["id"], "done")
         self.progress.run_done(run["id"], run["arm"], worker=worker.name)
+        failing = self._watch.failing()
+        if failing and not self._stop.is_set():
+            self._failing = failing
+            self._stop.set()  # every worker stops before its next trial
+            if self._looks is not None:
+                self._looks.wake()
 
     def _skip(self, worker: Any, run: dict[str, Any], attempt_id: int, detail: str) -> None:
         """Finish a run of a context whose build failed on this worker without measuring it."""

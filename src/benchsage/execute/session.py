@@ -25,24 +25,27 @@ from benchsage.spec import Spec, load_spec
 from benchsage.store.journal import Journal, check_directory_for
 
 
-def run_experiment(spec: Spec, draw: Callable[[Spec], ExperimentPlan], directory: str, *, quiet: bool = False) -> None:
+def run_experiment(spec: Spec, draw: Callable[[Spec], ExperimentPlan], directory: str, *, quiet: bool = False,
+                   stop_on_failure: bool = False) -> None:
     """Allocate the hosts of the spec's allocated workers (if any), draw the plan (`draw`) on
-    the workers they make, carry it out, and release them whatever happens."""
+    the workers they make, carry it out, and release them whatever happens (`stop_on_failure`:
+    a test that fails in each of its first trials stops the experiment: execute/failfast.py)."""
     if not any(ws.allocated for ws in spec.workers):
-        start(spec, draw(spec), directory, quiet=quiet)
+        start(spec, draw(spec), directory, quiet=quiet, stop_on_failure=stop_on_failure)
         return
     check_directory_for(directory, spec.digest)
     progress = make_progress(quiet)
     with signals_as_interrupts(), Held(directory, progress.message) as held:
         spec = held.allocate(spec)
-        start(spec, draw(spec), directory, quiet=quiet, allocations=held.allocations)
+        start(spec, draw(spec), directory, quiet=quiet, allocations=held.allocations, stop_on_failure=stop_on_failure)
 
 
 def start(spec: Spec, plan: ExperimentPlan, directory: str, *, quiet: bool = False, allocations: Sequence[Allocation] = (),
-          progress: Progress | None = None, source: DeploySource | None = None) -> None:
+          progress: Progress | None = None, source: DeploySource | None = None, stop_on_failure: bool = False) -> None:
     """Write `plan` into a new journal in `directory`, then carry it out on every worker
     (`progress`: where it is told; default make_progress(quiet); `source`: what to deploy
-    instead of the spec's [deploy], e.g. bisect's worktrees)."""
+    instead of the spec's [deploy], e.g. bisect's worktrees; `stop_on_failure`: see
+    run_experiment)."""
     check_directory_for(directory, plan.digest)
     source = source if source is not None else read_source(spec)
     workers = make_workers(spec, directory)
@@ -62,7 +65,7 @@ def start(spec: Spec, plan: ExperimentPlan, directory: str, *, quiet: bool = Fal
         for warning in spec.warnings:
             progress.message(f"warning: {warning}")
         try:
-            Runner(spec, journal, workers, progress).execute()
+            Runner(spec, journal, workers, progress, stop_on_failure=stop_on_failure).execute()
         finally:
             journal.close()
     finally:
@@ -70,11 +73,12 @@ def start(spec: Spec, plan: ExperimentPlan, directory: str, *, quiet: bool = Fal
 
 
 def resume(directory: str, *, quiet: bool = False, redeploy: bool = False, progress: Progress | None = None,
-           source: DeploySource | None = None, hosts: Callable[[Spec], Spec] | None = None) -> None:
+           source: DeploySource | None = None, hosts: Callable[[Spec], Spec] | None = None, stop_on_failure: bool = False) -> None:
     """Finish an experiment from its journal; runs already done are not touched, nor a host's
     verified deploy of the same tree or a worker's journaled [init], unless `redeploy`
     (`source`: what start was given instead of the spec's [deploy]; `hosts`: the spec on the
-    hosts its caller holds for its allocated workers, neither allocated nor released here)."""
+    hosts its caller holds for its allocated workers, neither allocated nor released here;
+    `stop_on_failure`: see run_experiment)."""
     journal = Journal.open(directory)
     try:
         spec = spec_from_journal(journal)
@@ -100,12 +104,11 @@ def resume(directory: str, *, quiet: bool = False, redeploy: bool = False, progr
                 check_wrappers(spec, workers)
                 for done in deploy_fleet(spec, workers, source, verified=journal.deploys(), redeploy=redeploy):
                     journal.record_deploy(done.record())
-                Runner(spec, journal, workers, progress, reinitialize=redeploy).execute()
+                Runner(spec, journal, workers, progress, reinitialize=redeploy, stop_on_failure=stop_on_failure).execute()
             finally:
                 close_all(workers)
     finally:
         journal.close()
-
 
 
 def spec_from_journal(journal: Journal) -> Spec:

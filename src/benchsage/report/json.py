@@ -16,7 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from benchsage.analyze.identity import Identity
-from benchsage.analyze.verdict import Analysis, CellArms, FleetRow, Rows, TestVerdict, WorkerVerdicts
+from benchsage.analyze.verdict import Analysis, CellArms, FailedTest, FleetRow, Rows, TestVerdict, WorkerVerdicts
 from benchsage.report.curves_json import curves_json
 from benchsage.report.treatments_json import TREATMENT_JSON
 from benchsage.report.words import said, say
@@ -33,6 +33,8 @@ def analysis_json(analysis: Analysis) -> dict[str, Any]:
         "ci_level": analysis.ci_level,
         "ci_case_rule": analysis.ci_case_rule,
         "order_matters": analysis.order_matters,
+        "verdict": analysis.verdict,
+        "failed_tests": [failed_json(f) for f in analysis.failed_tests],
         "sources": list(analysis.sources),
         "excluded_trials": analysis.excluded,
         "tests": [verdict_json(v) for v in analysis.tests],
@@ -157,6 +159,13 @@ def verdict_json(v: TestVerdict) -> dict[str, Any]:
     else:
         d["cells"] = [cell_json(c) for c in v.cells]
     return d
+
+
+def failed_json(f: FailedTest) -> dict[str, Any]:
+    """One test of "failed_tests": its trials that did not succeed, by status, and the first one's
+    reason and output."""
+    return {"test": f.test, "failed": f.failed, "trials": f.trials, "statuses": dict(f.statuses), "reason": f.reason,
+            "output_tail": f.output_tail}
 
 
 def cell_json(c: CellArms) -> dict[str, Any]:

@@ -19,10 +19,17 @@ from rich.text import Text
 
 from benchsage.analyze.treatments import AnovaResult, FactorialRow
 from benchsage.analyze.verdict import Analysis, Diagnostics, FleetRow, TestVerdict
-from benchsage.report.words import comparison_sentence, said, say, verdict_sentence, workers_sentence
+from benchsage.analyze.notes import OnTest
+from benchsage.report.quantity import interval, quantity
+from benchsage.report.words import said, say, workers_sentence
+from benchsage.report.words.registry import count
+from benchsage.report.words.answer import CAUTION, DIM, EFFECT, FAILED, NONE, answer
+from benchsage.report.words.effects import factor, shift_text
+from benchsage.report.words.grouping import grouped
 from benchsage.report.words.curves import curve_pair_sentence, fixed_text, pairs, series_name
 from benchsage.report.words.sequential import stopped_reason
 from benchsage.report.words.verdict import names as named
+from benchsage.vocabulary import FAILED as FAILED_STATUS
 from benchsage.vocabulary import STOPPED_VERDICT
 
 NULL = "–"  # a value that could not be computed; the warnings say why
@@ -61,6 +68,12 @@ class _Styles:
     verdict_effect: str = ""
     verdict_none: str = ""
     dim: str = ""
+    failed: str = ""
+    caution: str = ""
+
+    def tone(self, tone: str) -> str:
+        """The style of a line of the answer by its tone (report/words/answer.py)."""
+        return {EFFECT: self.verdict_effect, NONE: self.verdict_none, FAILED: self.failed, CAUTION: self.caution, DIM: self.dim}.get(tone, "")
 
 
 def _styles(console: Console) -> _Styles:
@@ -76,6 +89,8 @@ def _styles(console: Console) -> _Styles:
         verdict_effect="bold red",
         verdict_none="bold green",
         dim="dim",
+        failed="bold red",
+        caution="bold yellow",
     )
 
 
@@ -181,43 +196,59 @@ def _row_style(v: TestVerdict, st: _Styles) -> str:
 # -- sections -------------------------------------------------------------------------------
 
 
-def _primary_tables(analysis: Analysis, console: Console, st: _Styles) -> None:
+def _primary_rows(analysis: Analysis) -> dict[str, list[TestVerdict]]:
     by_metric: dict[str, list[TestVerdict]] = {}
     for v in analysis.tests:
         if v.primary:
             by_metric.setdefault(v.metric, []).append(v)
-    for verdicts in by_metric.values():
-        _line(console, f"Primary metric: {_metric_title(verdicts[0])}", st.title)
-        table = _table(
-            [
-                ("test", "left"),
-                ("n F/R", "right"),
-                ("median F", "right"),
-                ("median R", "right"),
-                ("vE p" if analysis.combined is not None else "KW p", "right"),
-                ("p adj", "right"),
-                ("sig", "center"),
-                ("eta²", "right"),
-                ("Δ%", "right"),
-                ("CI\ncase", "center"),
-            ],
-            st,
-        )
+    return by_metric
+
+
+def _primary_tables(analysis: Analysis, console: Console, st: _Styles) -> None:
+    """A table per primary metric: each test's medians in both orders, the order effect with its
+    interval, the corrected p-value and the CI case; a test's treatment cells under it."""
+    for verdicts in _primary_rows(analysis).values():
+        head = verdicts[0]
+        level = next((v.shift_level for v in verdicts if v.shift_level is not None), None)
+        interval_note = f" with its {level * 100:.4g}% interval" if level is not None else ""
+        _line(console, f"Primary metric: {head.metric}" + (f" ({head.better} is better)" if head.better else "")
+              + f"; F: the fixed order, R: random orders; F vs R: the order effect{interval_note}", st.title)
+        table = _table([("test", "left"), ("n F/R", "right"), ("median F", "right"), ("median R", "right"),
+                        ("F vs R", "right"), ("p adj", "right"), ("sig", "center"), ("case", "center")], st)
+        for v in verdicts:
+            if v.status == FAILED_STATUS:
+                table.add_row(Text(v.test), _counts(v), "failed", "failed", NULL, NULL, NULL, NULL, style=st.failed)
+                continue
+            case = Text(NULL if v.ci_case is None else str(v.ci_case), style=st.case1 if v.ci_case == 1 else "")
+            table.add_row(Text(v.test), _counts(v), quantity(v.median_fixed, v.unit), quantity(v.median_random, v.unit),
+                          shift_text(v) or NULL, _p(v.p_adjusted), _yes_no(v.significant), case, style=_row_style(v, st))
+            for c in v.cells or ():
+                cell = ", ".join(f"{dim}={level}" for dim, level in c.cell)
+                fr = (factor(c.median_fixed / c.median_random, None, v.unit) if c.median_fixed and c.median_random
+                      and c.median_fixed > 0 and c.median_random > 0 else NULL)
+                table.add_row(Text(f"  {cell}", style=st.dim), f"{c.n_fixed}/{c.n_random}", quantity(c.median_fixed, v.unit),
+                              quantity(c.median_random, v.unit), fr, "", "", "", style=st.dim)
+        _print_table(console, table)
+        console.print()
+
+
+def _paper_tables(analysis: Analysis, console: Console, st: _Styles) -> None:
+    """The paper's Tables 3-5 for the primary metrics (--all): Kruskal-Wallis, eta², Δ% of the
+    means and the CI case; then each arm's median with its interval, which the case compares."""
+    for verdicts in _primary_rows(analysis).values():
+        _line(console, f"Paper-style table (Duplyakin et al., Tables 3-5): {_metric_title(verdicts[0])}", st.title)
+        table = _table([("test", "left"), ("n F/R", "right"), ("vE p" if analysis.combined is not None else "KW p", "right"),
+                        ("p adj", "right"), ("sig", "center"), ("eta²", "right"), ("Δ% means", "right"), ("CI case", "center")], st)
         for v in verdicts:
             case = Text(NULL if v.ci_case is None else str(v.ci_case), style=st.case1 if v.ci_case == 1 else "")
-            table.add_row(
-                Text(v.test),
-                _counts(v),
-                _g(v.median_fixed),
-                _g(v.median_random),
-                _p(v.kw_p),
-                _p(v.p_adjusted),
-                _yes_no(v.significant),
-                _fixed3(v.eta2),
-                _pct(v.delta_pct),
-                case,
-                style=_row_style(v, st),
-            )
+            table.add_row(Text(v.test), _counts(v), _p(v.kw_p), _p(v.p_adjusted), _yes_no(v.significant), _fixed3(v.eta2),
+                          _pct(v.delta_pct), case, style=_row_style(v, st))
+        _print_table(console, table)
+        _line(console, f"Each arm's median and its {analysis.ci_level:.0%} {analysis.ci_method} interval (the CI case compares them)", st.title)
+        table = _table([("test", "left"), ("median fixed [CI]", "right"), ("median random [CI]", "right")], st)
+        for v in verdicts:
+            table.add_row(Text(v.test), interval(v.median_fixed, *(v.ci_fixed or (None, None)), v.unit),
+                          interval(v.median_random, *(v.ci_random or (None, None)), v.unit), style=_row_style(v, st))
         _print_table(console, table)
         console.print()
 
@@ -231,14 +262,12 @@ def _secondary_table(analysis: Analysis, console: Console, st: _Styles) -> None:
         [
             ("test", "left"),
             ("metric", "left"),
-            ("unit", "left"),
             ("n F/R", "right"),
             ("median F", "right"),
             ("median R", "right"),
+            ("F vs R", "right"),
             ("p adj", "right"),
             ("sig", "center"),
-            ("Δ%", "right"),
-            ("CI", "center"),
         ],
         st,
     )
@@ -246,14 +275,12 @@ def _secondary_table(analysis: Analysis, console: Console, st: _Styles) -> None:
         table.add_row(
             Text(v.test),
             Text(v.metric),
-            Text(v.unit),
             _counts(v),
-            _g(v.median_fixed, 4),
-            _g(v.median_random, 4),
+            quantity(v.median_fixed, v.unit),
+            quantity(v.median_random, v.unit),
+            shift_text(v) or NULL,
             _p(v.p_adjusted),
             _yes_no(v.significant),
-            _pct(v.delta_pct),
-            NULL if v.ci_case is None else str(v.ci_case),
             style=_row_style(v, st),
         )
     _print_table(console, table)
@@ -417,34 +444,6 @@ def _fleet(d: Diagnostics, console: Console, st: _Styles) -> None:
     console.print()
 
 
-MAX_FLIP_CONTEXTS = 5  # contexts that favour the other test, named up to this many
-
-
-def _comparisons(analysis: Analysis, console: Console, st: _Styles) -> None:
-    """The declared claims, A vs B, each in one sentence: the headline of the analysis."""
-    rows = analysis.comparisons
-    if not rows:
-        return
-    first = rows[0].overall
-    n = sum(r.overall.p is not None for r in rows)
-    family = f"; {analysis.correction.capitalize()} over {n} claims" if n > 1 else ""
-    interval = f"{first.level:.0%} {first.ci_method or 'no'} interval"
-    _line(console, f"Comparisons (ratio of medians a/b with its {interval}{family})", st.title)
-    for r in rows:
-        flips = r.contexts is not None and r.contexts.flips
-        _line(console, f"  {comparison_sentence(r)}", st.warning if flips else (st.verdict_none if r.better else ""))
-        if flips and r.better is not None:
-            against = [c for c in r.per_context if c.better not in (None, r.better)]
-            if not against:  # a flip along a dimension only: the sentence names its levels
-                continue
-            names = ", ".join(c.name + (f" ({' '.join(f'{k}={v}' for k, v in c.values.items())})" if c.values else "")
-                              for c in against[:MAX_FLIP_CONTEXTS])
-            loser = r.b if r.better == "a" else r.a
-            more = f" and {len(against) - MAX_FLIP_CONTEXTS} more" if len(against) > MAX_FLIP_CONTEXTS else ""
-            _line(console, f"    {loser} is better in: {names}{more}", st.warning)
-    console.print()
-
-
 def _context_effects(analysis: Analysis, console: Console, st: _Styles) -> None:
     rows = analysis.context_effects
     if rows is None:
@@ -561,27 +560,57 @@ def _point_text(point: Any) -> str:
     return f"{_g(point.median, 4)}{ci}"
 
 
-def render_analysis(analysis: Analysis, console: Console) -> None:
-    """Print the analysis: the declared comparisons (the headline), a table per primary metric
-    (paper Tables 3-5), the other metrics, the verdict sentence, a fleet's per-worker verdicts,
-    the context, observer and factorial analyses, the response curves, the diagnostics when present (a fleet's
-    identity and agreement among them), then the warnings."""
-    st = _styles(console)
-    _comparisons(analysis, console, st)
-    _primary_tables(analysis, console, st)
-    _secondary_table(analysis, console, st)
-    sentence = verdict_sentence(analysis)
-    _line(console, sentence, st.verdict_effect if analysis.order_matters else st.verdict_none)
+def _answer(analysis: Analysis, console: Console, st: _Styles) -> None:
+    """The one-screen answer (report/words/answer.py): the verdict, failed tests, claims, the
+    tests whose order matters and where from, and how it was decided."""
+    for line in answer(analysis):
+        _line(console, "  " * line.indent + line.text, st.tone(line.tone))
     console.print()
+
+
+def _warnings(analysis: Analysis, console: Console, st: _Styles, everything: bool) -> None:
+    """Every warning with --all; otherwise one line per kind, leaving out the notes on rows that
+    are not shown (metrics outside the primary family)."""
+    if everything:
+        warnings = said(analysis.warnings, once=True)
+        hidden = 0
+    else:
+        primary = {(v.test, v.metric) for v in analysis.tests if v.primary}
+        shown = [w for w in analysis.warnings if not isinstance(w, OnTest) or (w.test, w.metric) in primary]
+        hidden = len(analysis.warnings) - len(shown)
+        warnings = grouped(shown)
+    if warnings:
+        _line(console, f"Warnings ({len(warnings)}):", st.warning)
+        for w in warnings:
+            _line(console, f"  - {w}", st.warning)
+    if not everything:
+        others = sum(1 for v in analysis.tests if not v.primary)
+        more = [part for part in (count(others, "row") + " of other metrics" if others else "",
+                                  "the diagnostics" if analysis.diagnostics is not None else "",
+                                  count(hidden, "note") + " on other metrics" if hidden else "") if part]
+        if more:
+            _line(console, f"Also measured and checked: {', '.join(more)}: add --all, or see the report.", st.dim)
+
+
+def render_analysis(analysis: Analysis, console: Console, *, everything: bool = False) -> None:
+    """Print the analysis, the answer first: the verdict, failed tests, claims and the tests
+    whose order matters (report/words/answer.py), a table per primary metric, a sequential
+    experiment's looks, a fleet's per-worker verdicts, the context, observer and factorial
+    analyses, the response curves, a fleet's identity and agreement, then the warnings, one
+    line per kind. With `everything` (--all): also the paper-style tables, the metrics outside
+    the primary family, every diagnostic and every warning in full."""
+    st = _styles(console)
+    _answer(analysis, console, st)
+    _primary_tables(analysis, console, st)
+    if everything:
+        _paper_tables(analysis, console, st)
+        _secondary_table(analysis, console, st)
     _sequential(analysis, console, st)
     _workers(analysis, console, st)
     for section in (_context_effects, _observer, _factorial, _curves):
         section(analysis, console, st)
     if analysis.diagnostics is not None:
         _fleet(analysis.diagnostics, console, st)
-        _diagnostics(analysis.diagnostics, console, st)
-    warnings = said(analysis.warnings, once=True)
-    if warnings:
-        _line(console, f"Warnings ({len(warnings)}):", st.warning)
-        for w in warnings:
-            _line(console, f"  - {w}", st.warning)
+        if everything:
+            _diagnostics(analysis.diagnostics, console, st)
+    _warnings(analysis, console, st, everything)

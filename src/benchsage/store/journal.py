@@ -389,6 +389,14 @@ class Journal:
         ).fetchone()[0]
         return int(done), int(trials)
 
+    def test_successes(self) -> dict[int, tuple[int, int]]:
+        """Each test's analysed trials and how many of them succeeded: {test id: (trials, ok)}."""
+        rows = self.conn.execute(
+            "SELECT t.test_id, COUNT(*), SUM(t.status = 'ok') FROM trials t JOIN attempts a ON t.attempt_id = a.id "
+            "WHERE a.status = 'done' GROUP BY t.test_id"
+        ).fetchall()
+        return {int(test): (int(n), int(ok or 0)) for test, n, ok in rows}
+
     def trial_rows(self, *, analysed_only: bool = True) -> Iterator[tuple[Any, ...]]:
         """Trials of completed attempts (or all), in time order, with their run's arm."""
         where = "WHERE a.status = 'done'" if analysed_only else ""

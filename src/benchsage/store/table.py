@@ -13,6 +13,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from benchsage.store.outcomes import TestOutcomes, merged
 from benchsage.vocabulary import ARMS, FIXED, HARNESS_METRIC_UNITS, RANDOM
 
 # An arm's code in the arm column is its index in ARMS.
@@ -93,6 +94,8 @@ class TrialTable:
     dims: tuple[str, ...] = ()  # treatment dimensions, in the order of the treatment column's columns
     dim_levels: tuple[tuple[str, ...], ...] = ()  # each dimension's level names
     treatment: np.ndarray | None = None  # int32 (rows x dims) codes; None: no treatments
+    # How each test's trials ended (store/outcomes.py), in test order; () when the source does not say.
+    outcomes: tuple[TestOutcomes, ...] = ()
 
     def __post_init__(self) -> None:
         n = len(self.value)
@@ -397,6 +400,7 @@ def concat(tables: Iterable[TrialTable]) -> TrialTable:
         sources=tuple(s for t in tables for s in t.sources),
         warnings=tuple(w for t in tables for w in t.warnings),
         provenance={"parts": [dict(t.provenance) for t in tables]},
+        outcomes=merged(o for t in tables for o in t.outcomes),
     )
 
 

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
+from benchsage.report.quantity import sig3
 from benchsage.analyze.treatments import CompareRequest, TreatmentOptions, analyze_treatments
 from benchsage.errors import UsageError
 from benchsage.stats.compare import ratio_ci_bonett_price
@@ -122,9 +123,10 @@ def test_compare_on_the_command_line(tmp_path: Path) -> None:
     (row,) = json.loads(ok.stdout)["comparisons"]
     assert row["better"] == "a" and row["ratio"] == pytest.approx(0.931, abs=0.01)
     text = bench("--compare", "o3,o2").stdout
-    headline = f"o3 is {(1 - row['ratio']) * 100:.1f}% faster than o2 on wall_time (ratio o3/o2 {row['ratio']:.3f}, 95% CI "
-    assert text.splitlines()[0].startswith("Comparisons") and text.splitlines()[1].strip().startswith(headline)
-    assert text.splitlines()[1].endswith("; holds in both arms") and "\x1b" not in text
+    # The claim's answer is on the first screen, right under the verdict: a factor with its interval.
+    headline = f"o3 ran {sig3(1 / row['ratio'])}× faster than o2 [{sig3(1 / row['ci'][1])}, {sig3(1 / row['ci'][0])}] (95% CI; Mann-Whitney p = "
+    assert text.splitlines()[1].startswith(headline), text
+    assert text.splitlines()[1].endswith("; holds in both orders") and "\x1b" not in text
     for args, message in ((["--compare", "o3,o4"], "--compare o3,o4: no test 'o4' in the data (tests: 'o3', 'o2')"),
                           (["--compare", "o3,o2,max_rss"], "test 'o3' has no values of metric 'max_rss' (it has: wall_time)"),
                           (["--compare", "o3"], "expected A,B or A,B,METRIC")):

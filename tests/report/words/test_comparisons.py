@@ -12,6 +12,7 @@ import pytest
 
 from benchsage.analyze.treatments import analyze_treatments
 from benchsage.report.words import comparison_sentence
+from benchsage.report.quantity import sig3
 from benchsage.report.words.comparisons import method_name, p_text
 from benchsage.store.table import TrialTable
 
@@ -23,12 +24,13 @@ def test_a_claim_that_flips_with_the_environment_and_one_that_holds_everywhere()
     table = build({"envsize": env_time, "s15": const(0.015), "s20": const(0.020), "s30": const(0.030)})
     flip, sleeps = analyze_treatments(table, options=claims(("envsize", "s15"), ("s20", "s30"))).comparisons
     assert "flips in" in comparison_sentence(flip) or flip.better is None
-    faster = f"{(1 - sleeps.ratio) * 100:.1f}"
     sentence = comparison_sentence(sleeps)
-    assert sentence.startswith(f"s20 is {faster}% faster than s30 on wall_time (ratio s20/s30 {sleeps.ratio:.3f}, 95% CI ")
-    assert sentence.endswith("holds in both arms; holds in all 8 contexts")
     c = sleeps.overall
-    assert f"95% CI {c.ci[0]:.3f}-{c.ci[1]:.3f}, Mann-Whitney p={p_text(c.p)}" in sentence
+    # s20/s30 = 0.668: s20 ran 1.50x faster, the interval turned with it.
+    assert sentence.startswith(f"s20 ran {sig3(1 / c.ratio)}× faster than s30 [{sig3(1 / c.ci[1])}, {sig3(1 / c.ci[0])}] (95% CI; ")
+    assert sentence.endswith("holds in both orders; holds in all 8 contexts")
+    assert f"Mann-Whitney p = {p_text(c.p)}" in sentence
+    assert "%" not in sentence.replace("95% CI", "")  # a ratio is a factor, never "33.2% faster"
 
 
 def test_a_claim_of_the_spec_whose_test_has_no_values_says_why() -> None:
@@ -44,7 +46,7 @@ def test_too_few_values_per_context_are_said_so_not_read_as_undecided() -> None:
     table = build({"a": const(1.0), "b": const(1.2)}, contexts=8, runs=16)  # 4 values of each test per context
     (row,) = analyze_treatments(table, options=claims(("a", "b"))).comparisons
     assert comparison_sentence(row).endswith(
-        "holds in both arms; not testable within the 8 contexts (fewer than 5 values of a test in each)")
+        "holds in both orders; not testable within the 8 contexts (fewer than 5 values of a test in each)")
 
 
 def test_a_claim_that_flips_on_one_worker_of_a_fleet_says_so() -> None:
@@ -71,11 +73,11 @@ def test_a_claim_across_the_factor_cells_says_so() -> None:
 def test_a_metric_that_is_not_a_time_is_higher_or_lower() -> None:
     table = build({"a": const(2.0), "b": const(1.0)}, contexts=0, runs=10)
     (row,) = analyze_treatments(table, options=claims(("a", "b"))).comparisons
-    assert row.better == "b" and comparison_sentence(row).startswith(f"b is {(1 - 1 / row.ratio) * 100:.1f}% faster than a on wall_time")
+    assert row.better == "b" and comparison_sentence(row).startswith(f"b ran {sig3(row.ratio)}× faster than a [")
     not_a_time = dataclasses.replace(row, unit="")
-    assert comparison_sentence(not_a_time).startswith(f"b's wall_time is {(1 - 1 / row.ratio) * 100:.1f}% lower than a's (ratio a/b ")
+    assert comparison_sentence(not_a_time).startswith(f"b's wall_time is {sig3(row.ratio)}× lower than a's [")
     a_wins = dataclasses.replace(row, unit="", better="a")
-    assert comparison_sentence(a_wins).startswith(f"a's wall_time is {(row.ratio - 1) * 100:.1f}% higher than b's (ratio a/b ")
+    assert comparison_sentence(a_wins).startswith(f"a's wall_time is {sig3(row.ratio)}× higher than b's [")
 
 
 @pytest.mark.parametrize("p, text", [(None, "–"), (0.0, "0"), (0.05, "0.05"), (0.001, "0.001"), (1.234e-5, "1.23e-5"), (9.99e-4, "9.99e-4")])

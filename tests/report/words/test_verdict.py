@@ -40,10 +40,13 @@ def test_holm_is_named():
     assert "Holm family-wise α = 0.1, strictest corrected α = 0.0333" in verdict_sentence(analysis)
 
 
-def test_no_verdict_when_nothing_is_testable():
+def test_too_few_runs_is_not_called_no_effect():
     table = TrialTable.from_columns(test=["a"] * 4 + ["b"] * 4, arm=["fixed", "random"] * 4, value=np.arange(8.0))
-    sentence = verdict_sentence(analyze_table(table))
-    assert sentence.startswith("No verdict: none of the 2 tests could be tested")
+    analysis = analyze_table(table)
+    sentence = verdict_sentence(analysis)
+    assert sentence == ("Too few runs to detect an order effect: at 2 values per arm Kruskal-Wallis gives no p-value (it needs 5); "
+                        "see `benchsage plan --pilot`.")
+    assert analysis.verdict == "undetectable"
     empty = analyze_table(TrialTable.from_columns(test=[], arm=[], value=[]))
     assert verdict_sentence(empty) == "No verdict: the data holds no trials to compare."
 
@@ -51,8 +54,8 @@ def test_no_verdict_when_nothing_is_testable():
 def test_untested_comparisons_are_mentioned_and_metrics_named():
     table = two_metrics_and_an_untested_test()
     sentence = verdict_sentence(analyze_table(table))
-    assert sentence.startswith("Order matters: 1 of 2 comparisons (a [x]) differ")
-    assert "; 1 more could not be tested (see the warnings)." in sentence
+    assert sentence.startswith("Order matters: 1 of 2 comparisons (a [x]) differ between fixed and random order; "
+                               "1 comparison could not have shown one (")
 
 
 @pytest.mark.artifact

@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Sequence
 
 from benchsage.analyze.treatments import MIN_VALUES, ComparisonRow, StratumComparison
+from benchsage.report.quantity import ratio, sig3
+from benchsage.report.words.effects import factor, is_time
 
 if TYPE_CHECKING:
     from benchsage.stats.compare import ContextSummary
@@ -40,44 +42,51 @@ def p_text(x: float | None) -> str:
 
 
 def comparison_sentence(row: ComparisonRow) -> str:
-    """The headline of a claim, e.g. "o3 is 6.9% faster than o2 on wall_time (ratio o3/o2 0.931,
-    95% CI 0.912-0.950, Mann-Whitney p=1.20e-5); holds in both arms; flips in 3 of 12 contexts";
-    without a test, the claim and why it could not be tested."""
+    """The headline of a claim, e.g. "o3 ran 1.07× faster than o2 [1.05, 1.10] (95% CI;
+    Mann-Whitney p = 1.20e-5); holds in both orders; flips in 3 of 12 contexts"; without a
+    test, the claim and why it could not be tested."""
     c = row.overall
     stats = _statistics(row)
-    head = claim_text(row) + (f" ({', '.join(stats)})" if stats else "")
+    head = claim_text(row) + (f" ({'; '.join(stats)})" if stats else "")
     if c.p is None:
         return f"{head}: {c.reason}"
     return "; ".join([head, *where_it_holds(row)])
 
 
 def _statistics(row: ComparisonRow) -> list[str]:
-    """The ratio, its interval and the test's p-value (adjusted too when the correction changed it)."""
+    """The interval's level and the test's p-value (adjusted too when the correction changed it)."""
     c = row.overall
     stats = []
-    if c.ratio is not None:
-        stats.append(f"ratio {row.a}/{row.b} {c.ratio:.3f}")
     if c.ci is not None:
-        stats.append(f"{c.level:.0%} CI {c.ci[0]:.3f}-{c.ci[1]:.3f}")
+        stats.append(f"{c.level:.0%} CI")
     if c.p is not None:
         adjusted = f", adjusted {p_text(row.p_adjusted)}" if row.p_adjusted is not None and row.p_adjusted != c.p else ""
-        stats.append(f"{method_name(c.method)} p={p_text(c.p)}{adjusted}")
+        stats.append(f"{method_name(c.method)} p = {p_text(c.p)}{adjusted}")
     return stats
 
 
 def claim_text(row: ComparisonRow) -> str:
-    """Who wins and by how much ("s20 is 33.1% faster than s30 on wall_time"), or that no
-    difference was found or tested."""
+    """Who wins and by how much, a factor with its interval ("s20 ran 1.50× faster than s30
+    [1.45, 1.55]"), or that no difference was found ("no significant difference between a and
+    b on wall_time: a/b 0.977× [0.956, 0.999]") or tested."""
     c = row.overall
-    if row.better is None or c.ratio is None:
+    time_like = is_time(row.unit) and not row.higher_is_better
+    if row.better is None or c.ratio is None or c.ratio <= 0:
         what = "no significant difference" if c.p is not None else "no test"
-        return f"{what} between {row.a} and {row.b} on {row.metric}"
+        ratio_text = ""
+        if c.ratio is not None and c.ratio > 0:
+            ci = f" [{sig3(c.ci[0])}, {sig3(c.ci[1])}]" if c.ci is not None else ""
+            ratio_text = f": {row.a}/{row.b} {ratio(c.ratio)}{ci}"
+        return f"{what} between {row.a} and {row.b} on {row.metric}{ratio_text}"
     winner, loser = (row.a, row.b) if row.better == "a" else (row.b, row.a)
-    ratio = c.ratio if row.better == "a" else 1.0 / c.ratio
-    if row.unit == "s" and not row.higher_is_better:
-        return f"{winner} is {abs(1.0 - ratio) * 100:.1f}% faster than {loser} on {row.metric}"
-    direction = "higher" if ratio > 1 else "lower"
-    return f"{winner}'s {row.metric} is {abs(ratio - 1.0) * 100:.1f}% {direction} than {loser}'s"
+    # The winner against the loser: a factor above 1 in the winner's favour.
+    r = c.ratio if row.better == "a" else 1.0 / c.ratio
+    ci = c.ci if row.better == "a" or c.ci is None else (1.0 / c.ci[1], 1.0 / c.ci[0])
+    size, _, interval = factor(r, ci, row.unit if time_like else "").partition(" [")
+    bracket = f" [{interval}" if interval else ""
+    if time_like:
+        return f"{winner} ran {size} than {loser}{bracket}"
+    return f"{winner}'s {row.metric} is {size} than {loser}'s{bracket}"
 
 
 def where_it_holds(row: ComparisonRow) -> list[str]:
@@ -96,11 +105,11 @@ def _in_arms(row: ComparisonRow) -> list[str]:
         return []
     held = [arm for arm, ok in row.holds_in.items() if ok]
     if len(held) == len(row.holds_in):
-        return ["holds in both arms" if len(held) == 2 else f"holds in the {held[0]} arm"]
+        return ["holds in both orders" if len(held) == 2 else f"holds in the {held[0]} order"]
     if held:
         missing = [arm for arm in row.holds_in if arm not in held]
-        return [f"holds in the {held[0]} arm only, not significant in the {missing[0]} arm"]
-    return ["not significant in either arm on its own"]
+        return [f"holds in the {held[0]} order only, not significant in the {missing[0]} order"]
+    return ["not significant in either order on its own"]
 
 
 def _across(row: ComparisonRow, s: ContextSummary | None, per: Sequence[StratumComparison], noun: str, prep: str) -> list[str]:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from benchsage.store.journal import Journal
+from benchsage.store.outcomes import TestOutcomes, by_count, output_tail
 from benchsage.store.sweeps import sweep_levels
 from benchsage.store.table import FIRST, FIXED_CODE, RANDOM_CODE, MetricInfo, TrialTable, encode_treatments
 from benchsage.vocabulary import CONTEXT_DIMENSIONS, FINISHED, FIXED, HARNESS_METRICS, OK, SHUFFLE, cell_columns
@@ -47,6 +48,8 @@ class _Trials:
     started: np.ndarray
     harness: np.ndarray  # (trials, 4): wall, user and system time, max RSS
     excluded: Counter[tuple[str, str]]  # (test, status) of the trials that did not succeed
+    first_failure: dict[int, tuple[int, str | None]]  # test id -> (trial id, reason) of its first trial that did not succeed
+    statuses: Counter[tuple[int, str]]  # (test id, status) of every analysed trial
 
 
 def _read(journal: Journal, directory: str) -> TrialTable:
@@ -64,7 +67,7 @@ def _read(journal: Journal, directory: str) -> TrialTable:
 
     runs = journal.runs()
     attempts = journal.attempts()
-    warnings = _warnings(journal, directory, meta, runs, attempts, trials.excluded, test_names)
+    warnings = _warnings(journal, directory, meta, runs, attempts, test_names)
     provenance = _provenance(journal, directory, meta, runs, attempts, test_names, len(trials.worker_names))
     described = meta.get("treatments") or []
     dims: tuple[str, ...] = ()
@@ -97,6 +100,7 @@ def _read(journal: Journal, directory: str) -> TrialTable:
         dims=dims,
         dim_levels=dim_levels,
         treatment=treatment,
+        outcomes=_outcomes(journal, tests, trials),
     )
 
 
@@ -123,10 +127,10 @@ def _trials(journal: Journal, test_names: tuple[str, ...]) -> _Trials:
         trial_ids=np.empty(n, dtype=np.int64), ok=np.zeros(n, dtype=bool), run=np.empty(n, dtype=np.int64),
         arm=np.empty(n, dtype=np.int8), worker=np.empty(n, dtype=np.int32), worker_names={}, test=np.empty(n, dtype=np.int32),
         position=np.empty(n, dtype=np.int32), predecessor=np.empty(n, dtype=np.int32), started=np.empty(n, dtype=np.float64),
-        harness=np.empty((n, 4), dtype=np.float64), excluded=Counter(),
+        harness=np.empty((n, 4), dtype=np.float64), excluded=Counter(), first_failure={}, statuses=Counter(),
     )
     for i, r in enumerate(rows):
-        (tid, run_id, arm_name, worker_name, test_id, pos, pred, t_start, _t_end, _dur, _exit, status, _reason,
+        (tid, run_id, arm_name, worker_name, test_id, pos, pred, t_start, _t_end, _dur, _exit, status, reason,
          wall, user, sys_, rss, _attempt_no, _attempt_status) = r
         t.trial_ids[i] = tid
         t.run[i] = run_id
@@ -138,9 +142,25 @@ def _trials(journal: Journal, test_names: tuple[str, ...]) -> _Trials:
         t.started[i] = t_start
         t.harness[i] = (wall, user, sys_, rss)
         t.ok[i] = status == OK
+        t.statuses[(test_id, status)] += 1
         if status != OK:
             t.excluded[(test_names[test_id], status)] += 1
+            t.first_failure.setdefault(test_id, (tid, reason))
     return t
+
+
+def _outcomes(journal: Journal, tests: list[dict[str, Any]], trials: _Trials) -> tuple[TestOutcomes, ...]:
+    """How each test's analysed trials ended; a failed test's first failure with its output."""
+    out = []
+    for t in tests:
+        counts = {status: n for (test_id, status), n in trials.statuses.items() if test_id == t["id"]}
+        reason = tail = None
+        if t["id"] in trials.first_failure:
+            trial_id, reason = trials.first_failure[t["id"]]
+            tail = output_tail(*journal.trial_output(trial_id))
+        primary = tuple(m["name"] for m in t["metrics"] if m.get("primary"))
+        out.append(TestOutcomes(t["name"], by_count(counts), reason, tail, primary))
+    return tuple(out)
 
 
 def _values(journal: Journal, trials: _Trials, metric_index: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -175,11 +195,9 @@ def _values(journal: Journal, trials: _Trials, metric_index: dict[str, int]) -> 
 
 
 def _warnings(journal: Journal, directory: str, meta: dict[str, Any], runs: list[dict[str, Any]], attempts: list[dict[str, Any]],
-              excluded: Counter[tuple[str, str]], test_names: tuple[str, ...]) -> list[str]:
+              test_names: tuple[str, ...]) -> list[str]:
+    """What the importer notices about the runs (failed trials are the table's outcomes)."""
     warnings = []
-    if excluded:
-        detail = ", ".join(f"{name}: {count} {status}" for (name, status), count in sorted(excluded.items()))
-        warnings.append(f"{directory}: {sum(excluded.values())} trials excluded because they did not succeed ({detail})")
     redone = [a for a in attempts if a["status"] == "interrupted"]
     if redone:
         warnings.append(
