@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchsage.stats.compare import ratio_ci_bonett_price
+
 from benchsage.analyze.curves import curve_analysis, family_name, level_value, ordered_levels
 from benchsage.analyze.pipeline import Options, analyze_loaded
 from benchsage.api import analyze_sources
@@ -128,6 +130,10 @@ def test_a_series_shifted_by_20_percent_is_found_with_its_ratio() -> None:
         assert r.comparison.ratio == pytest.approx(1.2, rel=1e-12)
         assert r.comparison.ci[0] < 1.2 < r.comparison.ci[1]
         assert r.p_adjusted < 0.001 and r.better == "b"  # x is slower: y is better
+        # The simultaneous interval (level 1 - alpha/3 over the 3 levels) is the per-level one widened.
+        expected, _ = ratio_ci_bonett_price(1.2 * b, b, 1 - 0.05 / 3)
+        assert r.ci_adjusted == pytest.approx(expected, rel=1e-12)
+        assert r.ci_adjusted[0] < r.comparison.ci[0] and r.comparison.ci[1] < r.ci_adjusted[1] and r.ci_adjusted[0] > 1
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -137,6 +143,7 @@ def test_identical_distributions_are_not_significant(seed: int) -> None:
     for r in found.comparisons:
         assert r.better is None and r.p_adjusted >= r.comparison.p
         assert r.comparison.ci[0] < 1.0 < r.comparison.ci[1]
+        assert r.ci_adjusted[0] < 1.0 < r.ci_adjusted[1]
 
 
 def test_numeric_levels_are_in_numeric_order_whatever_the_order_seen() -> None:
@@ -208,7 +215,7 @@ def test_analysis_json_has_the_contract_shape(cols: dict[str, list]) -> None:
     assert curve["series"] == {"governor": "performance"} and curve["fixed"] == {}
     assert set(curve["points"][0]) == {"level", "median", "ci", "n"} and curve["points"][0]["level"] == 2
     row = doc["curve_comparisons"][0]
-    assert list(row)[:10] == ["test", "metric", "sweep", "level", "a", "b", "ratio", "ci", "p_adjusted", "better"]
+    assert list(row)[:11] == ["test", "metric", "sweep", "level", "a", "b", "ratio", "ci", "ci_adjusted", "p_adjusted", "better"]
     assert row["a"] == {"governor": "schedutil"} and row["method"] == "mann-whitney" and row["ci_method"] == "bonett-price"
     # The order analysis runs per expanded test as for any test.
     assert {v.test for v in analysis.tests} == {"wrk[conns=2]", "wrk[conns=8]", "wrk[conns=32]"}

@@ -29,7 +29,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from benchsage.stats.compare import Comparison, compare
+from benchsage.stats.compare import DEFAULT_RATIO_CI, Comparison, compare, ratio_ci_bonett_price
+from benchsage.stats.compare import ratio_ci as bauer_ratio_ci
 from benchsage.stats.correction import adjust
 from benchsage.stats.median_ci import grouped_median_ci
 from benchsage.store.table import TrialTable
@@ -73,8 +74,11 @@ class Curve:
 @dataclass(frozen=True)
 class CurveComparison:
     """Series a against series b at one level of a curve: comparison holds the ratio of medians
-    a/b with its interval and the test's p; p_adjusted is p after the correction over the
-    family; better: "a", "b" or None (not significant after the correction, or untested)."""
+    a/b with its per-level interval and the test's p; p_adjusted is p after the correction over
+    the family; ci_adjusted: the interval of the ratio at the family's corrected level (1 -
+    alpha/m, the Bonferroni level whatever the correction: simultaneous over the family), which
+    is what the corrected decision is read beside; better: "a", "b" or None (not significant
+    after the correction, or untested)."""
 
     test: str
     metric: str
@@ -89,6 +93,7 @@ class CurveComparison:
     primary: bool
     unit: str
     higher_is_better: bool
+    ci_adjusted: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -304,11 +309,20 @@ def _compared(table: TrialTable, pending: Sequence[tuple[dict[str, object], np.n
         if family.any():
             done = adjust(p[family], correction, alpha)
             adjusted[family], reject[family] = done.p_adjusted, done.reject
+    interval = bauer_ratio_ci if ratio_ci_method(ratio_ci) == "bauer" else ratio_ci_bonett_price
+    tested = {bool(f): int(np.isfinite(p[primary == f]).sum()) for f in (True, False)}
     out = []
-    for i, ((fields, _, _), c) in enumerate(zip(pending, results)):
+    for i, ((fields, a, b), c) in enumerate(zip(pending, results)):
         better = None
         if reject[i] and c.direction != 0:
             better = "a" if (c.direction < 0) != c.higher_is_better else "b"
         p_adj = float(adjusted[i]) if math.isfinite(adjusted[i]) else None
-        out.append(CurveComparison(comparison=c, p_adjusted=p_adj, better=better, **fields))  # type: ignore[arg-type]
+        m = max(tested[bool(primary[i])], 1)
+        simultaneous = interval(a, b, 1.0 - alpha / m)[0] if c.ratio is not None else None
+        out.append(CurveComparison(comparison=c, p_adjusted=p_adj, better=better, ci_adjusted=simultaneous, **fields))  # type: ignore[arg-type]
     return tuple(out)
+
+
+def ratio_ci_method(name: str | None) -> str:
+    """The ratio interval asked for, by its name in stats.compare (None: the default)."""
+    return name if name is not None else DEFAULT_RATIO_CI

@@ -50,6 +50,7 @@ def curve_comparison_json(row: CurveComparison) -> dict[str, Any]:
         "b": dict(row.b),
         "ratio": _num(c.ratio),
         "ci": _interval(c.ci),
+        "ci_adjusted": _interval(row.ci_adjusted),
         "p_adjusted": row.p_adjusted,
         "better": row.better,
         "fixed": dict(row.fixed),

@@ -21,19 +21,21 @@ sys.path.insert(0, str(Path(__file__).parents[2] / "analyze"))
 from curves_data import swept_columns, swept_table  # noqa: E402
 
 
-def _row(level: int, ratio: float, better: str | None, p_adjusted: float | None, unit: str = "s") -> CurveComparison:
-    """A comparison at one level with the given outcome (the samples only give compare its shape)."""
+def _row(level: int, ratio: float, better: str | None, p_adjusted: float | None, unit: str = "s",
+         simultaneous: tuple[float, float] | None = None) -> CurveComparison:
+    """A comparison at one level with the given outcome (the samples only give compare its shape);
+    its simultaneous interval ratio x [0.9, 1.1] unless given."""
     c = dataclasses.replace(compare(np.arange(1.0, 9.0), np.arange(1.0, 9.0)), ratio=ratio, ci=(ratio * 0.95, ratio * 1.05),
                             p=0.0 if p_adjusted is None else p_adjusted / 4)
     return CurveComparison("wrk", "p99", "conns", level, {}, {"governor": "schedutil"}, {"governor": "performance"}, c,
-                           p_adjusted, better, True, unit, False)
+                           p_adjusted, better, True, unit, False, simultaneous or (ratio * 0.9, ratio * 1.1))
 
 
 def test_the_sentence_says_where_the_series_match_and_where_they_differ() -> None:
     rows = [_row(2, 1.01, None, 1.0), _row(8, 0.99, None, 1.0), _row(32, 1.41, "b", 0.002)]
     assert curve_pair_sentence(rows) == (
-        "p99 of wrk: schedutil matches performance up to conns=8 and is 1.41x slower at 32 "
-        "(ratio 1.410 [1.339, 1.480], p_adj 0.002)")
+        "p99 of wrk: schedutil matches performance up to conns=8 and is 1.41× slower at 32 "
+        "(ratio 1.41 [1.27, 1.55] simultaneous, p_adj 0.002)")
 
 
 def test_the_sentence_of_curves_that_match_everywhere_or_differ_in_stretches() -> None:
@@ -42,10 +44,24 @@ def test_the_sentence_of_curves_that_match_everywhere_or_differ_in_stretches() -
     rows = [_row(2, 0.8, "a", 0.01), _row(8, 0.7, "a", 0.001), _row(16, 1.0, None, 1.0), _row(32, 1.2, "b", 0.03),
             _row(64, 1.3, "b", 0.02)]
     assert curve_pair_sentence(rows) == (
-        "p99 of wrk: schedutil is 1.43x faster up to conns=8 (ratio 0.700 [0.665, 0.735], p_adj 0.001, most at 8), "
-        "matches performance at 16 and is 1.30x slower from 32 on (ratio 1.300 [1.235, 1.365], p_adj 0.02, most at 64)")
+        "p99 of wrk: schedutil is 1.43× faster up to conns=8 (ratio 0.700 [0.630, 0.770] simultaneous, p_adj 0.001, most at 8), "
+        "matches performance at 16 and is 1.30× slower from 32 on (ratio 1.30 [1.17, 1.43] simultaneous, p_adj 0.02, most at 64)")
     rps = [dataclasses.replace(_row(2, 0.5, "b", 0.001, unit="1/s"), metric="rps", higher_is_better=True)]
-    assert curve_pair_sentence(rps) == "rps of wrk: schedutil is 2.00x lower at conns=2 (ratio 0.500 [0.475, 0.525], p_adj 0.001)"
+    assert curve_pair_sentence(rps) == "rps of wrk: schedutil is 2.00× lower at conns=2 (ratio 0.500 [0.450, 0.550] simultaneous, p_adj 0.001)"
+
+
+def test_a_corrected_test_and_an_interval_that_disagree_are_undecided_never_matching() -> None:
+    """The words never contradict the interval printed beside them: a ratio of 62 whose
+    simultaneous interval excludes 1 is not "matches" because the corrected test missed it."""
+    far = _row(8, 62.0, None, 0.08, simultaneous=(58.0, 67.0))
+    sentence = curve_pair_sentence([far])
+    assert "matches" not in sentence
+    assert sentence == ("p99 of wrk: schedutil is undecided against performance at conns=8: the corrected test and the "
+                        "simultaneous interval disagree (ratio 62.0 [58.0, 67.0] simultaneous, p_adj 0.08)")
+    # A significant test whose simultaneous interval still holds 1 is not called a winner either.
+    assert "undecided" in curve_pair_sentence([_row(8, 1.05, "b", 0.01, simultaneous=(0.98, 1.12))])
+    # Without an interval nothing is called matching.
+    assert "matches" not in curve_pair_sentence([dataclasses.replace(_row(8, 1.0, None, 1.0), ci_adjusted=None)])
 
 
 def test_series_names() -> None:

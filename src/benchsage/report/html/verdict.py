@@ -1,4 +1,5 @@
-"""The verdict: did the order of tests matter, in one sentence, and the facts behind it."""
+"""The verdict: the one-screen answer the terminal opens with (report/words/answer.py), then the
+facts behind it."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 from benchsage.report.html.material import Material
 from benchsage.report.html.numbers import finite
 from benchsage.report.words import verdict_sentence
+from benchsage.report.words.answer import answer
 
 KEY = "verdict"
 TITLE = "Verdict"
@@ -25,4 +27,6 @@ def view(material: Material) -> dict[str, Any]:
         ("CI cases", f"case 1: {cases[1]:,} · case 2: {cases[2]:,} · case 3: {cases[3]:,}"),
         ("data", f"{analysis.values:,} values in {analysis.runs:,} runs; {analysis.excluded or table.excluded:,} trials excluded (not ok)"),
     ]
-    return {"effect": analysis.order_matters, "sentence": verdict_sentence(analysis), "facts": facts}
+    lines = answer(analysis)
+    return {"effect": analysis.order_matters, "verdict": analysis.verdict, "headline": lines[0],
+            "lines": lines[1:-1], "method": lines[-1].text, "sentence": verdict_sentence(analysis), "facts": facts}

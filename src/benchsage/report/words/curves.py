@@ -1,9 +1,12 @@
 """The words of response curves: the name of a series, and one sentence per pair of series
 saying where along the sweep they differ, e.g. "p99 of wrk: schedutil matches performance up to
-conns=8 and is 1.40x slower at 32 (ratio 1.40 [1.38, 1.43], p_adj 4.35e-11)".
+conns=8 and is 1.40× slower at 32 (ratio 1.40 [1.38, 1.43], p_adj 4.35e-11)".
 
 The rows give the numbers and decisions (analyze/curves.py); the sentence walks the levels in
-order and names each stretch where the series match, where a differs one way, or the other.
+order and names each stretch where the series match, where a differs one way, or the other, or
+where the corrected test and the simultaneous interval (both over every level and curve)
+disagree: undecided. The interval shown is the simultaneous one, so the words never contradict
+the numbers beside them.
 """
 
 from __future__ import annotations
@@ -12,10 +15,13 @@ import math
 from typing import Iterable, Mapping, Sequence
 
 from benchsage.analyze.curves import CurveComparison, Level
+from benchsage.report.quantity import sig3
 from benchsage.report.words.comparisons import p_text
+from benchsage.report.words.effects import factor
 
 UNTESTED = "untested"
 MATCHES = "matches"
+UNDECIDED = "undecided"
 
 
 def series_name(series: Mapping[str, object]) -> str:
@@ -53,10 +59,19 @@ def pairs(rows: Iterable[CurveComparison]) -> list[list[CurveComparison]]:
     return list(groups.values())
 
 
+def _excludes_one(ci: tuple[float, float] | None) -> bool | None:
+    return None if ci is None else not (ci[0] <= 1.0 <= ci[1])
+
+
 def _state(r: CurveComparison) -> str:
+    """What the corrected test and the simultaneous interval say together: a series better,
+    the two matching, or undecided where they disagree (or no interval says how close)."""
     if r.comparison.p is None:
         return UNTESTED
-    return r.better or MATCHES
+    excludes = _excludes_one(r.ci_adjusted)
+    if r.better is not None:
+        return r.better if excludes is not False else UNDECIDED
+    return MATCHES if excludes is False else UNDECIDED
 
 
 def _stretches(rows: Sequence[CurveComparison]) -> list[list[CurveComparison]]:
@@ -86,24 +101,20 @@ def _where(stretch: Sequence[CurveComparison], first: bool, last: bool, named: b
 
 
 def _how_much(r: CurveComparison) -> str:
-    """"1.40x slower", "1.31x lower": a against b at one level, by the ratio of medians."""
+    """"1.40× slower", "1.31× lower": a against b at one level, by the ratio of medians."""
     ratio = r.comparison.ratio
     if ratio is None or not math.isfinite(ratio) or ratio <= 0:
         return "different"
-    factor = max(ratio, 1.0 / ratio)
-    if r.unit == "s" and not r.higher_is_better:
-        word = "slower" if ratio > 1 else "faster"
-    else:
-        word = "higher" if ratio > 1 else "lower"
-    return f"{factor:.2f}x {word}"
+    return factor(ratio, None, r.unit if not r.higher_is_better else "")
 
 
 def _numbers(r: CurveComparison) -> str:
+    """The ratio a/b with its simultaneous interval, and the corrected p."""
     c = r.comparison
     parts = []
     if c.ratio is not None:
-        ci = f" [{c.ci[0]:.3f}, {c.ci[1]:.3f}]" if c.ci is not None else ""
-        parts.append(f"ratio {c.ratio:.3f}{ci}")
+        ci = f" [{sig3(r.ci_adjusted[0])}, {sig3(r.ci_adjusted[1])}] simultaneous" if r.ci_adjusted is not None else ""
+        parts.append(f"ratio {sig3(c.ratio)}{ci}")
     parts.append(f"p_adj {p_text(r.p_adjusted)}")
     return ", ".join(parts)
 
@@ -115,6 +126,9 @@ def _clause(stretch: Sequence[CurveComparison], first: bool, last: bool, b: str)
         return f"matches {b} {where}"
     if state == UNTESTED:
         return f"cannot be compared with {b} {where} ({stretch[0].comparison.reason.split(';')[0]})"
+    if state == UNDECIDED:
+        peak = max(stretch, key=lambda r: abs(math.log(r.comparison.ratio)) if r.comparison.ratio else 0.0)
+        return f"is undecided against {b} {where}: the corrected test and the simultaneous interval disagree ({_numbers(peak)})"
     # The level where the series differ most speaks for the stretch.
     peak = max(stretch, key=lambda r: abs(math.log(r.comparison.ratio)) if r.comparison.ratio else 0.0)
     at = "" if len(stretch) == 1 else f", most at {peak.level}"
