@@ -79,12 +79,12 @@ def test_browser_sorts_the_table_by_a_clicked_column(tmp_path: Path, analyze) ->
     arms = (["fixed"] * 10 + ["random"] * 10) * 6 + ["fixed", "random"] * 2
     table = TrialTable.from_columns(test=tests, arm=arms, value=rng.uniform(1, 2, len(tests)))
     text = render_report(analyze(table), table)
-    # Click the Δ% heading once, then the p heading twice, the way a reader would.
+    # Click the Δ% means heading once, then the p heading twice, the way a reader would.
     text = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", text)
     clicks = """<script>
       var heads = document.querySelector("table.sortable").tHead.rows[0].cells, by = {};
       Array.prototype.forEach.call(heads, function (h) { by[h.textContent] = h; });
-      by["Δ%"].click();
+      by["Δ% means"].click();
       document.body.setAttribute("data-delta", Array.prototype.map.call(
         document.querySelector("table.sortable").tBodies[0].rows, function (r) { return r.cells[0].textContent; }).join("|"));
       by["p"].click(); by["p"].click();

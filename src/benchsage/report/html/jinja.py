@@ -12,7 +12,9 @@ import jinja2
 from markupsafe import Markup
 
 from benchsage.report.html.numbers import DASH, commas, fmt, fmt_p, fmt_pct, sortkey, yes_no
+from benchsage.report.quantity import quantity
 from benchsage.report.words import said
+from benchsage.report.words.effects import shift_text
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -42,6 +44,7 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters.update(fmt=fmt, fmt_p=fmt_p, fmt_pct=fmt_pct, sortkey=sortkey, yes_no=yes_no, commas=commas, said=said)
+    env.filters.update(fmt=fmt, fmt_p=fmt_p, fmt_pct=fmt_pct, sortkey=sortkey, yes_no=yes_no, commas=commas, said=said,
+                       quantity=quantity, effect=shift_text)
     env.globals["DASH"] = DASH
     return env

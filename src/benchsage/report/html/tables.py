@@ -22,12 +22,13 @@ _TEST_COLUMNS = (
     ("p", ""),
     ("p adjusted", ""),
     ("significant", "text"),
-    ("eta²_H", ""),
-    ("Δ%", ""),
-    ("CV fixed", ""),
-    ("CV random", ""),
+    ("order effect: fixed vs random", ""),
     ("median fixed [{ci} CI]", ""),
     ("median random [{ci} CI]", ""),
+    ("eta²_H", ""),
+    ("Δ% means", ""),
+    ("CV fixed", ""),
+    ("CV random", ""),
     ("CI case", ""),
 )
 
