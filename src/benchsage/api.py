@@ -304,6 +304,21 @@ class Result:
         return verdict_sentence(self.analysis)
 
     @property
+    def answer(self) -> str:
+        """The verdict in one word: "order-matters", "no-effect", "undetectable" or "tests-failed"
+        (the JSON's "verdict")."""
+        return self.analysis.verdict
+
+    @property
+    def failed_tests(self) -> Any:
+        """One row per test with trials that did not succeed: test, failed, trials, statuses
+        (a dict by status), reason and output_tail (the JSON's "failed_tests")."""
+        from benchsage.report.json import failed_json
+
+        columns = ["test", "failed", "trials", "statuses", "reason", "output_tail"]
+        return _frame([failed_json(f) for f in self.analysis.failed_tests], columns)
+
+    @property
     def verdicts(self) -> tuple[TestVerdict, ...]:
         return self.analysis.tests
 
