@@ -470,7 +470,8 @@ def _observer(analysis: Analysis, console: Console, st: _Styles) -> None:
     table = _table([("test", "left"), ("metric", "left"), ("level", "left"), ("median", "right"), (f"median {baseline}", "right"),
                     ("effect %", "right"), ("p adj", "right"), ("sig", "center")], st)
     for e in shown:
-        table.add_row(Text(e.test), Text(e.metric), Text(e.level), _g(e.median_level, 4), _g(e.median_baseline, 4), _pct(e.effect_pct),
+        unit = _unit(analysis, e.metric)
+        table.add_row(Text(e.test), Text(e.metric), Text(e.level), quantity(e.median_level, unit), quantity(e.median_baseline, unit), _pct(e.effect_pct),
                       _p(e.p_adjusted), _yes_no(e.significant), style=st.significant if e.significant else "")
     _print_table(console, table)
     if len(shown) < len(rows):
@@ -494,7 +495,8 @@ def _factorial(analysis: Analysis, console: Console, st: _Styles) -> None:
             table.add_row(Text(f.test), Text(f.metric), Text(NULL), NULL, NULL, Text(say(f.reason)))
             continue
         for t in f.result.terms:
-            table.add_row(Text(f.test), Text(f.metric), Text(t.term), _g(t.effect, 4), f"{_g(t.ci[0], 3)} – {_g(t.ci[1], 3)}",
+            unit = _unit(analysis, f.metric)
+            table.add_row(Text(f.test), Text(f.metric), Text(t.term), quantity(t.effect, unit), f"{quantity(t.ci[0], unit)} – {quantity(t.ci[1], unit)}",
                           NULL if t.variation_pct is None else f"{t.variation_pct:.1f}")
         error = f.result.error_pct
         table.add_row(Text(f.test), Text(f.metric), Text("error"), "", "", NULL if error is None else f"{error:.1f}")
@@ -542,7 +544,7 @@ def _curves(analysis: Analysis, console: Console, st: _Styles) -> None:
         levels = list(dict.fromkeys(p.level for c in curves for p in c.points))
         at = [{p.level: p for p in c.points} for c in curves]
         for level in levels:
-            cells = [_point_text(points.get(level)) for points in at]
+            cells = [_point_text(points.get(level), curves[0].unit) for points in at]
             table.add_row(str(level), *cells)
         _print_table(console, table)
     for rows in pairs(r for r in found.comparisons if r.primary):
@@ -553,11 +555,15 @@ def _curves(analysis: Analysis, console: Console, st: _Styles) -> None:
     console.print()
 
 
-def _point_text(point: Any) -> str:
+def _point_text(point: Any, unit: str) -> str:
     if point is None:
         return NULL
-    ci = f" [{_g(point.ci[0], 4)}, {_g(point.ci[1], 4)}]" if point.ci is not None else ""
-    return f"{_g(point.median, 4)}{ci}"
+    return interval(point.median, *(point.ci or (None, None)), unit)
+
+
+def _unit(analysis: Analysis, metric: str) -> str:
+    """A metric's unit, as its rows give it ("" when no row says)."""
+    return next((v.unit for v in analysis.tests if v.metric == metric), "")
 
 
 def _answer(analysis: Analysis, console: Console, st: _Styles) -> None:

@@ -13,6 +13,7 @@ from rich.console import Console
 
 from benchsage.analyze.curves import CurveComparison, curve_analysis
 from benchsage.analyze.pipeline import analyze_loaded
+from benchsage.report.quantity import interval
 from benchsage.report.terminal import render_analysis
 from benchsage.report.words.curves import curve_pair_sentence, pairs, series_name
 from benchsage.stats.compare import compare
@@ -81,7 +82,7 @@ def test_the_terminal_shows_a_table_per_curve_and_the_sentences() -> None:
     found = analysis.curves
     first = found.curves[0]
     for p in first.points:
-        assert f"{p.median:.4g} [{p.ci[0]:.4g}, {p.ci[1]:.4g}]" in text
+        assert interval(p.median, *p.ci, first.unit) in text  # "1.20 ms [1.15, 1.26]": each point in a readable unit
     for rows in pairs(found.comparisons):
         assert curve_pair_sentence(rows) in text
     assert "p99 of wrk: schedutil matches performance up to conns=8 and is 1.4" in text
