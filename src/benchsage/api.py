@@ -311,9 +311,10 @@ class Result:
 
     @property
     def combined(self) -> dict[str, Any] | None:
-        """For a fleet: how the rows of `tests` combine the workers (their number, the method)."""
+        """For a fleet or treatment cells: how the rows of `tests` combine them (the numbers of
+        workers and cells, the method); None when the rows pool every value."""
         c = self.analysis.combined
-        return {"workers": c.workers, "method": c.method} if c is not None else None
+        return {"workers": c.workers, "cells": c.cells, "method": c.method} if c is not None else None
 
     @property
     def workers(self) -> Any:

@@ -8,7 +8,7 @@ what was concluded and how.
 from __future__ import annotations
 
 from benchsage.analyze import summary as kinds
-from benchsage.analyze.verdict import Analysis, TestVerdict
+from benchsage.analyze.verdict import Analysis, Combined, TestVerdict
 from benchsage.report.words.registry import count
 
 # More significant names than this are summarised as "and N more".
@@ -36,12 +36,19 @@ def names(verdicts: tuple[TestVerdict, ...] | list[TestVerdict], with_metric: bo
 def method(analysis: Analysis) -> str:
     """How significance was decided: 'Kruskal-Wallis, Bonferroni family-wise α = 0.05, corrected α = 0.0167'."""
     name = CORRECTIONS.get(analysis.correction, analysis.correction)
-    test = "Kruskal-Wallis" if analysis.combined is None else f"van Elteren's test stratified by {analysis.combined.workers} workers"
+    test = "Kruskal-Wallis" if analysis.combined is None else f"van Elteren's test stratified by {_blocks(analysis.combined)}"
     text = f"{test}, {name} family-wise α = {fmt(analysis.alpha)}"
     if analysis.alpha_corrected is not None:
         label = "corrected α" if analysis.correction == "bonferroni" else "strictest corrected α"
         text += f", {label} = {fmt(analysis.alpha_corrected)}"
     return text
+
+
+def _blocks(combined: Combined) -> str:
+    """'3 workers', '2 treatment cells', '3 workers and 2 treatment cells'."""
+    parts = ([count(combined.workers, "worker")] if combined.fleet else []) + (
+        [count(combined.cells, "treatment cell")] if combined.cells > 1 else [])
+    return " and ".join(parts)
 
 
 def verdict_sentence(analysis: Analysis) -> str:
@@ -78,7 +85,7 @@ def workers_sentence(analysis: Analysis) -> str | None:
 
     "Per worker (each corrected on its own): order matters on 1 of 3 workers (node3)."
     """
-    if analysis.combined is None or not analysis.workers:
+    if not analysis.fleet or not analysis.workers:
         return None
     n = len(analysis.workers)
     matters = [w.worker for w in analysis.workers if w.order_matters]
