@@ -281,3 +281,19 @@ def test_a_slower_cell_later_in_time_is_not_a_trend_nor_a_position_effect() -> N
     assert d is not None and d.trends and not any(t.significant for t in d.trends)
     assert not any(p.significant for p in d.position_effects) and not any(c.significant for c in d.carryover)
     assert d.interleaving == before.interleaving
+
+
+def test_the_python_api_gives_a_row_per_test_metric_and_cell() -> None:
+    from benchsage.api import Result
+
+    table = factor_table(seed=12, extra={"context": lambda c: "c1"})
+    result = Result(analyze_loaded(table), table)
+    frame = result.cells
+    assert list(frame.columns) == ["test", "metric", "server", "context", "n_fixed", "n_random", "median_fixed", "ci_fixed_low",
+                                   "ci_fixed_high", "median_random", "ci_random_low", "ci_random_high"]
+    assert frame[["test", "server", "context"]].values.tolist() == [
+        ["t0", "python", "c1"], ["t0", "nginx", "c1"], ["t1", "python", "c1"], ["t1", "nginx", "c1"]]
+    first = result.analysis.tests[0].cells[0]  # type: ignore[index]
+    assert frame.iloc[0]["median_fixed"] == first.median_fixed and frame.iloc[0]["ci_fixed_high"] == first.ci_fixed[1]  # type: ignore[index]
+    assert "cells" not in result.tests.columns and result.combined == {"workers": 1, "cells": 2, "method": method(False, True)}
+    assert Result(analyze_loaded(pooled(table)), pooled(table)).cells.empty
