@@ -129,7 +129,7 @@ def analyze_table(
     stratified: strata.Stratified | None = None
     arms_by_cell: list[Any] | None = None
     found_cells = treatment_cells(table)
-    blocks = strata.blocks(table, *((found_cells.code, len(found_cells.cells)) if found_cells else ()))
+    blocks = strata.blocks(table, found_cells)
     if found_cells is not None:
         if sorted_values is None or not sorted_values.fits(table):
             sorted_values = sort_values(table)
@@ -326,7 +326,7 @@ def _notes(
     c: _Columns, i: int, *, min_values: int, ci_min: int, ci_level: float, ci_method: str, stratified: strata.Stratified | None
 ) -> list[Any]:
     """Why fields of comparison i are null: too few values to test or for a CI, all values
-    equal, no worker to stratify by, a zero fixed-arm mean."""
+    equal, no block (worker, treatment cell) holding both arms, a zero fixed-arm mean."""
     nf, nr = int(c.n[i, FIXED_CODE]), int(c.n[i, RANDOM_CODE])
     notes: list[Any] = []
     if nf == 0 or nr == 0:

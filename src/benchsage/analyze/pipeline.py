@@ -179,7 +179,7 @@ def _diagnosed(table: TrialTable, sorted_values: ValueOrder | None) -> tuple[Tri
     finite = np.isfinite(table.value)
     examined = table if finite.all() else table.select(finite)
     cells = treatment_cells(examined)
-    blocks = strata.blocks(examined, *((cells.code, len(cells.cells)) if cells else ()))
+    blocks = strata.blocks(examined, cells)
     if not blocks.stratified:
         return table, sorted_values
     order = sorted_values if sorted_values is not None and sorted_values.fits(examined) else sort_values(examined)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from benchsage.analyze.cells import TreatmentCells
 from benchsage.analyze.sorted_values import ValueOrder
 from benchsage.stats._grouped import grouped_ranks, refine_order
 from benchsage.stats.median_ci import grouped_median_ci
@@ -64,14 +65,14 @@ class Blocks:
         return self.workers > 1 or self.cells > 1
 
 
-def blocks(table: TrialTable, cell: np.ndarray | None = None, n_cells: int = 1) -> Blocks:
-    """The blocks of the table's rows, from each row's treatment cell (`cell`, codes 0..n_cells
-    - 1; None: no cells)."""
+def blocks(table: TrialTable, cells: TreatmentCells | None = None) -> Blocks:
+    """The blocks of the table's rows: their workers, split by the rows' treatment cells
+    (cells.treatment_cells(table); None: no cells)."""
     workers = workers_present(table)
-    if cell is None or n_cells <= 1:
+    if cells is None or len(cells.cells) <= 1:
         return Blocks(table.worker, max(len(table.worker_names), 1), workers, 1)
-    code, _, n = pair_codes(table.worker.astype(np.int64), cell, n_cells)
-    return Blocks(code, n, workers, n_cells)
+    code, _, n = pair_codes(table.worker.astype(np.int64), cells.code, len(cells.cells))
+    return Blocks(code, n, workers, len(cells.cells))
 
 
 @dataclass(frozen=True, eq=False)
