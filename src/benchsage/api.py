@@ -4,6 +4,7 @@
     trials = benchsage.load("results/quickstart-...")        # pandas DataFrame, one row per value
     result = benchsage.analyze("results/quickstart-...")     # Result
     result.tests                                              # DataFrame, one row per test and metric
+    result.cells                                              # with factors or contexts: each cell's arms
     result.workers, result.diagnostics.fleet                  # a fleet: per-worker verdicts, workers compared
     result.diagnostics.identity                               # ... and whether they ran the same software
     result.comparisons, result.context_effects                # treatments: A vs B claims, measurement context,
@@ -329,9 +330,10 @@ class Result:
 
     @property
     def combined(self) -> dict[str, Any] | None:
-        """For a fleet: how the rows of `tests` combine the workers (their number, the method)."""
+        """For a fleet or treatment cells: how the rows of `tests` combine them (the numbers of
+        workers and cells, the method); None when the rows pool every value."""
         c = self.analysis.combined
-        return {"workers": c.workers, "method": c.method} if c is not None else None
+        return {"workers": c.workers, "cells": c.cells, "method": c.method} if c is not None else None
 
     @property
     def workers(self) -> Any:
@@ -351,6 +353,22 @@ class Result:
         import pandas as pd
 
         return pd.concat(frames, ignore_index=True)
+
+    @property
+    def cells(self) -> Any:
+        """With factors or contexts, each test's arms in each treatment cell: one row per test,
+        metric and cell (a column per dimension: a factor by its name, "context"), the JSON's
+        tests[].cells with the intervals as ci_fixed_low, ...; empty without cells."""
+        rows, dims = [], {}
+        for v in self.analysis.tests:
+            for c in v.cells or ():
+                dims.update(dict.fromkeys(d for d, _ in c.cell))
+                rows.append({"test": v.test, "metric": v.metric, **dict(c.cell), "n_fixed": c.n_fixed, "n_random": c.n_random,
+                             "median_fixed": c.median_fixed, "ci_fixed_low": (c.ci_fixed or (None, None))[0],
+                             "ci_fixed_high": (c.ci_fixed or (None, None))[1], "median_random": c.median_random,
+                             "ci_random_low": (c.ci_random or (None, None))[0], "ci_random_high": (c.ci_random or (None, None))[1]})
+        return _frame(rows, ["test", "metric", *dims, "n_fixed", "n_random", "median_fixed", "ci_fixed_low", "ci_fixed_high",
+                             "median_random", "ci_random_low", "ci_random_high"])
 
     @property
     def sequential(self) -> dict[str, Any] | None:
@@ -468,7 +486,8 @@ def _tests_frame(verdicts: Any) -> Any:
         del row["ci_fixed"], row["ci_random"]
         row["notes"] = "; ".join(said(v.notes))
         rows.append(row)
-    columns = [c for c in TestVerdict.__dataclass_fields__ if c not in ("ci_fixed", "ci_random")]
+    # A row's cells are rows of their own (Result.cells).
+    columns = [c for c in TestVerdict.__dataclass_fields__ if c not in ("ci_fixed", "ci_random", "cells")]
     columns[columns.index("median_fixed") + 1 : columns.index("median_fixed") + 1] = ["ci_fixed_low", "ci_fixed_high"]
     columns[columns.index("median_random") + 1 : columns.index("median_random") + 1] = ["ci_random_low", "ci_random_high"]
     return _frame(rows, columns)

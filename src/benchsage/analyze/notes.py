@@ -41,8 +41,12 @@ class AllEqual:
 
 @dataclass(frozen=True)
 class NoStrata:
-    """No worker has values in both arms (or each worker's values are all equal): the
-    stratified test, which compares the arms within workers, has nothing to compare."""
+    """No block has values in both arms (or each block's values are all equal): the
+    stratified test, which compares the arms within blocks, has nothing to compare. The blocks
+    are workers, treatment cells, or each worker's treatment cells."""
+
+    workers: bool = True
+    cells: bool = False
 
 
 @dataclass(frozen=True)

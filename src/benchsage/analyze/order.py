@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from benchsage.analyze import strata
+from benchsage.analyze.cells import cell_arms, treatment_cells
 from benchsage.analyze.notes import AllEqual, EmptyArm, NonFinite, NoStrata, NoValues, OnTest, TooFewForCI, TooFewToTest, ZeroFixedMean
 from benchsage.analyze.sorted_values import ValueOrder, sort_values
 from benchsage.analyze.verdict import Analysis, Combined, TestVerdict
@@ -110,10 +111,12 @@ def analyze_table(
     The returned Analysis has no diagnostics (see analyze/diagnostics/).
     sorted_values: sort_values(table), when the caller shares it with the diagnostics.
 
-    Data from more than one worker is analysed with each worker as a block (analyze/strata.py):
-    van Elteren's stratified test instead of Kruskal-Wallis, and descriptive fields of the
-    values with each worker's level removed; the Analysis then names the method in `combined`
-    (the per-worker verdicts and the fleet diagnostics are added by analyze/fleet.py).
+    Data from more than one worker, or from more than one treatment cell (factor levels,
+    contexts: analyze/cells.py), is analysed with each worker's cell as a block
+    (analyze/strata.py): van Elteren's stratified test instead of Kruskal-Wallis, and
+    descriptive fields of the values with each block's level removed; the Analysis then names
+    the method in `combined` (a fleet's per-worker verdicts and diagnostics are added by
+    analyze/fleet.py). With cells, each row's `cells` holds each cell's own arms.
     """
     check_options(alpha=alpha, correction=correction, ci_method=ci_method, ci_level=ci_level, ci_case_rule=ci_case_rule, min_values=min_values)
     counts = {"values": len(table), "runs": count_runs(table.run)}
@@ -124,12 +127,18 @@ def analyze_table(
         table = table.select(finite)
     combined: Combined | None = None
     stratified: strata.Stratified | None = None
-    n_workers = strata.workers_present(table)
-    if n_workers > 1:
-        combined = Combined(workers=n_workers, method=strata.METHOD)
+    arms_by_cell: list[Any] | None = None
+    found_cells = treatment_cells(table)
+    blocks = strata.blocks(table, found_cells)
+    if found_cells is not None:
         if sorted_values is None or not sorted_values.fits(table):
             sorted_values = sort_values(table)
-        found = strata.stratify(table, sorted_values)
+        arms_by_cell = cell_arms(table, found_cells, sorted_values, level=ci_level, method=ci_method)
+    if blocks.stratified:
+        combined = Combined(workers=blocks.workers, method=strata.method(blocks.workers > 1, blocks.cells > 1), cells=blocks.cells)
+        if sorted_values is None or not sorted_values.fits(table):
+            sorted_values = sort_values(table)
+        found = strata.stratify(table, sorted_values, blocks)
         if not found.single:
             # The statistics of the level-free values, the test of the raw ones.
             stratified = found
@@ -155,6 +164,8 @@ def analyze_table(
         verdicts.append(v)
         if v.notes:
             warnings.append(OnTest(v.test, v.metric, v.notes))
+    if arms_by_cell is not None:
+        verdicts = [dataclasses.replace(v, cells=arms) for v, arms in zip(verdicts, arms_by_cell)]
     primary_family = adjust(np.where(cols.primary & cols.testable, cols.p, np.nan), correction, alpha)
     return Analysis(
         tool_version=tool_version,
@@ -315,7 +326,7 @@ def _notes(
     c: _Columns, i: int, *, min_values: int, ci_min: int, ci_level: float, ci_method: str, stratified: strata.Stratified | None
 ) -> list[Any]:
     """Why fields of comparison i are null: too few values to test or for a CI, all values
-    equal, no worker to stratify by, a zero fixed-arm mean."""
+    equal, no block (worker, treatment cell) holding both arms, a zero fixed-arm mean."""
     nf, nr = int(c.n[i, FIXED_CODE]), int(c.n[i, RANDOM_CODE])
     notes: list[Any] = []
     if nf == 0 or nr == 0:
@@ -326,7 +337,8 @@ def _notes(
         notes.append(AllEqual(nf + nr, float(c.first_value[i])))
     elif stratified is not None and not c.testable[i]:
         if stratified.strata[i] == 0:
-            notes.append(NoStrata())
+            by = stratified.by
+            notes.append(NoStrata() if by is None else NoStrata(workers=by.workers > 1, cells=by.cells > 1))
     for arm, name in ((FIXED_CODE, FIXED), (RANDOM_CODE, RANDOM)):
         k = int(c.n[i, arm])
         if 0 < k < ci_min:

@@ -82,7 +82,7 @@ def analyze_loaded(table: TrialTable, options: Options = Options(), treatments: 
     tests, floor_warnings = rss_floor_notes(table, analysis.tests)
     analysis = dataclasses.replace(analysis, tests=tests)
     warnings = list(analysis.warnings) + floor_warnings + shortfalls
-    if analysis.combined is None:
+    if not analysis.fleet:
         warnings.extend(_snapshot_warnings(table))
     else:
         analysis, diagnostics, more = _fleet(table, analysis, diagnostics, options, alpha=alpha, correction=correction, sorted_values=sorted_values)
@@ -167,20 +167,26 @@ PARALLEL_ROWS = 200_000  # below this, a thread costs more than it saves
 def _diagnosed(table: TrialTable, sorted_values: ValueOrder | None) -> tuple[TrialTable, ValueOrder | None]:
     """The table the diagnostics examine, and its shared sort.
 
-    In a fleet whose workers ran the same tests, position effects, carry-over and trends compare
-    values of different machines: they examine the values with each worker's level removed
-    (analyze/strata.py), as the combined rows do, so that a slower machine is not read as a
-    slower position, predecessor or time.
+    In a fleet whose workers ran the same tests, or with treatment cells (factor levels,
+    contexts) that each test ran in, position effects, carry-over and trends compare values of
+    different machines or cells: they examine the values with each block's level removed
+    (analyze/strata.py), as the combined rows do, so that a slower machine or cell is not read
+    as a slower position, predecessor or time.
     """
     from benchsage.analyze import strata
+    from benchsage.analyze.cells import cell_dimensions, treatment_cells
     from benchsage.analyze.sorted_values import sort_values
 
-    if strata.workers_present(table) <= 1:
+    if strata.workers_present(table) <= 1 and not cell_dimensions(table):
         return table, sorted_values
     finite = np.isfinite(table.value)
     examined = table if finite.all() else table.select(finite)
+    cells = treatment_cells(examined)
+    blocks = strata.blocks(examined, cells)
+    if not blocks.stratified:
+        return table, sorted_values
     order = sorted_values if sorted_values is not None and sorted_values.fits(examined) else sort_values(examined)
-    found = strata.stratify(examined, order)
+    found = strata.stratify(examined, order, blocks)
     if found.single:
         return table, sorted_values
     return dataclasses.replace(examined, value=found.level_free), None

@@ -73,16 +73,20 @@ class TestVerdict:
     detectable: bool | None = None
     least_p: float | None = None
     min_detectable_pct: float | None = None
-    # With treatment cells (factors, contexts): each cell's arms (None without cells).
+    # With treatment cells (factors, contexts; analyze/cells.py): each cell's arms, from the
+    # values as measured (not level-free), a fleet's workers pooled; None without cells.
     cells: tuple[CellArms, ...] | None = None
 
 
 @dataclass(frozen=True)
 class CellArms:
     """One treatment cell of a test row (a combination of factor levels and context): its
-    arms' sizes, medians and intervals (at the analysis's ci_level)."""
+    arms' sizes, medians and intervals (at the analysis's ci_level, by its ci_method), of the
+    cell's values as measured; an arm without values has n 0 and no median."""
 
-    cell: tuple[tuple[str, str], ...]  # (dimension, level), in the table's dimension order
+    # (dimension, level), in the table's dimension order: a factor by its name ("server"), the
+    # context as "context"; a dimension whose level is not known is left out.
+    cell: tuple[tuple[str, str], ...]
     n_fixed: int
     n_random: int
     median_fixed: float | None
@@ -276,10 +280,19 @@ class Diagnostics:
 
 @dataclass(frozen=True)
 class Combined:
-    """How the top-level rows of a fleet's analysis combine its workers."""
+    """How the top-level rows combine blocks whose levels differ: the workers of a fleet and the
+    treatment cells (factor levels, measurement contexts; analyze/cells.py). workers: the workers
+    that hold rows (1: not a fleet); cells: the treatment cells (1: none, or not stratified by
+    them); method: how (analyze/strata.py)."""
 
     workers: int
     method: str
+    cells: int = 1
+
+    @property
+    def fleet(self) -> bool:
+        """More than one worker: the analysis has per-worker verdicts and fleet diagnostics."""
+        return self.workers > 1
 
 
 @dataclass(frozen=True)
@@ -340,7 +353,8 @@ class Analysis:
     sources: tuple[str, ...] = ()
     excluded: int = 0
     provenance: dict[str, Any] = field(default_factory=dict)
-    # Data from more than one worker: how the rows combine them, and each worker's own verdict.
+    # Data from more than one worker or treatment cell: how the rows combine them (None: pooled,
+    # Kruskal-Wallis); a fleet's workers (more than one): each worker's own verdict.
     combined: Combined | None = None
     workers: tuple[WorkerVerdicts, ...] = ()
     # Treatments (analyze/treatments/): None when the data has none of that kind; the JSON
@@ -360,6 +374,11 @@ class Analysis:
     # Tests with trials that did not succeed, in test order (empty when every trial succeeded
     # or the source does not say).
     failed_tests: tuple[FailedTest, ...] = ()
+
+    @property
+    def fleet(self) -> bool:
+        """Data from more than one worker (not merely stratified by treatment cell)."""
+        return self.combined is not None and self.combined.fleet
 
     @property
     def significant_tests(self) -> tuple[TestVerdict, ...]:

@@ -41,7 +41,9 @@ def analysis_json(analysis: Analysis) -> dict[str, Any]:
         "warnings": said(analysis.warnings, once=True),
     }
     if analysis.combined is not None:
-        out["combined"] = {"workers": analysis.combined.workers, "method": analysis.combined.method}
+        c = analysis.combined
+        out["combined"] = {"workers": c.workers, "cells": c.cells, "method": c.method}
+    if analysis.fleet:
         out["workers"] = [worker_json(w) for w in analysis.workers]
     for name in TREATMENT_JSON:
         rows = getattr(analysis, name)

@@ -379,10 +379,11 @@ MAX_WORKER_NAMES = 3  # a worker's significant tests named up to this many
 
 def _workers(analysis: Analysis, console: Console, st: _Styles) -> None:
     """A fleet: how the rows combine the workers, and each worker's own verdict."""
-    if analysis.combined is None:
+    if analysis.combined is None or not analysis.fleet:
         return
-    _line(console, f"Workers: {analysis.combined.workers}; the tables above are stratified by worker (van Elteren's test; "
-                   "medians, CIs and Δ% with each worker's level removed).", st.title)
+    by = "worker and treatment cell" if analysis.combined.cells > 1 else "worker"
+    _line(console, f"Workers: {analysis.combined.workers}; the tables above are stratified by {by} (van Elteren's test; "
+                   f"medians, CIs and Δ% with each {by}'s level removed).", st.title)
     table = _table([("worker", "left"), ("order matters", "center"), ("significant", "left"), ("tested", "right"), ("corrected α", "right")], st)
     for w in analysis.workers:
         s = w.summary

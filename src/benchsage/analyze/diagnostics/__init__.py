@@ -10,8 +10,9 @@ tests, and each diagnostic's comparisons are corrected as one family. The design
 come with their details as data (notes.py), which report/words/diagnostics.py puts into words.
 
 Only primary metrics are examined (for imported data: every metric), as they decide the verdict.
-A fleet's values are examined with each worker's level removed (see analyze/pipeline.py and
-analyze/strata.py): medians are then in the units of a typical worker.
+A fleet's values, and those of treatment cells (factor levels, contexts), are examined with each
+block's level removed (see analyze/pipeline.py and analyze/strata.py): medians are then in the
+units of a typical worker and cell.
 """
 
 from __future__ import annotations

@@ -69,9 +69,9 @@ def order_rows(table: TrialTable) -> TrialTable:
     taken. Pooling the levels would also blur one distribution into another and could turn the
     wrapper's own after-effects into an "order effect". So with observer levels the order
     analysis keeps the baseline level (and rows whose level is not known); the other levels are
-    answered by the observer analysis. Contexts and factor levels stay pooled: the design
-    balances them over the arms, and conclusions that hold over contexts are the point of
-    variant generation.
+    answered by the observer analysis. Contexts and factor levels stay: the design balances
+    them over the arms, conclusions that hold over contexts are the point of variant
+    generation, and the order analysis ranks within each of their cells (analyze/cells.py).
     """
     baseline = observer_baseline(table)
     if baseline is None:

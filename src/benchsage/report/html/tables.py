@@ -41,9 +41,9 @@ def sort_key_p(v: TestVerdict) -> tuple[float, float, str]:
 
 def verdict_table(verdicts: Sequence[TestVerdict], detail_ids: Mapping[tuple[str, str], str], ci_level: float,
                   stratified: bool = False) -> dict[str, Any]:
-    """One table of test rows, sorted by p. stratified: the rows combine workers with van
-    Elteren's test, whose statistic is a chi-square with one degree of freedom, not
-    Kruskal-Wallis H."""
+    """One table of test rows, sorted by p. stratified: the rows combine workers or treatment
+    cells with van Elteren's test, whose statistic is a chi-square with one degree of freedom,
+    not Kruskal-Wallis H."""
     notes = any(v.notes for v in verdicts)
     titles = [t.format(ci=f"{ci_level:.0%}") for t, _ in _TEST_COLUMNS]
     if stratified:

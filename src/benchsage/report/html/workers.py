@@ -71,7 +71,7 @@ def _fleet_view(analysis: Analysis) -> dict[str, Any]:
 def view(material: Material) -> dict[str, Any] | None:
     """None unless the data comes from a fleet."""
     analysis = material.analysis
-    if analysis.combined is None:
+    if analysis.combined is None or not analysis.fleet:
         return None
     return {
         "count": analysis.combined.workers,

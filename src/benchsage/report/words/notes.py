@@ -78,7 +78,10 @@ def _all_equal(note: AllEqual) -> str:
 
 @words(NoStrata)
 def _no_strata(note: NoStrata) -> str:
-    return "no worker has values in both arms, or each worker's values are all equal: the stratified test compares the arms within workers"
+    block, blocks = (("worker's treatment cell", "workers' treatment cells") if note.workers and note.cells else
+                     ("treatment cell", "treatment cells") if note.cells else ("worker", "workers"))
+    return (f"no {block} has values in both arms, or each {block}'s values are all equal: "
+            f"the stratified test compares the arms within {blocks}")
 
 
 @words(TooFewForCI)

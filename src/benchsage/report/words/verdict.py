@@ -13,7 +13,7 @@ from typing import Sequence
 
 from benchsage.analyze import summary as kinds
 from benchsage.analyze.summary import Summary
-from benchsage.analyze.verdict import Analysis, FailedTest, TestVerdict
+from benchsage.analyze.verdict import Analysis, Combined, FailedTest, TestVerdict
 from benchsage.report.quantity import percent
 from benchsage.report.words.registry import count
 from benchsage.vocabulary import MIN_RUNS_PER_ARM, OK
@@ -44,7 +44,7 @@ def names(verdicts: tuple[TestVerdict, ...] | list[TestVerdict], with_metric: bo
 def method(analysis: Analysis) -> str:
     """How significance was decided: 'Kruskal-Wallis, Bonferroni family-wise α = 0.05, corrected α = 0.0167'."""
     name = CORRECTIONS.get(analysis.correction, analysis.correction)
-    test = "Kruskal-Wallis" if analysis.combined is None else f"van Elteren's test stratified by {analysis.combined.workers} workers"
+    test = "Kruskal-Wallis" if analysis.combined is None else f"van Elteren's test stratified by {_blocks(analysis.combined)}"
     text = f"{test}, {name} family-wise α = {fmt(analysis.alpha)}"
     if analysis.alpha_corrected is not None:
         label = "corrected α" if analysis.correction == "bonferroni" else "strictest corrected α"
@@ -132,6 +132,13 @@ def order_sentence(analysis: Analysis, s: Summary) -> str:
     return head
 
 
+def _blocks(combined: Combined) -> str:
+    """'3 workers', '2 treatment cells', '3 workers and 2 treatment cells'."""
+    parts = ([count(combined.workers, "worker")] if combined.fleet else []) + (
+        [count(combined.cells, "treatment cell")] if combined.cells > 1 else [])
+    return " and ".join(parts)
+
+
 def verdict_sentence(analysis: Analysis) -> str:
     """One sentence: which tests failed, whether the order of tests mattered for the others and
     for which, or how large an effect could have gone unseen, and by which criterion.
@@ -156,7 +163,7 @@ def workers_sentence(analysis: Analysis) -> str | None:
 
     "Per worker (each corrected on its own): order matters on 1 of 3 workers (node3)."
     """
-    if analysis.combined is None or not analysis.workers:
+    if not analysis.fleet or not analysis.workers:
         return None
     n = len(analysis.workers)
     matters = [w.worker for w in analysis.workers if w.order_matters]
