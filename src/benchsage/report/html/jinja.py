@@ -11,7 +11,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from benchsage.report.html.numbers import DASH, commas, fmt, fmt_p, fmt_pct, sortkey, yes_no
+from benchsage.report.html.numbers import DASH, ci_in_unit, commas, fmt, fmt_p, fmt_pct, in_unit, sortkey, yes_no
 from benchsage.report.words import said
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -42,6 +42,7 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters.update(fmt=fmt, fmt_p=fmt_p, fmt_pct=fmt_pct, sortkey=sortkey, yes_no=yes_no, commas=commas, said=said)
+    env.filters.update(fmt=fmt, fmt_p=fmt_p, fmt_pct=fmt_pct, sortkey=sortkey, yes_no=yes_no, commas=commas, said=said,
+                       in_unit=in_unit, ci_in_unit=ci_in_unit)
     env.globals["DASH"] = DASH
     return env
