@@ -309,7 +309,7 @@ def _log_values(axis, set_lim, vals: np.ndarray, hlines: Sequence[tuple[float, s
     p-values' alpha lines are what the points are read against)."""
     levels = [level for level, _, _ in hlines if level > 0]
     lo, hi = float(min([vals.min(), *levels])), float(max([vals.max(), *levels]))
-    set_lim(lo / 1.6, hi * 1.6)
+    set_lim(lo / 1.6, hi * 1.6 if hi > 1 else min(hi * 1.6, 1.2))  # a p-value is at most 1
     log_axis(axis)
 
 

@@ -60,4 +60,5 @@ def view(material: Material) -> dict[str, Any] | None:
         figure = plots.allocation_of_variation(
             [f"{r['test']} [{r['metric']}]" if several else str(r["test"]) for r in shown], terms, shares)
     more = max(0, len(rows) - TREATMENT_ROWS)
-    return {"lines": lines, "designs": designs, "figure": figure, "more": more, "total": len(rows), "anova": anova}
+    units = {m: material.table.metric_info(m).unit for m in material.table.metric_names}
+    return {"lines": lines, "designs": designs, "figure": figure, "more": more, "total": len(rows), "anova": anova, "units": units}

@@ -58,19 +58,21 @@ def scalar(value: Any, key: str = "") -> str:
         return "yes" if value else "no"
     if is_time(key, value):
         return utc(float(value))
+    if isinstance(value, float) and not math.isfinite(value):
+        return NOT_RECORDED
+    unit = next((u for suffix, u in _UNIT_SUFFIXES if key.lower().endswith(suffix)), "")
+    if unit and isinstance(value, (int, float)):
+        return quantity(float(value), unit)
     if isinstance(value, int):
         return str(value)  # ids, seeds, pids, counts: exact
     if isinstance(value, float):
-        if not math.isfinite(value):
-            return NOT_RECORDED
-        unit = next((u for suffix, u in _UNIT_SUFFIXES if key.lower().endswith(suffix)), "")
-        if unit:
-            return quantity(value, unit)
         if value.is_integer() and abs(value) < 1e15:
             return str(int(value))
         text = sig3(value)
-        # 0.05 is written 0.05, not 0.0500: trailing zeros only where digits were rounded away.
-        return text.rstrip("0").rstrip(".") if "." in text and float(text) == value else text
+        # 0.05 is written 0.05, not 0.0500: trailing zeros only where digits were rounded away
+        # (0.32999999999999996 is 0.33 written in binary: nothing was).
+        exact = float(text) == float(f"{value:.12g}")
+        return text.rstrip("0").rstrip(".") if "." in text and exact else text
     if isinstance(value, (list, tuple)):
         return ", ".join(scalar(v, key) for v in value) or "none"
     if isinstance(value, Mapping):
