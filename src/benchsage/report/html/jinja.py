@@ -24,7 +24,10 @@ def asset(name: str) -> str:
 
 def _no_control(value: Any) -> Any:
     """Every printed value passes here before it is escaped: control characters (which HTML
-    does not allow, e.g. NUL in a test's output) become U+FFFD. Markup is ours and left alone."""
+    does not allow, e.g. NUL in a test's output) become U+FFFD, and a value that is not known
+    (None, which Jinja would print as "None") a dash. Markup is ours and left alone."""
+    if value is None:
+        return DASH
     if isinstance(value, str) and not isinstance(value, Markup):
         return _CONTROL.sub("\ufffd", value)
     return value

@@ -131,7 +131,7 @@ def render_report(analysis: Analysis, table: TrialTable, sections: Collection[st
     showing one part; the figures of the others are not drawn)."""
     script = asset("sort.js")
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
-    # No network at all: nothing may be fetched, only data: images and the sorter may run.
+    # No network at all: nothing may be fetched, only data: images and the page's own script may run.
     csp = f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{digest}'"
     primary = tuple(v for v in analysis.tests if v.primary)
     chosen, note = detail.choose_detail(primary)
