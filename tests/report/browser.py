@@ -46,14 +46,20 @@ def _run(extra: list[str], url: str) -> subprocess.CompletedProcess[bytes]:
     return done
 
 
-def screenshot(page: Path, png: Path, width: int = 1280, height: int = 2000) -> Path:
-    """Render `page` (a local file) and save the top width x height pixels as PNG."""
-    _run([f"--screenshot={png}", f"--window-size={width},{height}"], page.resolve().as_uri())
+def _url(page: Path, fragment: str) -> str:
+    return page.resolve().as_uri() + (f"#{fragment}" if fragment else "")
+
+
+def screenshot(page: Path, png: Path, width: int = 1280, height: int = 2000, fragment: str = "") -> Path:
+    """Render `page` (a local file) and save the top width x height pixels as PNG; with a
+    `fragment`, the page is opened at that anchor (#fragment), as a link to it would."""
+    _run([f"--screenshot={png}", f"--window-size={width},{height}"], _url(page, fragment))
     if not png.exists():
         raise RuntimeError(f"chromium wrote no screenshot to {png}")
     return png
 
 
-def dump_dom(page: Path) -> str:
-    """The serialised DOM of `page` once it has loaded and its scripts have run."""
-    return _run(["--dump-dom"], page.resolve().as_uri()).stdout.decode("utf-8")
+def dump_dom(page: Path, fragment: str = "") -> str:
+    """The serialised DOM of `page` (opened at #fragment, if given) once it has loaded and its
+    scripts have run."""
+    return _run(["--dump-dom"], _url(page, fragment)).stdout.decode("utf-8")

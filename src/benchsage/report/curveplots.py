@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
+from matplotlib.figure import Figure
 
+from benchsage.report.logticks import log_axis
 from benchsage.report.plots import TERM_COLOURS, Plot, new_figure, styled, render, short_axis_label, short_label
 
 GEOMETRIC_STEP = 1.5  # consecutive levels this many times apart or more, steadily: a log axis
@@ -62,8 +64,7 @@ def _panel(ax, p: CurvePanel) -> None:  # type: ignore[no-untyped-def]
         xs = x
         if geometric(x):
             ax.set_xscale("log")
-            ax.set_xticks(xs, [short_label(str(v), 12) for v in p.levels], parse_math=False, fontsize=7)
-            ax.minorticks_off()
+            log_axis(ax.xaxis, at=xs, labels=[short_label(str(v), 12) for v in p.levels])
     for line, colour in zip(p.lines, TERM_COLOURS * (1 + len(p.lines) // len(TERM_COLOURS))):
         y, low, high = (np.asarray(a, dtype=np.float64) for a in (line.median, line.low, line.high))
         known = np.isfinite(y)
@@ -81,6 +82,12 @@ def _panel(ax, p: CurvePanel) -> None:  # type: ignore[no-untyped-def]
 def response_curves(key: str, title: str, sweep: str, panels: Sequence[CurvePanel], caption: str) -> Plot | None:
     """One row of panels, a metric each, against the sweep's levels; a line per series with
     its confidence band (fill_between); a legend of the series when there are several."""
+    fig = curves_figure(sweep, panels)
+    return None if fig is None else Plot(key, title, caption, render(fig, key))
+
+
+def curves_figure(sweep: str, panels: Sequence[CurvePanel]) -> Figure | None:
+    """The figure response_curves renders (drawn under plots.style()); None without a value."""
     panels = [p for p in panels if any(np.isfinite(np.asarray(line.median, dtype=np.float64)).any() for line in p.lines)]
     if not panels:
         return None
@@ -94,4 +101,4 @@ def response_curves(key: str, title: str, sweep: str, panels: Sequence[CurvePane
         for text in legend.get_texts():
             text.set_parse_math(False)  # a level named "$x$" is text
     fig.tight_layout()
-    return Plot(key, title, caption, render(fig, key))
+    return fig

@@ -7,12 +7,13 @@ a fixed hash salt per figure, no dates, and point clouds rasterised so big data 
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 import re
 import warnings
 from dataclasses import dataclass, replace
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 import matplotlib
 import numpy as np
@@ -21,6 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from benchsage.analyze.verdict import TestVerdict
+from benchsage.report.logticks import log_axis
 
 # Okabe-Ito colours: distinguishable with every common colour-vision deficiency.
 FIXED_COLOUR = "#0072B2"  # blue
@@ -143,14 +145,22 @@ def _fixed_margins(fig: Figure, rows: int, cols: int, *, left: float, right: flo
                         wspace=wgap / ax_w, hspace=hgap / ax_h)
 
 
+@contextlib.contextmanager
+def style() -> Iterator[None]:
+    """The report's rc settings (fonts, spines), without touching global state: figures are
+    built and drawn under them."""
+    with matplotlib.rc_context(_RC), warnings.catch_warnings():
+        # Text is drawn by the browser (svg.fonttype none); matplotlib's font only
+        # measures it, so a glyph it lacks (CJK, emoji in a test name) is no problem.
+        warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from font")
+        yield
+
+
 def styled(func):  # type: ignore[no-untyped-def]
-    """Draw under the report's rc settings (fonts, spines), without touching global state."""
+    """Draw under style()."""
 
     def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
-        with matplotlib.rc_context(_RC), warnings.catch_warnings():
-            # Text is drawn by the browser (svg.fonttype none); matplotlib's font only
-            # measures it, so a glyph it lacks (CJK, emoji in a test name) is no problem.
-            warnings.filterwarnings("ignore", message=r"Glyph \d+ .*missing from font")
+        with style():
             return func(*args, **kwargs)
 
     wrapper.__name__ = func.__name__
@@ -205,10 +215,16 @@ _DELTA = _Ranking(
 @styled
 def pvalues_sorted(verdicts: Sequence[TestVerdict], alpha: float, alpha_corrected: float | None) -> Plot | None:
     """Paper Figure 2: Kruskal-Wallis p-values of all tests, sorted, against alpha lines."""
+    fig = pvalues_figure(verdicts, alpha, alpha_corrected)
+    return None if fig is None else Plot(_PVALUES.key, _PVALUES.title, _PVALUES.caption, render(fig, _PVALUES.key))
+
+
+def pvalues_figure(verdicts: Sequence[TestVerdict], alpha: float, alpha_corrected: float | None) -> Figure | None:
+    """The figure pvalues_sorted renders (drawn under style())."""
     lines = ((alpha, f"alpha = {alpha:g}", NEUTRAL_COLOUR),)
     if alpha_corrected:
         lines += ((alpha_corrected, f"corrected alpha = {alpha_corrected:.3g}", SIGNIFICANT_COLOUR),)
-    return _sorted_values(verdicts, _finite(v.kw_p for v in verdicts), replace(_PVALUES, lines=lines))
+    return _ranking_figure(verdicts, _finite(v.kw_p for v in verdicts), replace(_PVALUES, lines=lines))
 
 
 @styled
@@ -224,13 +240,18 @@ def delta_sorted(verdicts: Sequence[TestVerdict]) -> Plot | None:
 
 
 def _sorted_values(verdicts: Sequence[TestVerdict], values: np.ndarray, figure: _Ranking) -> Plot | None:
-    """`figure` of the tests whose value is known (not NaN); None when none is."""
+    """`figure` of the tests whose value is known (not NaN), rendered; None when none is."""
+    fig = _ranking_figure(verdicts, values, figure)
+    return None if fig is None else Plot(figure.key, figure.title, figure.caption, render(fig, figure.key))
+
+
+def _ranking_figure(verdicts: Sequence[TestVerdict], values: np.ndarray, figure: _Ranking) -> Figure | None:
     known = np.isfinite(values)
     if not known.any():
         return None
     verdicts = [v for v, keep in zip(verdicts, known) if keep]
     values = values[known]
-    key, ylabel, log, hlines = figure.key, figure.ylabel, figure.log, figure.lines
+    ylabel, log, hlines = figure.ylabel, figure.log, figure.lines
     order = np.argsort(-values if figure.descending else values, kind="stable")
     vals = values[order]
     sig = np.array([bool(verdicts[i].significant) for i in order], dtype=bool)
@@ -260,6 +281,8 @@ def _sorted_values(verdicts: Sequence[TestVerdict], values: np.ndarray, figure: 
         ax.set_ylim(-0.7, n - 0.3)
         ax.set_xlabel(ylabel)
         ax.grid(axis="x", alpha=0.3)
+        if log:
+            _log_values(ax.xaxis, ax.set_xlim, vals, hlines)
     else:
         fig = new_figure(10.0, 4.2)
         ax = fig.add_subplot()
@@ -276,7 +299,18 @@ def _sorted_values(verdicts: Sequence[TestVerdict], values: np.ndarray, figure: 
         ax.set_ylabel(ylabel)
         ax.set_xlim(-0.01 * n, 1.01 * n)
         ax.grid(axis="y", alpha=0.3)
-    return Plot(key, figure.title, figure.caption, render(fig, key))
+        if log:
+            _log_values(ax.yaxis, ax.set_ylim, vals, hlines)
+    return fig
+
+
+def _log_values(axis, set_lim, vals: np.ndarray, hlines: Sequence[tuple[float, str, str]]) -> None:  # type: ignore[no-untyped-def]
+    """The value axis of a log ranking: readable ticks, and every reference line in view (the
+    p-values' alpha lines are what the points are read against)."""
+    levels = [level for level, _, _ in hlines if level > 0]
+    lo, hi = float(min([vals.min(), *levels])), float(max([vals.max(), *levels]))
+    set_lim(lo / 1.6, hi * 1.6 if hi > 1 else min(hi * 1.6, 1.2))  # a p-value is at most 1
+    log_axis(axis)
 
 
 @styled

@@ -82,9 +82,11 @@ def assert_nothing_injected(page: Page) -> None:
 
 
 def section_of(text: str, name: str) -> str:
-    """The markup of the report's section `name`."""
+    """The markup of the report's section `name`: up to the next section of the page (or its
+    script), whatever order the sections come in."""
     start = text.index(f'<section id="{name}">')
-    return text[start: text.index("</section>", start)]
+    ends = [i for i in (text.find('<section id="', start + 1), text.find("<script>", start)) if i >= 0]
+    return text[start: min(ends) if ends else len(text)]
 
 
 def row_text(section: str, first_cell: str) -> list[str]:

@@ -59,7 +59,11 @@ def test_browser_draws_the_report(small_report: Path, small_analysis: Analysis, 
 
     dom = browser.dump_dom(small_report)
     assert len(re.findall(r"<svg\b", dom)) == 5 + len(small_analysis.tests) + 1  # summary, detail, timeline
-    png = browser.screenshot(small_report, tmp_path / "shot.png", 1280, 2400)
+    # Every section unfolded, as a reader opens them (the figures' is folded when the page opens).
+    opened = tmp_path / "opened.html"
+    opened.write_text(small_report.read_text(encoding="utf-8").replace('<details class="section">', '<details class="section" open>'),
+                      encoding="utf-8")
+    png = browser.screenshot(opened, tmp_path / "shot.png", 1280, 2400)
     pixels = matplotlib.image.imread(png)[:, :, :3]
     assert pixels.shape[:2] == (2400, 1280)
     assert float(pixels.std()) > 0.05

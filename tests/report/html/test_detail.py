@@ -13,7 +13,7 @@ from benchsage.report.html import render_report
 from benchsage.report.html.detail import choose_detail
 from benchsage.store.table import TrialTable
 
-from reports import Page, assert_nothing_injected
+from reports import Page, assert_nothing_injected, section_of
 
 ARTIFACT = Path(os.environ.get("BENCHSAGE_TEST_ARTIFACT") or "/nonexistent")  # the OrderSage artifact data; .ci/run sets it
 
@@ -61,7 +61,7 @@ def test_report_of_the_paper_artifact(analyze) -> None:  # type: ignore[no-untyp
     assert '<figure id="fig-timeline">' in text
     # OrderSage times trials on a clock that restarts each run: over time means run starts,
     # which span the experiment's 12 hours, not the seconds of one run.
-    detail = text[text.index('<section id="detail">'): text.index('<section id="diagnostics">')]
+    detail = section_of(text, "detail")
     assert detail.count("run start, time since the first run (hours)") == 3
     assert "all_exp_results.csv" in page.all_text
     assert_nothing_injected(page)

@@ -13,12 +13,12 @@ from benchsage.report.html.rows import DIAGNOSTIC_ROWS
 from benchsage.report.words import say
 from benchsage.store.table import TrialTable
 
-from reports import Page
+from reports import Page, section_of
 
 
 def test_diagnostics_are_shown(small_report: Path, small_analysis: Analysis) -> None:
     text = small_report.read_text(encoding="utf-8")
-    section = text[text.index('<section id="diagnostics">'): text.index('<section id="provenance">')]
+    section = section_of(text, "diagnostics")
     diag = small_analysis.diagnostics
     assert diag is not None and diag.interleaving is not None
     shown = Page(section).all_text

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from benchsage.analyze.verdict import Analysis
 from benchsage.report.html.numbers import fmt
+from benchsage.report.quantity import interval
 from benchsage.store.table import TrialTable
 from benchsage.report.treatments_json import factorial_json
 
@@ -24,7 +25,8 @@ def test_factorial_terms_and_allocation_of_variation(treated: tuple[Analysis, Tr
         for cells, term in zip(lines, terms):
             assert cells[4] == fmt(term["variation_pct"], 3)
             if term["term"] != "error":
-                assert cells[3] == f"{fmt(term['effect'])}[{fmt(term['ci'][0])}, {fmt(term['ci'][1])}]"
+                # In the metric's unit, through the one formatter of quantities: "-42.1 ms[-43.0, -41.2]".
+                assert cells[3] == interval(term["effect"], *term["ci"], "s").replace(" [", "[")
         assert [cells[5] for cells in lines[:2]] == ["yes", "yes"]  # smt and governor matter
         assert lines[3][3] == "—" and lines[3][5] == "—"
     figure = re.search(r'<figure id="fig-allocation">.*?</figure>', section, re.S).group(0)

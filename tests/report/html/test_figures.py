@@ -8,16 +8,16 @@ from pathlib import Path
 from benchsage.analyze.verdict import Analysis
 from benchsage.report.html import render_report
 
-from reports import Page
+from reports import Page, section_of
 
 
 def test_figures_and_detail_are_inline_svg(small_report: Path, small_analysis: Analysis) -> None:
     text = small_report.read_text(encoding="utf-8")
-    figures = text[text.index('<section id="figures">'): text.index('<section id="detail">')]
+    figures = section_of(text, "figures")
     for key in ("fig-pvalues", "fig-eta2", "fig-delta", "fig-ci-cases", "fig-median-ci"):
         assert f'<figure id="{key}">' in figures
     assert figures.count("<svg") == 5
-    detail = text[text.index('<section id="detail">'): text.index('<section id="diagnostics">')]
+    detail = section_of(text, "detail")
     # Few tests: every test gets its detail, most significant first, linked from the table.
     assert detail.count('<article class="detail"') == detail.count("<svg") == len(small_analysis.tests)
     first = min(small_analysis.tests, key=lambda v: v.kw_p)

@@ -34,7 +34,7 @@ def test_sequential_stopping_section(small_analysis: Analysis, small_table: Tria
     names = [v.test for v in small_analysis.tests]
     decisions = {(names[0], "wall_time"): ("no-effect", 10), (names[1], "wall_time"): ("effect", 20), (names[2], "wall_time"): ("effect", 10)}
     text = render_report(_sequential(small_analysis, 20, decisions), small_table)
-    assert text.index('<section id="detail">') < text.index('<section id="sequential">') < text.index('<section id="diagnostics">')
+    assert text.index('<section id="tables">') < text.index('<section id="sequential">') < text.index('<section id="diagnostics">')
     assert 'href="#sequential"' in text
     section = section_of(text, "sequential")
     shown = Page(section).all_text

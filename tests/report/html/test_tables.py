@@ -18,7 +18,7 @@ from reports import MEASURED_HEADINGS, Page, measured_report, section_of
 
 def test_tests_table_is_sorted_by_p_and_carries_numeric_sort_keys(small_report: Path, small_analysis: Analysis) -> None:
     text = small_report.read_text(encoding="utf-8")
-    table = text[text.index('<section id="tables">'): text.index('<section id="figures">')]
+    table = section_of(text, "tables")
     rows = re.findall(r"<tr( class=\"sig\")?><td class=\"name\">(.*?)</td>(.*?)</tr>", table)
     assert len(rows) == len(small_analysis.tests)
     p_adjusted = [float(re.findall(r'data-v="([^"]*)"', cells)[3]) for _, _, cells in rows]

@@ -10,7 +10,7 @@ import markupsafe
 from benchsage.analyze.verdict import Analysis
 from benchsage.report.html import write_report
 
-from reports import Page, SCRIPT_TEST, assert_nothing_injected
+from reports import Page, SCRIPT_TEST, assert_nothing_injected, section_of
 
 HOSTILE_WORKER = "<img src=x onerror=\"document.title='w'\">"
 
@@ -37,7 +37,7 @@ def test_a_fleets_workers_section(tmp_path: Path) -> None:
         assert raw not in text, raw
     page = Page(text)
     assert_nothing_injected(page)
-    section = text[text.index('<section id="workers">'): text.index('<section id="diagnostics">')]
+    section = section_of(text, "workers")
     shown = Page(section).all_text
     assert "stratified by worker: van Elteren's stratified Wilcoxon test" in shown
     assert "order matters on 3 of 3 workers" in shown
@@ -50,7 +50,7 @@ def test_a_fleets_workers_section(tmp_path: Path) -> None:
     assert section.count("<details><summary>tests on ") == 3
     assert [a["href"] for a in page.tags("a") if a.get("href") == "#workers"] == ["#workers"]
     # The combined rows carry van Elteren's statistic; each worker's own rows Kruskal-Wallis H.
-    tables = text[text.index('<section id="tables">'): text.index('<section id="workers">')]
+    tables = section_of(text, "tables")
     assert "van Elteren χ²" in tables and "KW H" not in tables
     assert section.count(">KW H</th>") == 4  # each worker's table and the test across workers
     fleet_rows = section[section.index("median per worker"):]

@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from benchsage.report.html.material import Material
-from benchsage.report.html.numbers import DASH
+from benchsage.report.html.numbers import DASH, counted
 from benchsage.report.words import comparison_sentence
 from benchsage.report.words.comparisons import flip_text
 
 KEY = "comparisons"
 TITLE = "Comparisons"
+HEADING = "Comparisons"
+OPEN = True  # the questions the experiment declared: their answers come first
 
 
 def view(material: Material) -> dict[str, Any] | None:
@@ -40,6 +42,15 @@ def view(material: Material) -> dict[str, Any] | None:
         })
     return {"rows": out, "reasons": any(c.get("p") is None for c in rows), "fleet": any(c.get("workers") for c in rows),
             "factors": any(c.get("factor_cells") for c in rows)}
+
+
+def gist(shown: dict[str, Any]) -> str:
+    """'2 claims: 1 decided, 1 undecided'."""
+    rows = shown["rows"]
+    decided = sum(1 for c in rows if c["row"].get("better"))
+    flips = sum(1 for c in rows if c["flips"] or c["worker_flips"] or c["cell_flips"])
+    text = f"{counted(len(rows), 'claim')}: {decided:,} decided, {len(rows) - decided:,} undecided"
+    return text + (f"; the winner flips in {flips:,}" if flips else "")
 
 
 def _strata_won(row: Mapping[str, Any], strata: Mapping[str, Any] | None) -> str:

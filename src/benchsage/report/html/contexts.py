@@ -10,11 +10,14 @@ import numpy as np
 from benchsage.analyze.treatments import CONTEXT, CONTEXT_PREFIX, NUMERIC_DIMENSIONS, ContextEffect
 from benchsage.report import plots
 from benchsage.report.html.material import Material
+from benchsage.report.html.numbers import counted
 from benchsage.report.html.rows import TREATMENT_ROWS, floats, medians_text, notable_first
 from benchsage.store.table import TrialTable
 
 KEY = "contexts"
 TITLE = "Context effects"
+HEADING = "Context effects"
+OPEN = True  # the contexts the spec varied on purpose: a question the experiment asked
 CONTEXT_PANELS = 9  # panels of the per-context figure: the claims first, then the tests
 
 
@@ -100,6 +103,12 @@ def _test_panels(effects: Sequence[ContextEffect], table: TrialTable, settings: 
     return panels
 
 
+def gist(shown: dict[str, Any]) -> str:
+    """'1 of 2 tests differs between contexts'."""
+    differ = shown["differ"]
+    return f"{differ:,} of {counted(shown['total'], 'test')} {'differs' if differ == 1 else 'differ'} between contexts"
+
+
 def view(material: Material) -> dict[str, Any] | None:
     """Per test, Kruskal-Wallis across the contexts and each context setting's test; the figure
     shows every claim's ratio and the notable tests' medians context by context. None when the
@@ -129,6 +138,7 @@ def view(material: Material) -> dict[str, Any] | None:
     )
     columns = ("test", "metric", "contexts", "KW H", "p", "p adjusted", "significant", "spread %",
                *(f"{d} p" for d in dims), "median per context")
-    return {"rows": [(r, medians_text(r.get("medians") or {})) for r in shown["rows"]], "shown": shown["shown"],
+    return {"rows": [(r, medians_text(r.get("medians") or {})) for r in shown["rows"]], "shown": shown["shown"], "total": len(effects),
+            "differ": sum(1 for r in effects if r.get("significant")),
             "dims": dims, "columns": columns, "figure": figure,
             "methods": list(dict.fromkeys(str(r["method"]) for r in effects if r.get("method")))}

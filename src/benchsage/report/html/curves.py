@@ -8,11 +8,14 @@ from typing import Any, Sequence
 from benchsage.analyze.curves import Curve, CurveAnalysis
 from benchsage.report import curveplots
 from benchsage.report.html.material import Material
+from benchsage.report.html.numbers import counted
 from benchsage.report.html.rows import floats
 from benchsage.report.words.curves import curve_pair_sentence, fixed_text, pairs, series_name
 
 KEY = "curves"
 TITLE = "Curves"
+HEADING = "Response curves"
+OPEN = True  # a swept experiment's answer is its curves
 CURVE_FIGURES = 12  # figures (a test, sweep and the other sweeps' levels each) the section draws
 PANELS = 4  # metrics side by side in one figure
 POINT_ROWS = 200  # rows of the table of points
@@ -52,6 +55,14 @@ def _panel(curves: Sequence[Curve]) -> curveplots.CurvePanel:
     return curveplots.CurvePanel(curves[0].metric, curves[0].unit, curves[0].better, levels, lines)
 
 
+def gist(shown: dict[str, Any]) -> str:
+    """'2 figures; the series differ at 1 of 6 levels'."""
+    text = counted(len(shown["figures"]) + shown["more_figures"], "figure")
+    if shown["compared"]:
+        text += f"; the series differ at {shown['differ']:,} of {counted(shown['compared'], 'level')}"
+    return text
+
+
 def view(material: Material) -> dict[str, Any] | None:
     """The figures (a row of metric panels per test and sweep), the sentences comparing the
     series, and the points as a table; None without sweeps."""
@@ -69,8 +80,10 @@ def view(material: Material) -> dict[str, Any] | None:
             figures.append(plot)
     sentences = [(any(r.better for r in rows), curve_pair_sentence(rows)) for rows in pairs(r for r in found.comparisons if r.primary)]
     points = [{"test": c.test, "metric": c.metric, "sweep": c.sweep, "fixed": fixed_text(c.fixed).strip(" ()"),
-               "series": series_name(c.series), "level": p.level, "median": p.median, "ci": p.ci, "n": p.n}
+               "series": series_name(c.series), "level": p.level, "median": p.median, "ci": p.ci, "n": p.n, "unit": c.unit}
               for c in found.curves for p in c.points]
+    primary = [r for r in found.comparisons if r.primary]
     return {"figures": figures, "more_figures": max(0, len(groups) - CURVE_FIGURES), "sentences": sentences,
+            "compared": len(primary), "differ": sum(1 for r in primary if r.better), "n_points": len(points),
             "points": points[:POINT_ROWS], "more_points": max(0, len(points) - POINT_ROWS),
             "correction": found.correction.capitalize(), "ci_level": found.ci_level}

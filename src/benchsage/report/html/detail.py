@@ -11,12 +11,14 @@ from benchsage.analyze.diagnostics import run_starts
 from benchsage.analyze.verdict import TestVerdict
 from benchsage.report import plots
 from benchsage.report.html.material import Material
-from benchsage.report.html.numbers import DASH, finite, fmt, fmt_p, fmt_pct, yes_no
+from benchsage.report.html.numbers import DASH, counted, finite, fmt, fmt_p, fmt_pct, yes_no
 from benchsage.report.html.tables import sort_key_p
 from benchsage.store.table import TrialTable
 
 KEY = "detail"
 TITLE = "Per-test detail"
+HEADING = "Per-test detail"
+OPEN = False
 # Every test when there are few; otherwise the significant ones (smallest p first) and the
 # largest |Δ%|, so that thousands of tests still give a small file.
 DETAIL_ALL_MAX = 24
@@ -66,6 +68,13 @@ def _rows_of(table: TrialTable) -> Any:
     return rows
 
 
+def gist(shown: dict[str, Any]) -> str:
+    """'4 tests: values by arm, by position and over time'."""
+    articles = shown["articles"]
+    text = counted(len(articles), "test") + (f" of {shown['total']:,}" if shown["total"] > len(articles) else "")
+    return text + ": values by arm, by position and over time" if articles else "none"
+
+
 def view(material: Material) -> dict[str, Any]:
     """Each chosen test's summary line and figure (None: the table holds no values for it)."""
     table, detail, ids, ci_level = material.table, material.detail, material.detail_ids, material.analysis.ci_level
@@ -106,4 +115,5 @@ def view(material: Material) -> dict[str, Any]:
                 ci_level=ci_level,
             )
         articles.append({"anchor": anchor, "verdict": v, "summary": summary, "plot": plot})
-    return {"note": material.detail_note, "articles": articles}
+    total = sum(1 for v in material.primary if v.n_fixed + v.n_random > 0)
+    return {"note": material.detail_note, "articles": articles, "total": total}

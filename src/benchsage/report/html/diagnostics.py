@@ -11,7 +11,7 @@ import numpy as np
 from benchsage.analyze.diagnostics import run_starts
 from benchsage.report import plots
 from benchsage.report.html.material import Material
-from benchsage.report.html.numbers import finite
+from benchsage.report.html.numbers import counted, finite
 from benchsage.report.html.rows import DIAGNOSTIC_ROWS
 from benchsage.report.html.values import node
 from benchsage.report.words import say
@@ -19,6 +19,8 @@ from benchsage.store.table import TrialTable
 
 KEY = "diagnostics"
 TITLE = "Diagnostics"
+HEADING = "Where the effect comes from"
+OPEN = False
 
 
 def _run_starts(table: TrialTable) -> tuple[np.ndarray, np.ndarray]:
@@ -47,7 +49,22 @@ def _diag_rows(items: Sequence[Any], what: str) -> dict[str, Any]:
     rows = _diag_order(items)
     total = len(items)
     shown = f"showing {len(rows):,} of {total:,} {what}, significant first" if total > len(rows) else f"{total:,} {what}"
-    return {"rows": rows, "shown": shown}
+    return {"rows": rows, "shown": shown, "all": items}
+
+
+def gist(shown: dict[str, Any]) -> str:
+    """'1 position effect, 1 carry-over, no trend; the arms not interleaved'."""
+    text = "not computed" if not shown["computed"] else ", ".join(
+        _significant(shown.get(key), word, plural) for key, word, plural in
+        (("position_effects", "position effect", None), ("carryover", "carry-over", None), ("trends", "trend", None)))
+    if shown["interleaving"] is not None and shown["interleaving"].interleaved is False:
+        text += "; the arms not interleaved in time"
+    return text
+
+
+def _significant(rows: dict[str, Any] | None, word: str, plural: str | None) -> str:
+    n = sum(1 for d in rows["all"] if d.significant) if rows else 0
+    return f"no {word}" if n == 0 else counted(n, word, plural)
 
 
 def view(material: Material) -> dict[str, Any]:
@@ -60,6 +77,7 @@ def view(material: Material) -> dict[str, Any]:
         "interleaving_detail": None if il is None else say(il.detail),
         "timeline": plots.run_timeline(starts, arms) if len(starts) else None,
         "computed": diag is not None,
+        "units": {m: material.table.metric_info(m).unit for m in material.table.metric_names},
     }
     if diag is None:
         return shown

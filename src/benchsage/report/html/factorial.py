@@ -9,11 +9,20 @@ import numpy as np
 
 from benchsage.report import plots
 from benchsage.report.html.material import Material
-from benchsage.report.html.numbers import DASH, finite
+from benchsage.report.html.numbers import DASH, counted, finite
 from benchsage.report.html.rows import FIGURE_ROWS, TREATMENT_ROWS
 
 KEY = "factorial"
 TITLE = "Factorial"
+HEADING = "Factorial"
+OPEN = True  # the factors the spec varied on purpose: a question the experiment asked
+
+
+def gist(shown: dict[str, Any]) -> str:
+    """'2 tests; 3 terms with an effect' (a significant F test, or an effect whose CI excludes 0)."""
+    terms = [t for t in shown["lines"] if t["term"] not in (None, "error")]
+    effects = sum(1 for t in terms if t.get("significant") or t.get("excludes_zero"))
+    return f"{counted(shown['total'], 'test')}; {counted(effects, 'term')} with an effect"
 
 
 def view(material: Material) -> dict[str, Any] | None:
@@ -51,4 +60,5 @@ def view(material: Material) -> dict[str, Any] | None:
         figure = plots.allocation_of_variation(
             [f"{r['test']} [{r['metric']}]" if several else str(r["test"]) for r in shown], terms, shares)
     more = max(0, len(rows) - TREATMENT_ROWS)
-    return {"lines": lines, "designs": designs, "figure": figure, "more": more, "total": len(rows), "anova": anova}
+    units = {m: material.table.metric_info(m).unit for m in material.table.metric_names}
+    return {"lines": lines, "designs": designs, "figure": figure, "more": more, "total": len(rows), "anova": anova, "units": units}

@@ -6,9 +6,16 @@ from typing import Any
 
 from benchsage.report import plots
 from benchsage.report.html.material import Material
+from benchsage.report.html.numbers import counted
 
 KEY = "figures"
 TITLE = "Figures"
+HEADING = "Figures"
+OPEN = False
+
+
+def gist(shown: dict[str, Any]) -> str:
+    return f"{counted(len(shown['shown']), 'figure')} of every primary test" if shown["shown"] else "none"
 
 
 def view(material: Material) -> dict[str, Any]:

@@ -11,8 +11,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from benchsage.report.html.numbers import DASH, commas, fmt, fmt_p, fmt_pct, sortkey, yes_no
-from benchsage.report.quantity import quantity
+from benchsage.report.html.numbers import DASH, ci_in_unit, commas, fmt, fmt_p, fmt_pct, in_unit, sortkey, yes_no
 from benchsage.report.words import said
 from benchsage.report.words.effects import shift_text
 
@@ -26,7 +25,10 @@ def asset(name: str) -> str:
 
 def _no_control(value: Any) -> Any:
     """Every printed value passes here before it is escaped: control characters (which HTML
-    does not allow, e.g. NUL in a test's output) become U+FFFD. Markup is ours and left alone."""
+    does not allow, e.g. NUL in a test's output) become U+FFFD, and a value that is not known
+    (None, which Jinja would print as "None") a dash. Markup is ours and left alone."""
+    if value is None:
+        return DASH
     if isinstance(value, str) and not isinstance(value, Markup):
         return _CONTROL.sub("\ufffd", value)
     return value
@@ -45,6 +47,6 @@ def environment() -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     env.filters.update(fmt=fmt, fmt_p=fmt_p, fmt_pct=fmt_pct, sortkey=sortkey, yes_no=yes_no, commas=commas, said=said,
-                       quantity=quantity, effect=shift_text)
+                       in_unit=in_unit, ci_in_unit=ci_in_unit, effect=shift_text)
     env.globals["DASH"] = DASH
     return env

@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from benchsage.report.quantity import interval, quantity
+
 DASH = "—"  # an unknown value: not computed, or nothing to compute it from
 
 
@@ -50,3 +52,21 @@ def yes_no(flag: bool | None) -> str:
 
 def commas(n: Any) -> str:
     return f"{n:,}"
+
+
+def counted(n: int, word: str, plural: str | None = None) -> str:
+    """'1 test', '1,880 tests', '2 analyses' (plural given)."""
+    return f"{n:,} {word if n == 1 else plural or word + 's'}"
+
+
+def in_unit(x: Any, unit: str) -> str:
+    """A value with its unit, three significant digits in a readable unit (report/quantity.py)."""
+    return quantity(float(x), unit) if finite(x) else DASH
+
+
+def ci_in_unit(x: Any, ci: Any, unit: str) -> str:
+    """The interval of x in x's readable unit, '[41.2, 47.9]' under '44.0 ms'; '' without one."""
+    if not finite(x) or ci is None or not all(finite(c) for c in ci):
+        return ""
+    whole = interval(float(x), float(ci[0]), float(ci[1]), unit)
+    return whole[len(quantity(float(x), unit)):].strip()

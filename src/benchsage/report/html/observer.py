@@ -9,11 +9,18 @@ import numpy as np
 
 from benchsage.report import plots
 from benchsage.report.html.material import Material
-from benchsage.report.html.numbers import finite
+from benchsage.report.html.numbers import counted, finite
 from benchsage.report.html.rows import FIGURE_ROWS, TREATMENT_ROWS, floats, notable_first
 
 KEY = "observer"
 TITLE = "Observer effect"
+HEADING = "Observer effect"
+OPEN = True  # the instrumentation levels the spec varied on purpose: a question the experiment asked
+
+
+def gist(shown: dict[str, Any]) -> str:
+    """'instrumentation changed 2 of 4 tests and levels'."""
+    return f"instrumentation changed {shown['changed']:,} of {counted(shown['total'], 'test and level', 'tests and levels')}"
 
 
 def view(material: Material) -> dict[str, Any] | None:
@@ -36,4 +43,4 @@ def view(material: Material) -> dict[str, Any] | None:
         np.array([pct(r.get("ci"), 1) for r in figure_rows]),
         [r.get("significant") for r in figure_rows],
     ) if figure_rows else None
-    return {**notable, "figure": figure}
+    return {**notable, "figure": figure, "total": len(rows), "changed": sum(1 for r in rows if r.get("significant"))}

@@ -4,6 +4,8 @@ them, and the file.
 A section is a module of this package with a KEY (its anchor, and its template KEY.html), a
 TITLE (its link in the header) and view(material): what its template draws, or None when the
 report has no such section. A new section is a new module listed in SECTIONS and a template.
+Every section below the top one folds (an HTML <details>): its HEADING and gist(view), a few
+words with its headline count, stay in sight; OPEN sections are unfolded when the page opens.
 """
 
 from __future__ import annotations
@@ -49,10 +51,21 @@ class Section(Protocol):
     def view(self, material: Material) -> dict[str, Any] | None: ...
 
 
+class Folding(Section, Protocol):
+    HEADING: str
+    OPEN: bool
+
+    def gist(self, shown: dict[str, Any]) -> str: ...
+
+
+# The answer first: the verdict, the claims and the curves the experiment was run for, the
+# tests of the primary metrics and the treatments the spec varied on purpose (open); then where
+# an effect comes from, the figures, the detail, the warnings and the provenance (folded).
 SECTIONS: tuple[Section, ...] = (
-    verdict, comparisons, tables, figures, detail, workers, contexts, observer, factorial, curves, sequential, diagnostics,
-    provenance, warnings,
+    verdict, comparisons, curves, tables, factorial, contexts, observer, sequential, workers, diagnostics, figures, detail,
+    warnings, provenance,
 )
+TOP: Section = verdict  # never folded: it draws its own <section>
 
 
 def write_report(analysis: Analysis, table: TrialTable, path: str | os.PathLike[str]) -> None:
@@ -118,7 +131,7 @@ def render_report(analysis: Analysis, table: TrialTable, sections: Collection[st
     showing one part; the figures of the others are not drawn)."""
     script = asset("sort.js")
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
-    # No network at all: nothing may be fetched, only data: images and the sorter may run.
+    # No network at all: nothing may be fetched, only data: images and the page's own script may run.
     csp = f"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'sha256-{digest}'"
     primary = tuple(v for v in analysis.tests if v.primary)
     chosen, note = detail.choose_detail(primary)
@@ -135,10 +148,19 @@ def render_report(analysis: Analysis, table: TrialTable, sections: Collection[st
         "script": Markup(script),
         "header": {"links": [(s.KEY, s.TITLE) for s in shown], "version": analysis.tool_version or VERSION,
                    "n_values": len(table), "n_tests": len(analysis.tests)},
-        "sections": [s.KEY for s in shown],
+        "sections": [_fold(s, views[s.KEY]) for s in shown],
         **views,
     }
     return environment().get_template("report.html").render(page)
+
+
+def _fold(section: Section, shown: dict[str, Any]) -> dict[str, Any]:
+    """How report.html wraps a section: the top one as it is, every other one in a <details>
+    whose <summary> holds its heading and gist."""
+    if section is TOP:
+        return {"key": section.KEY, "folds": False}
+    folding: Folding = section  # type: ignore[assignment]
+    return {"key": section.KEY, "folds": True, "open": folding.OPEN, "heading": folding.HEADING, "gist": folding.gist(shown)}
 
 
 def _title(analysis: Analysis, table: TrialTable) -> str:

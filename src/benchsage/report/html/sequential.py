@@ -6,12 +6,14 @@ import math
 from typing import Any, Mapping
 
 from benchsage.report.html.material import Material
-from benchsage.report.html.numbers import DASH
+from benchsage.report.html.numbers import DASH, counted
 from benchsage.report.html.rows import TREATMENT_ROWS
 from benchsage.report.words.sequential import html_stopping, stopped_because, stopping_note, undecided_names
 
 KEY = "sequential"
 TITLE = "Sequential stopping"
+HEADING = "Sequential stopping"
+OPEN = True  # why the experiment stopped where it did belongs beside its verdict
 
 _SEQUENTIAL_LABELS = {
     "planned_looks": "planned looks (runs per arm)",
@@ -26,6 +28,12 @@ _SEQUENTIAL_LABELS = {
 }
 _DECIDE = {"each": "every test is decided", "verdict": "the verdict is settled"}
 _VERDICT = {"effect": "an order effect in some test", "no-effect": "no order effect worth finding in any test"}
+
+
+def gist(shown: dict[str, Any]) -> str:
+    """'1 test with an order effect, 3 without, 0 undecided'."""
+    counts = shown["counts"]
+    return f"{counted(counts['effect'], 'test')} with an order effect, {counts['no-effect']:,} without, {shown['undecided']:,} undecided"
 
 
 def view(material: Material) -> dict[str, Any] | None:

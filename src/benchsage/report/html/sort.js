@@ -1,5 +1,7 @@
 (function () {
-  // Click (or Enter on) a column heading to sort; the table is plain HTML without this.
+  // The report's one script (its hash is in the page's Content-Security-Policy; the page reads
+  // the same without it): click (or Enter on) a column heading to sort, and open a folded
+  // section when a link leads into it or the page is printed.
   // Cells with data-v sort as numbers (empty = unknown, always last); others as text.
   function unknown(cell, numeric) { return numeric && cell.getAttribute("data-v") === ""; }
   function cmp(a, b, numeric) {
@@ -30,4 +32,32 @@
     });
   });
   document.documentElement.setAttribute("data-sortable", String(tables.length));
+
+  // A link's target inside folded sections: open every <details> around it, and its own.
+  function reveal(hash) {
+    var id = hash.slice(1);
+    try { id = decodeURIComponent(id); } catch (e) { /* a literal % in an id */ }
+    var target = id && document.getElementById(id);
+    if (!target) return;
+    for (var n = target; n; n = n.parentElement) if (n.tagName === "DETAILS") n.open = true;
+    var own = target.firstElementChild;
+    if (own && own.tagName === "DETAILS") own.open = true;
+  }
+  document.addEventListener("click", function (e) {
+    var a = e.target.closest ? e.target.closest("a[href^='#']") : null;
+    if (a) reveal(a.getAttribute("href"));  // before the browser scrolls to it
+  });
+  window.addEventListener("hashchange", function () { reveal(location.hash); });
+  if (location.hash) reveal(location.hash);  // the browser scrolls to it once the page has loaded
+  // Printing shows everything; what was folded folds again afterwards.
+  var folded = [];
+  window.addEventListener("beforeprint", function () {
+    folded = Array.prototype.filter.call(document.querySelectorAll("details"), function (d) { return !d.open; });
+    folded.forEach(function (d) { d.open = true; });
+  });
+  window.addEventListener("afterprint", function () {
+    folded.forEach(function (d) { d.open = false; });
+    folded = [];
+  });
+  document.documentElement.setAttribute("data-folds", String(document.querySelectorAll("details.section").length));
 })();

@@ -9,10 +9,12 @@ from typing import Any, Mapping, Sequence
 from benchsage.analyze.verdict import TestVerdict
 from benchsage.report import plots
 from benchsage.report.html.material import Material
-from benchsage.report.html.numbers import finite
+from benchsage.report.html.numbers import counted, finite
 
 KEY = "tables"
 TITLE = "Tests"
+HEADING = "Tests: fixed order vs random order"
+OPEN = True  # the primary metrics' rows; the other metrics fold inside (templates/tables.html)
 TALL_ROWS = 30  # a longer table scrolls inside its own box, so the figures stay in reach
 
 _TEST_COLUMNS = (
@@ -53,6 +55,16 @@ def verdict_table(verdicts: Sequence[TestVerdict], detail_ids: Mapping[tuple[str
     return {"columns": columns, "rows": rows, "notes": notes, "tall": len(verdicts) > TALL_ROWS}
 
 
+def gist(shown: dict[str, Any]) -> str:
+    """'4 tests, 2 where the order matters; 6 other metrics'."""
+    groups = [g for g in shown["groups"] if g["primary"]]
+    primary = [v for g in groups for v, _ in g["table"]["rows"]]
+    others = len(shown["groups"]) - len(groups)
+    what = "test" if len(groups) <= 1 else "comparison"
+    text = f"{counted(len(primary), what)}, {sum(1 for v in primary if v.significant):,} where the order matters"
+    return text + (f"; {counted(others, 'other metric')}" if others else "")
+
+
 def view(material: Material) -> dict[str, Any]:
     analysis, detail_ids = material.analysis, material.detail_ids
     groups: dict[tuple[bool, str], list[TestVerdict]] = {}
@@ -64,6 +76,7 @@ def view(material: Material) -> dict[str, Any]:
             "metric": metric,
             "label": plots.axis_label(metric, vs[0].unit, vs[0].better),
             "family": "not in the correction family" if secondary else "primary",
+            "primary": not secondary,
             "count": len(vs),
             "table": verdict_table(vs, detail_ids, analysis.ci_level, stratified=analysis.combined is not None),
         })

@@ -5,11 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 from benchsage.report.html.material import Material
+from benchsage.report.html.numbers import counted
 from benchsage.report.words import said
 
 KEY = "warnings"
 TITLE = "Warnings"
+HEADING = "Warnings"
+OPEN = False
 WARNINGS_MAX = 200
+
+
+def gist(shown: dict[str, Any]) -> str:
+    n = len(shown["shown"]) + shown["more"]
+    return counted(n, "warning") if n else "none"
 
 
 def view(material: Material) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from benchsage.analyze.verdict import Analysis
 from benchsage.report.html.material import Material
-from benchsage.report.html.numbers import DASH
+from benchsage.report.html.numbers import DASH, counted
 from benchsage.report.html.rows import DIAGNOSTIC_ROWS, medians_text
 from benchsage.report.html.tables import sort_key_p, verdict_table
 from benchsage.report.words import workers_sentence
@@ -15,6 +15,8 @@ from benchsage.report.words.verdict import names as named
 
 KEY = "workers"
 TITLE = "Workers"
+HEADING = "Workers"
+OPEN = False  # each worker's rows; its gist says what matters (where the order matters, identity)
 WORKER_NAMES = 10  # a worker's significant tests named up to this many
 
 
@@ -66,6 +68,14 @@ def _fleet_view(analysis: Analysis) -> dict[str, Any]:
     shown = f"showing {len(rows):,} of {total:,} tests, differing first" if len(rows) < total else f"{total:,} tests"
     return {"state": "rows", "differing": sum(1 for r in diag.fleet if r.significant), "total": total, "shown": shown,
             "rows": [(r, medians_text(r.medians), ", ".join(r.outliers) or DASH) for r in rows]}
+
+
+def gist(shown: dict[str, Any]) -> str:
+    """'3 workers; the order matters on 1; their software differs'."""
+    matters = sum(1 for w in shown["rows"] if w["order_matters"])
+    text = f"{counted(shown['count'], 'worker')}; the order matters on {matters:,}"
+    identity = {"identical": "; the same software", "differs": "; their software differs"}
+    return text + identity.get(shown["identity"]["state"], "")
 
 
 def view(material: Material) -> dict[str, Any] | None:
