@@ -45,6 +45,9 @@ class Stratified:
     pvalue: np.ndarray
     strata: np.ndarray
     level_free: np.ndarray
+    # Each row's stratum as the test took it (0..n_strata-1), for the effects (analyze/effects.py).
+    stratum: np.ndarray | None = None
+    n_strata: int = 0
 
 
 def workers_present(table: TrialTable) -> int:
@@ -104,4 +107,4 @@ def stratify(table: TrialTable, sv: ValueOrder) -> Stratified:
     alone = np.bincount(pair_group, minlength=n_groups)[pair_group] == 1
     factor[alone], shift[alone] = 1.0, 0.0
     level_free = value * factor[pair] + shift[pair]
-    return Stratified(False, test.statistic, test.pvalue, test.strata, level_free)
+    return Stratified(False, test.statistic, test.pvalue, test.strata, level_free, table.worker.astype(np.int64), n_workers)
