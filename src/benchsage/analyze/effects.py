@@ -58,11 +58,12 @@ class EffectOptions:
 
     family_sizes: the number of testable comparisons (m) of the primary and of the other family
     the rows will be judged in, when that is not this table's (a batch of a larger analysis);
-    None: this table's own. sizes: compute the shift and the detectable shift (True), never
-    (False: least_p and detectable only), or when the table is within the budgets (None)."""
+    None: this table's own. shift, simulate: compute the shifts, and the detectable shifts
+    (True), never (False), or when this table is within the budget (None, within_budget)."""
 
     family_sizes: tuple[int, int] | None = None
-    sizes: bool | None = None
+    shift: bool | None = None
+    simulate: bool | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -114,6 +115,23 @@ def rejudged(rows: Sequence[Any], m_primary: int, alpha: float) -> list[Any]:
     return [replace(v, detectable=detectable(v.least_p, m_primary, alpha)) if v.primary else v for v in rows]
 
 
+def family_sizes(rows: Sequence[Any]) -> tuple[int, int]:
+    """m of the primary and of the other family of TestVerdict rows: those with a p-value."""
+    tested = [v.primary for v in rows if v.kw_p is not None]
+    return sum(tested), len(tested) - sum(tested)
+
+
+def rows_within_budget(rows: Sequence[Any]) -> tuple[bool, bool]:
+    """within_budget for TestVerdict rows (an analysis done in batches)."""
+    n = np.array([(v.n_fixed, v.n_random) for v in rows], dtype=np.int64).reshape(-1, 2)
+    testable = np.array([v.kw_p is not None for v in rows], dtype=bool)
+    primary = np.array([v.primary for v in rows], dtype=bool)
+    return within_budget(n, testable, primary)
+
+
+SIZE_FIELDS = ("shift", "shift_ci", "shift_level", "shift_kind", "min_detectable_pct")
+
+
 def within_budget(n: np.ndarray, testable: np.ndarray, primary: np.ndarray) -> tuple[bool, bool]:
     """(shift affordable, simulation affordable) for comparisons of n (G, 2) values per arm."""
     pairs = float(np.sum(np.where(testable, n[:, 0].astype(np.float64) * n[:, 1], 0.0)))
@@ -156,7 +174,9 @@ def order_effects(
     least = np.where(testable, _least_p(value, group, arm, ranked, n, n_groups, strata), np.nan)
     with np.errstate(invalid="ignore"):
         reach = testable & primary & (np.minimum(1.0, least * m[0]) <= alpha)
-    shift_on, simulate_on = within_budget(n, testable, primary) if options.sizes is None else (options.sizes, options.sizes)
+    shift_on, simulate_on = within_budget(n, testable, primary)
+    shift_on = shift_on if options.shift is None else options.shift
+    simulate_on = simulate_on if options.simulate is None else options.simulate
     nan = np.full(n_groups, np.nan)
     positive = np.zeros(n_groups, dtype=bool)
     some = ranked.counts > 0

@@ -35,6 +35,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from benchsage.analyze.effects import family_sizes, rejudged
 from benchsage.analyze.identity import Identity, compare_workers
 from benchsage.analyze.notes import WorkersDiffer
 from benchsage.analyze.order import analyze_table
@@ -106,6 +107,9 @@ def recorrect(verdicts: Sequence[TestVerdict], correction: str, alpha: float) ->
         dataclasses.replace(v, p_adjusted=_num(p_adj[i]), significant=bool(reject[i]) if v.kw_p is not None else None)
         for i, v in enumerate(verdicts)
     )
+    # Whether each primary row can reach the new family's level; its shift interval and detectable
+    # shift keep the level they were computed at (shift_level says which).
+    rows = tuple(rejudged(rows, family_sizes(rows)[0], alpha))
     return rows, alpha_corrected, bool(np.any(reject & primary))
 
 
