@@ -157,8 +157,8 @@ def detectable_shift(pool: np.ndarray, n0: int, n1: int, z_crit: float, *, ratio
     pool's distinct values and their counts, and the sizes: the same data give the same
     numbers, whatever else is analysed with them.
     """
-    values, inverse, counts = np.unique(np.asarray(pool, dtype=np.float64), return_inverse=True, return_counts=True)
-    inverse = inverse.ravel()
+    values, counts = np.unique(np.asarray(pool, dtype=np.float64), return_counts=True)
+    inverse = np.repeat(np.arange(len(values)), counts)  # the sorted pool's distinct values: its order does not matter
     u = critical_count(n0, n1, z_crit)
     if u > n0 * n1 or len(values) < 2:
         return DetectableShift(None, None, ratio, reps, u)
