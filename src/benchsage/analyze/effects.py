@@ -30,7 +30,7 @@ the same fields however it is batched); beyond that they are None. A paper-scale
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 
 import numpy as np
@@ -47,8 +47,8 @@ from benchsage.vocabulary import SHIFT_DIFFERENCE, SHIFT_RATIO
 # All rows' pairwise differences at most this many in all (about 1 s), or no row gets a shift.
 MAX_SHIFT_PAIRS = 20_000_000
 # The primary rows' simulation at most this much work in all, or none gets a detectable shift:
-# each row counts its values plus SIMULATION_OVERHEAD (about 1 s per 10,000).
-MAX_SIMULATION = 20_000
+# each row counts its values plus SIMULATION_OVERHEAD (about 1 s per 10,000 on a quiet 2-core machine).
+MAX_SIMULATION = 10_000
 SIMULATION_OVERHEAD = 30
 
 
@@ -107,12 +107,6 @@ def detectable(least_p: float | None, m: int, alpha: float) -> bool:
     """Whether a least p-value reaches the corrected level of a family of m: min(1, m p) <=
     alpha, the form of stats.correction.adjust's Bonferroni decision (Holm's first step)."""
     return least_p is not None and m > 0 and min(1.0, least_p * m) <= alpha
-
-
-def rejudged(rows: Sequence[Any], m_primary: int, alpha: float) -> list[Any]:
-    """TestVerdict rows with `detectable` recomputed for a primary family of m_primary (rows
-    corrected again as another family: a batch's rows in the whole analysis, a worker's own)."""
-    return [replace(v, detectable=detectable(v.least_p, m_primary, alpha)) if v.primary else v for v in rows]
 
 
 def family_sizes(rows: Sequence[Any]) -> tuple[int, int]:
@@ -196,8 +190,7 @@ def _least_p(value: np.ndarray, group: np.ndarray, arm: np.ndarray, ranked: Grou
     """The least p of each comparison's test: kruskal_2 on the rows in ranked's sort, or van
     Elteren's test on them sorted by (comparison, stratum, value)."""
     if strata is None:
-        sorted_ranks = replace(ranked, order=np.arange(len(ranked.order)))
-        return least_p_kruskal(ranked.sorted_values, ranked.sorted_group, n[:, 0], n_groups, ranks=sorted_ranks)
+        return least_p_kruskal(ranked.sorted_values, ranked.sorted_group, n[:, 0], n_groups, ranks=ranked)
     pair, _, n_pairs = pair_codes(group, strata.stratum, strata.n_strata)
     by_pair = refine_order(ranked.order, pair, n_pairs)
     return least_p_van_elteren(value[by_pair], group[by_pair], strata.stratum[by_pair], arm[by_pair], n_groups, strata.n_strata)
