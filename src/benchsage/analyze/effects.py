@@ -50,6 +50,8 @@ MAX_SHIFT_PAIRS = 20_000_000
 # each row counts its values plus SIMULATION_OVERHEAD (about 1 s per 10,000 on a quiet 2-core machine).
 MAX_SIMULATION = 10_000
 SIMULATION_OVERHEAD = 30
+# The TestVerdict fields computed at the family's level within the budget (the rest are cheap).
+SIZE_FIELDS = ("shift", "shift_ci", "shift_level", "shift_kind", "min_detectable_pct")
 
 
 @dataclass(frozen=True)
@@ -122,8 +124,6 @@ def rows_within_budget(rows: Sequence[Any]) -> tuple[bool, bool]:
     primary = np.array([v.primary for v in rows], dtype=bool)
     return within_budget(n, testable, primary)
 
-
-SIZE_FIELDS = ("shift", "shift_ci", "shift_level", "shift_kind", "min_detectable_pct")
 
 
 def within_budget(n: np.ndarray, testable: np.ndarray, primary: np.ndarray) -> tuple[bool, bool]:
