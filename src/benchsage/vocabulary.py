@@ -140,6 +140,10 @@ DEFAULT_CORRECTION = BONFERRONI
 DEFAULT_MIN_EFFECT = 2.0  # percent: the smallest order effect a sequential experiment looks for
 DEFAULT_OUTPUT_LIMIT = 1 << 20  # bytes of a trial's stdout/stderr kept in memory (the tail)
 MIN_RUNS_PER_ARM = 5  # below this the analysis gives no p-value
+# How a test row's order effect is expressed (TestVerdict.shift_kind): fixed / random when every
+# value is above 0, fixed - random in the metric's unit otherwise.
+SHIFT_RATIO = "ratio"
+SHIFT_DIFFERENCE = "difference"
 
 
 # -- CPU lists (taskset's syntax) --------------------------------------------------------------

@@ -16,11 +16,13 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from benchsage.analyze import fleet
+from benchsage.analyze.effects import SIZE_FIELDS
 from benchsage.analyze.notes import FileChanged
 from benchsage.analyze.order import analyze_table
 from benchsage.analyze.pipeline import Options, analyze_loaded
 from benchsage.api import analyze_sources
 from benchsage.analyze.strata import METHOD
+from benchsage.analyze.verdict import TestVerdict
 from benchsage.stats import van_elteren
 from benchsage.store.importers.benchsage import read_experiment
 from benchsage.store.table import TrialTable
@@ -117,10 +119,22 @@ def test_each_worker_running_its_own_tests_changes_nothing(seed: int, n_workers:
     ours = analyze_loaded(split, Options(diagnostics=False))
     assert json.dumps(analysis_json(ours)["tests"]) == json.dumps(plain)
     assert (ours.combined is not None) == (n_workers > 1)
+    combined = {(v.test, v.metric): v for v in ours.tests}
     for w in ours.workers:
         alone = analyze_table(split.select(split.worker == split.worker_names.index(w.worker)))
-        assert json.dumps([vars(v) for v in w.tests], default=str) == json.dumps([vars(v) for v in alone.tests], default=str)
+        assert json.dumps([_level_free(v) for v in w.tests], default=str) == json.dumps([_level_free(v) for v in alone.tests], default=str)
         assert (w.order_matters, w.alpha_corrected) == (alone.order_matters, alone.alpha_corrected)
+        # The shift's interval and the detectable shift keep the combined family's level.
+        assert [_sizes(v) for v in w.tests] == [_sizes(combined[(v.test, v.metric)]) for v in w.tests]
+
+
+def _level_free(v: TestVerdict) -> dict:
+    """A row's fields but those computed at its family's level (effects.SIZE_FIELDS)."""
+    return {k: x for k, x in vars(v).items() if k not in SIZE_FIELDS}
+
+
+def _sizes(v: TestVerdict) -> tuple:
+    return tuple(getattr(v, k) for k in SIZE_FIELDS)
 
 
 # -- per-worker verdicts ----------------------------------------------------------------------------
@@ -145,7 +159,13 @@ def test_recorrect_is_what_an_analysis_of_the_rows_alone_gives() -> None:
     full = analyze_table(table, correction="holm")
     rows, alpha_corrected, matters = fleet.recorrect(full.tests[:3], "holm", 0.05)
     alone = analyze_table(table.select(table.test < 3), correction="holm")
-    assert rows == alone.tests and alpha_corrected == alone.alpha_corrected and matters == alone.order_matters
+    assert [_level_free(v) for v in rows] == [_level_free(v) for v in alone.tests]
+    assert alpha_corrected == alone.alpha_corrected and matters == alone.order_matters
+    # detectable is judged again in the new family; the interval and the detectable shift keep
+    # the level they were computed at, which shift_level names
+    assert [v.detectable for v in rows] == [v.detectable for v in alone.tests]
+    assert [_sizes(v) for v in rows] == [_sizes(v) for v in full.tests[:3]]
+    assert {v.shift_level for v in rows} == {1 - 0.05 / 5}
 
 
 # -- the fleet diagnostic -------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from benchsage.analyze.diagnostics.notes import NotInterleaved
 from benchsage.analyze.diagnostics.one_vs_rest import concat_parts
 from benchsage.analyze.diagnostics.position import bins_for, pooled_part, position_parts, position_rows
 from benchsage.analyze.diagnostics.trends import trend_part, trend_rows
+from benchsage.analyze.effects import SIZE_FIELDS, EffectOptions, family_sizes, rows_within_budget
 from benchsage.analyze.notes import distinct
 from benchsage.analyze.options import Options
 from benchsage.analyze.order import analyze_table
@@ -178,6 +179,7 @@ def analyze_compact(trials: CompactTrials, options: Options = Options(), *, batc
     from benchsage.analyze.fleet import recorrect
 
     tests, alpha_corrected, order_matters = recorrect(verdicts, correction, alpha)
+    tests = _with_sizes(trials, tests, options, alpha, correction, batch_rows)
     diagnostics = None
     if diagnose:
         diagnostics = found.diagnostics()
@@ -221,10 +223,28 @@ def analyze_compact(trials: CompactTrials, options: Options = Options(), *, batc
 
 def _order_analysis(table: TrialTable, sv: ValueOrder, options: Options, alpha: float, correction: str,
                     fleet: bool) -> tuple[Analysis, np.ndarray | None]:
-    """One batch's order analysis, and in a fleet the worker of each of its comparisons."""
+    """One batch's order analysis, and in a fleet the worker of each of its comparisons. The
+    rows' shifts and detectable shifts wait for _with_sizes: their level is the whole family's."""
     batch = analyze_table(table, alpha=alpha, correction=correction, ci_method=options.ci_method, ci_level=options.ci_level,
-                          ci_case_rule=options.ci_case_rule, sorted_values=sv)
+                          ci_case_rule=options.ci_case_rule, sorted_values=sv, effects=EffectOptions(shift=False, simulate=False))
     return batch, _owners(table, sv) if fleet else None
+
+
+def _with_sizes(trials: CompactTrials, tests: tuple[TestVerdict, ...], options: Options, alpha: float, correction: str,
+                batch_rows: int) -> tuple[TestVerdict, ...]:
+    """The rows with their shifts and detectable shifts, as analyze_table gives them to the whole
+    table at once: computed at the whole analysis's family sizes, in a second pass over the
+    batches, when the whole analysis is within effects.within_budget (a file large enough to be
+    analysed in batches seldom is: then these fields stay None, as they would in memory)."""
+    shift, simulate = rows_within_budget(tests)
+    if not (shift or simulate):
+        return tests
+    settings = EffectOptions(family_sizes=family_sizes(tests), shift=shift, simulate=simulate)
+    sized: list[TestVerdict] = []
+    for table in _batches(trials, batch_rows):
+        sized.extend(analyze_table(table, alpha=alpha, correction=correction, ci_method=options.ci_method, ci_level=options.ci_level,
+                                   ci_case_rule=options.ci_case_rule, effects=settings).tests)
+    return tuple(dataclasses.replace(v, **{name: getattr(s, name) for name in SIZE_FIELDS}) for v, s in zip(tests, sized, strict=True))
 
 
 def _present(trials: CompactTrials) -> list[int]:

@@ -35,6 +35,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from benchsage.analyze.effects import detectable
 from benchsage.analyze.identity import Identity, compare_workers
 from benchsage.analyze.notes import WorkersDiffer
 from benchsage.analyze.order import analyze_table
@@ -97,13 +98,17 @@ def recorrect(verdicts: Sequence[TestVerdict], correction: str, alpha: float) ->
     p_adj = np.full(len(verdicts), np.nan)
     reject = np.zeros(len(verdicts), dtype=bool)
     alpha_corrected = None
+    m = 0
     for family in (primary, ~primary):
         corr = adjust(np.where(family, p, np.nan), correction, alpha)
         p_adj[family], reject[family] = corr.p_adjusted[family], corr.reject[family]
         if family is primary:
-            alpha_corrected = corr.alpha_corrected
+            alpha_corrected, m = corr.alpha_corrected, corr.m
+    # Whether each primary row can reach the new family's level is judged again; its shift
+    # interval and detectable shift keep the level they were computed at (shift_level says which).
     rows = tuple(
-        dataclasses.replace(v, p_adjusted=_num(p_adj[i]), significant=bool(reject[i]) if v.kw_p is not None else None)
+        dataclasses.replace(v, p_adjusted=_num(p_adj[i]), significant=bool(reject[i]) if v.kw_p is not None else None,
+                            **({"detectable": detectable(v.least_p, m, alpha)} if v.primary else {}))
         for i, v in enumerate(verdicts)
     )
     return rows, alpha_corrected, bool(np.any(reject & primary))

@@ -16,6 +16,7 @@ import numpy as np
 
 from benchsage.analyze import strata
 from benchsage.analyze.cells import cell_arms, treatment_cells
+from benchsage.analyze.effects import EffectOptions, OrderEffects, order_effects
 from benchsage.analyze.notes import AllEqual, EmptyArm, NonFinite, NoStrata, NoValues, OnTest, TooFewForCI, TooFewToTest, ZeroFixedMean
 from benchsage.analyze.sorted_values import ValueOrder, sort_values
 from benchsage.analyze.verdict import Analysis, Combined, TestVerdict
@@ -86,6 +87,7 @@ class _Columns:
     eta2: np.ndarray
     delta: np.ndarray
     case: np.ndarray
+    effects: OrderEffects
 
 
 def analyze_table(
@@ -99,6 +101,7 @@ def analyze_table(
     min_values: int = 5,
     tool_version: str = VERSION,
     sorted_values: ValueOrder | None = None,
+    effects: EffectOptions = EffectOptions(),
 ) -> Analysis:
     """Compare the fixed-arm and random-arm values of every (test, metric) in `table`.
 
@@ -117,6 +120,8 @@ def analyze_table(
     descriptive fields of the values with each block's level removed; the Analysis then names
     the method in `combined` (a fleet's per-worker verdicts and diagnostics are added by
     analyze/fleet.py). With cells, each row's `cells` holds each cell's own arms.
+
+    Each row's shift, least p-value and detectable shift: analyze/effects.py (effects: how).
     """
     check_options(alpha=alpha, correction=correction, ci_method=ci_method, ci_level=ci_level, ci_case_rule=ci_case_rule, min_values=min_values)
     counts = {"values": len(table), "runs": count_runs(table.run)}
@@ -154,6 +159,7 @@ def analyze_table(
         min_values=min_values,
         sorted_values=sorted_values,
         stratified=stratified,
+        effects=effects,
     )
     if len(table) == 0:
         warnings.append(NoValues())
@@ -198,6 +204,7 @@ def _compute(
     min_values: int,
     sorted_values: ValueOrder | None = None,
     stratified: strata.Stratified | None = None,
+    effects: EffectOptions = EffectOptions(),
 ) -> _Columns:
     """All statistics for all comparisons: one sort of the values, bincounts, no loop.
 
@@ -263,6 +270,7 @@ def _compute(
         eta2=np.where(testable, eta_squared_h(statistic, n.sum(axis=1), k=2), np.nan),
         delta=percent_difference(mean[:, FIXED_CODE], mean[:, RANDOM_CODE]),
         case=ci_case(median[:, FIXED_CODE], low[:, FIXED_CODE], high[:, FIXED_CODE], median[:, RANDOM_CODE], low[:, RANDOM_CODE], high[:, RANDOM_CODE], ci_case_rule),
+        effects=order_effects(value, group, arm, ranked, by_arm, n, primary, testable, alpha=alpha, options=effects, strata=stratified),
     )
 
 
@@ -319,6 +327,7 @@ def _verdict(
         unit=info.unit,
         better=info.better,
         notes=tuple(notes),
+        **c.effects.row(i),
     )
 
 

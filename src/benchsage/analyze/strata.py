@@ -92,6 +92,17 @@ class Stratified:
     level_free: np.ndarray
     by: Blocks | None = None  # the blocks (None: by worker)
 
+    @property
+    def stratum(self) -> np.ndarray:
+        """Each row's block as the test took it (0..n_strata-1), for the effects (analyze/effects.py)."""
+        assert self.by is not None
+        return self.by.code.astype(np.int64, copy=False)
+
+    @property
+    def n_strata(self) -> int:
+        assert self.by is not None
+        return self.by.n
+
 
 def workers_present(table: TrialTable) -> int:
     """How many workers hold rows of the table."""

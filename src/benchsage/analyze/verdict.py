@@ -61,15 +61,19 @@ class TestVerdict:
     # estimate, a ratio fixed/random (shift_kind "ratio", values all positive) or a difference
     # fixed - random ("difference"), with its distribution-free interval at shift_level (one
     # minus the family's corrected alpha, so that the interval excludes no effect when the row
-    # is significant). None where the arms are too small or the values all equal.
+    # is significant; exactly so for untied values, analyze/effects.py). None where the row has
+    # no p-value (arms too small, values all equal) or the analysis is too large to afford it
+    # (effects.MAX_SHIFT_PAIRS); shift_ci alone None where no finite interval has the level
+    # (few values: the row cannot be significant either).
     shift: float | None = None
     shift_ci: tuple[float, float] | None = None
     shift_level: float | None = None
     shift_kind: str | None = None
     # Primary rows only (None otherwise): could any arrangement of these values between the arms
     # reach the corrected level (least_p: the smallest p the row's test can give at these n and
-    # values), and the smallest shift of the fixed arm, in percent, that this design finds with
-    # 80% power given the observed values (None when none does).
+    # values; None, and detectable False, where the row has no p-value), and the smallest shift
+    # of the fixed arm, in percent, that this design finds with 80% power given the observed
+    # values (None when none does, or the analysis is too large: effects.MAX_SIMULATION).
     detectable: bool | None = None
     least_p: float | None = None
     min_detectable_pct: float | None = None

@@ -20,12 +20,13 @@ from scipy import special
 from benchsage.design.sequential import SequentialPlan, default_looks
 from benchsage.errors import DataError, UsageError
 from benchsage.spec import Spec, TestSpec
+from benchsage.stats.detectable import POWER  # the power the advice is for, as the analysis's detectable shift
+from benchsage.stats.detectable import critical_z as _critical_z
 from benchsage.stats.ranksum import mann_whitney_z, rank_sum_test
 from benchsage.stats.sequential import DECIDED_EFFECT, UNDECIDED, SequentialDesign, decide_step, relative_interval, stops
 from benchsage.stats.shift import shift_ci
 from benchsage.vocabulary import ARMS, MIN_RUNS_PER_ARM
 
-POWER = 0.8  # the power the advice is for
 MIN_PILOT_RUNS = MIN_RUNS_PER_ARM  # per arm: the analysis gives no p-value below it
 MAX_RUNS = 1000  # per arm: beyond this the advice says "more than"
 REPS = 4000  # simulated experiments per candidate n: Monte-Carlo sd of a power of 0.8 is 0.0063
@@ -318,11 +319,6 @@ def _pilot_effects(table: PilotTrials, keys: list[tuple[str, str]], alpha_test: 
 
 # --------------------------------------------------------------------------------------------
 # Power by resampling
-
-
-def _critical_z(alpha_test: float) -> float:
-    """|z| at which the two-sided p of Kruskal-Wallis (chi-squared, 1 df, H = z^2) is alpha_test."""
-    return float(-special.ndtri(alpha_test / 2.0))
 
 
 class PowerCurve:

@@ -9,11 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from benchsage.design.experiment import plan_experiment
 from benchsage.design.sequential import SequentialPlan
 from benchsage.design.williams import Squares
 from benchsage.spec import Spec, missing_files
 from benchsage.spec.provision import describe_allocation, planned_spec
+from benchsage.stats.detectable import least_p_untied
+from benchsage.vocabulary import FIXED_STOP, MIN_RUNS_PER_ARM
+
+MAX_RUNS = 1000  # per arm: the search for the runs that can reach the level stops here
 
 
 def describe_plan(spec: Spec, *, runs: int | None = None, seed: int | None = None,
@@ -65,6 +71,7 @@ def describe_plan(spec: Spec, *, runs: int | None = None, seed: int | None = Non
         "stop": spec.stop,
         "provisioning": provisioning,
         "sequential": _sequential(plan.sequential, spec),
+        "detectable": detectable_runs(spec, plan.runs_per_arm, len(workers)),
         "run_checks": _run_checks(spec),
         "sweeps": _sweeps(spec),
         "deploy": deploy,
@@ -137,6 +144,53 @@ def _sequential(plan: SequentialPlan | None, spec: Spec) -> dict[str, Any] | Non
     family = sum(len(t.primary_metrics) for t in spec.tests)
     return {"looks": plan.looks, "look_points": list(plan.points), "max_runs": plan.runs_per_arm, "min_effect": plan.min_effect,
             "method": plan.method(family), "decide": plan.decide}
+
+
+def detectable_runs(spec: Spec, runs_per_arm: int, workers: int) -> dict[str, Any]:
+    """Can `runs_per_arm` runs per arm on each of `workers` workers show an order effect at all?
+
+    The family is the spec's primary comparisons (each test's declared metrics, or wall_time),
+    m of them, at alpha / m (Bonferroni; Holm's first, strictest step). least_p: the smallest
+    p-value the analysis's test can give a comparison of untied values, whatever the data
+    (stats.detectable.least_p_untied: Kruskal-Wallis, or van Elteren's test with each worker a
+    stratum); None with fewer values per arm than the analysis tests (MIN_RUNS_PER_ARM, all
+    workers' runs counted). least_runs_per_arm: the fewest runs per arm on each worker whose
+    least p reaches the level (None beyond MAX_RUNS). With stop = "sequential" the runs are the
+    most, and the looks' boundaries are stricter than alpha / m: runs that cannot reach alpha / m
+    cannot decide there either. Treatment cells and observer levels are not counted: an
+    analysis that examines a part of the runs (or stratifies by them) needs more.
+    """
+    m = sum(len(t.primary_metrics) for t in spec.tests)
+    alpha_corrected = spec.alpha / m
+    values = runs_per_arm * workers
+    least = float(least_p_untied(runs_per_arm, runs_per_arm, workers)[0]) if values >= MIN_RUNS_PER_ARM else None
+    return {
+        "runs_per_arm": runs_per_arm,
+        "workers": workers,
+        "values_per_arm": values,
+        "min_values_per_arm": MIN_RUNS_PER_ARM,
+        "comparisons": m,
+        "tests": len(spec.tests),
+        "alpha": spec.alpha,
+        "correction": spec.correction,
+        "alpha_corrected": alpha_corrected,
+        "least_p": least,
+        "detectable": least is not None and min(1.0, least * m) <= spec.alpha,
+        "least_runs_per_arm": _least_runs(m, spec.alpha, workers),
+        "sequential": spec.stop != FIXED_STOP,
+    }
+
+
+def _least_runs(m: int, alpha: float, workers: int) -> int | None:
+    """The fewest runs per arm on each worker whose least p-value reaches alpha / m (the
+    least p only falls as runs are added)."""
+    first = -(-MIN_RUNS_PER_ARM // workers)
+    for start in range(first, MAX_RUNS + 1, 64):
+        runs = np.arange(start, min(start + 64, MAX_RUNS + 1))
+        reach = np.minimum(1.0, least_p_untied(runs, runs, workers) * m) <= alpha
+        if reach.any():
+            return int(runs[np.argmax(reach)])
+    return None
 
 
 def _squares(squares: Squares | None) -> dict[str, int] | None:

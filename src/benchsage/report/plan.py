@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from rich.console import Console
@@ -42,6 +43,8 @@ def render_plan(doc: dict[str, Any], console: Console) -> None:
         metric = claim["metric"] or "its primary metric"
         console.print(f"Claim to check: {claim['a']} is better than {claim['b']} on {metric} (every run measures both)",
                       markup=False, highlight=False)
+    if doc.get("detectable") and not doc["detectable"]["detectable"]:
+        console.print(f"warning: {undetectable_text(doc['detectable'])}", markup=False, highlight=False, style="yellow")
     for warning in doc.get("warnings") or ():
         console.print(f"warning: {warning}", markup=False, highlight=False, style="yellow")
     for line in doc.get("provisioning") or ():
@@ -70,6 +73,36 @@ def render_plan(doc: dict[str, Any], console: Console) -> None:
     console.print("Duration: " + "; ".join(parts) + per_worker, markup=False, highlight=False)
     if doc.get("advice"):
         render_advice(doc["advice"], doc["advice_summary"], doc["runs_per_arm"], console)
+
+
+def undetectable_text(d: dict[str, Any]) -> str:
+    """Why the planned runs cannot show an order effect (design.estimate.detectable_runs):
+    "5 runs per arm cannot reach the corrected level 0.005 for 10 tests: Kruskal-Wallis gives
+    p >= 0.0090 at best; 6 runs per arm can. See `benchsage plan --pilot`." The least p is
+    rounded down, so that the sentence stays true."""
+    runs = count(d["runs_per_arm"], "run")
+    workers = d["workers"]
+    on_each = f" on each of {workers} workers" if workers > 1 else ""
+    family = count(d["tests"], "test") if d["comparisons"] == d["tests"] else count(d["comparisons"], "primary comparison")
+    if d["least_p"] is None:
+        below = (f"{d['min_values_per_arm']} runs per arm" if workers == 1
+                 else f"{d['min_values_per_arm']} values per arm (the runs of all workers together)")
+        text = f"{runs} per arm{on_each} cannot show an order effect: the analysis gives no p-value below {below}"
+    else:
+        test = "van Elteren's test (a stratum per worker)" if workers > 1 else "Kruskal-Wallis"
+        text = (f"{runs} per arm{on_each} cannot reach the corrected level {d['alpha_corrected']:.3g} for {family}: "
+                f"{test} gives p >= {_down(d['least_p'])} at best")
+    if d["least_runs_per_arm"] is not None:
+        text += f"; {count(d['least_runs_per_arm'], 'run')} per arm{' on each worker' if workers > 1 else ''} can"
+    if d.get("sequential"):
+        text += " (the sequential looks' boundaries are stricter still)"
+    return text + ". See `benchsage plan --pilot` for the runs that find a given effect."
+
+
+def _down(p: float) -> str:
+    """p rounded down to two significant digits, trailing zeros kept ("0.0090")."""
+    digits = 1 - math.floor(math.log10(p))
+    return f"{math.floor(p * 10 ** digits) / 10 ** digits:#.2g}"
 
 
 def deploy_text(deploy: dict[str, Any]) -> str:

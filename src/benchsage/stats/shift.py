@@ -48,6 +48,33 @@ def shift_rank(m: int, n: int, critical: float, tie_term: float = 0.0) -> int:
     return max(math.floor(m * n / 2.0 - critical * sd + 0.5), 0)
 
 
+def dual_rank(m: np.ndarray, n: np.ndarray, critical: np.ndarray, tie_term: np.ndarray | float = 0.0) -> np.ndarray:
+    """k of the interval [d_(k), d_(mn+1-k)] that is dual to the two-sided rank-sum z test
+    without continuity correction (stats/ranksum.py rank_sum_test: |z| >= critical rejects,
+    z = (U - m n / 2) / sd, sd tie-corrected):
+
+        k = floor(m n / 2 - critical sd) + 1
+
+    With U(d) = #{(i, j): x_i - y_j > d} and no ties, d_(k) > 0 iff at most k - 1 differences
+    are <= 0, i.e. U(0) >= m n + 1 - k = ceil(m n / 2 + critical sd), which for an integer U is
+    U(0) - m n / 2 >= critical sd; and d_(mn+1-k) < 0 iff U(0) <= k - 1 = floor(m n / 2 -
+    critical sd), i.e. m n / 2 - U(0) >= critical sd. So the interval excludes 0 exactly when
+    the test rejects no shift. With ties the test counts a tied pair 1/2 and the interval only
+    the pairs strictly above: an interval that excludes 0 still means a rejection, but the test
+    may reject where the interval touches 0 (tie_term: the pooled values' sum of t**3 - t,
+    whose correction makes sd what the test uses).
+
+    Vectorised; 0 where no finite interval is dual to the test (it can never reject), and never
+    above (m n + 1) // 2, where the two bounds meet."""
+    m = np.asarray(m, dtype=np.float64)
+    n = np.asarray(n, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        sd = np.sqrt(rank_sum_variance(m, n, tie_term))
+        k = np.floor(m * n / 2.0 - np.asarray(critical, dtype=np.float64) * sd) + 1.0
+    k = np.where(np.isfinite(k), k, 0.0)
+    return np.clip(k, 0.0, np.floor((m * n + 1.0) / 2.0)).astype(np.int64)
+
+
 def ci_rank(m: int, n: int, level: float = 0.95, tie_term: float = 0.0) -> tuple[int, str]:
     """(k, method): the 1-based rank k of the lower bound among the m n pairwise differences
     of the interval at `level`; the upper bound has rank m n + 1 - k.
@@ -82,10 +109,12 @@ def ci_rank(m: int, n: int, level: float = 0.95, tie_term: float = 0.0) -> tuple
 
 
 def pairwise_order_statistics(
-    x: np.ndarray, y: np.ndarray, ranks: Sequence[int], *, max_pairs: int = MAX_PAIRS_IN_MEMORY, chunk_elements: int = CHUNK_ELEMENTS
+    x: np.ndarray, y: np.ndarray, ranks: Sequence[int] | np.ndarray, *, max_pairs: int = MAX_PAIRS_IN_MEMORY,
+    chunk_elements: int = CHUNK_ELEMENTS
 ) -> np.ndarray:
     """The order statistics of the given 1-based ranks among the m n differences x_i - y_j of
-    each row: x (rows, m) and y (rows, n) give (rows, len(ranks)).
+    each row: x (rows, m) and y (rows, n) give (rows, len(ranks)). ranks: the same for every
+    row, or a (rows, r) array of each row's own.
 
     Rows whose m n differences fit max_pairs are worked through in chunks of about
     chunk_elements differences (a partial sort each); larger ones one row at a time by
@@ -94,20 +123,20 @@ def pairwise_order_statistics(
     rows, m = x.shape
     n = y.shape[1]
     pairs = m * n
-    out = np.empty((rows, len(ranks)))
+    per_row = np.broadcast_to(np.asarray(ranks, dtype=np.int64), (rows, np.shape(ranks)[-1]))
+    out = np.empty(per_row.shape)
     if pairs > max_pairs:
         for i in range(rows):
             xs, ys = np.sort(x[i]), np.sort(y[i])
-            out[i] = [_kth_difference_bisect(xs, ys, r, max_pairs) for r in ranks]
+            out[i] = [_kth_difference_bisect(xs, ys, int(r), max_pairs) for r in per_row[i]]
         return out
-    kth = sorted({r - 1 for r in ranks})
-    at = [r - 1 for r in ranks]
     per = max(1, chunk_elements // max(pairs, 1))
     for start in range(0, rows, per):
         stop = min(rows, start + per)
+        at = per_row[start:stop] - 1
         d = (x[start:stop, :, None] - y[start:stop, None, :]).reshape(stop - start, pairs)
-        d.partition(kth, axis=1)
-        out[start:stop] = d[:, at]
+        d.partition(np.unique(at), axis=1)
+        out[start:stop] = np.take_along_axis(d, at, axis=1)
     return out
 
 
