@@ -130,25 +130,8 @@ def analyze_table(
     if not finite.all():
         warnings.append(NonFinite(int((~finite).sum())))
         table = table.select(finite)
-    combined: Combined | None = None
-    stratified: strata.Stratified | None = None
-    arms_by_cell: list[Any] | None = None
-    found_cells = treatment_cells(table)
-    blocks = strata.blocks(table, found_cells)
-    if found_cells is not None:
-        if sorted_values is None or not sorted_values.fits(table):
-            sorted_values = sort_values(table)
-        arms_by_cell = cell_arms(table, found_cells, sorted_values, level=ci_level, method=ci_method)
-    if blocks.stratified:
-        combined = Combined(workers=blocks.workers, method=strata.method(blocks.workers > 1, blocks.cells > 1), cells=blocks.cells)
-        if sorted_values is None or not sorted_values.fits(table):
-            sorted_values = sort_values(table)
-        found = strata.stratify(table, sorted_values, blocks)
-        if not found.single:
-            # The statistics of the level-free values, the test of the raw ones.
-            stratified = found
-            table = dataclasses.replace(table, value=found.level_free)
-            sorted_values = None
+    blocked = _blocked(table, sorted_values, ci_level=ci_level, ci_method=ci_method)
+    table, sorted_values, stratified = blocked.table, blocked.sorted_values, blocked.stratified
     cols = _compute(
         table,
         alpha=alpha,
@@ -170,8 +153,8 @@ def analyze_table(
         verdicts.append(v)
         if v.notes:
             warnings.append(OnTest(v.test, v.metric, v.notes))
-    if arms_by_cell is not None:
-        verdicts = [dataclasses.replace(v, cells=arms) for v, arms in zip(verdicts, arms_by_cell)]
+    if blocked.arms_by_cell is not None:
+        verdicts = [dataclasses.replace(v, cells=arms) for v, arms in zip(verdicts, blocked.arms_by_cell)]
     primary_family = adjust(np.where(cols.primary & cols.testable, cols.p, np.nan), correction, alpha)
     return Analysis(
         tool_version=tool_version,
@@ -188,9 +171,46 @@ def analyze_table(
         sources=tuple(table.sources),
         excluded=int(table.excluded),
         provenance=dict(table.provenance),
-        combined=combined,
+        combined=blocked.combined,
         **counts,
     )
+
+
+@dataclass(frozen=True, eq=False)
+class _Blocked:
+    """A table as the order analysis examines it: with blocks (workers, treatment cells), the
+    level-free values and their stratified test; each cell's own arms; how the rows combine."""
+
+    table: TrialTable
+    sorted_values: ValueOrder | None
+    stratified: strata.Stratified | None
+    combined: Combined | None
+    arms_by_cell: list[Any] | None
+
+
+def _blocked(table: TrialTable, sorted_values: ValueOrder | None, *, ci_level: float, ci_method: str) -> _Blocked:
+    """The blocks of the table (analyze/strata.py), each cell's arms (analyze/cells.py) and, with
+    more than one block, the stratified test; the table unchanged with one block."""
+    combined: Combined | None = None
+    stratified: strata.Stratified | None = None
+    arms_by_cell: list[Any] | None = None
+    found_cells = treatment_cells(table)
+    blocks = strata.blocks(table, found_cells)
+    if found_cells is not None:
+        if sorted_values is None or not sorted_values.fits(table):
+            sorted_values = sort_values(table)
+        arms_by_cell = cell_arms(table, found_cells, sorted_values, level=ci_level, method=ci_method)
+    if blocks.stratified:
+        combined = Combined(workers=blocks.workers, method=strata.method(blocks.workers > 1, blocks.cells > 1), cells=blocks.cells)
+        if sorted_values is None or not sorted_values.fits(table):
+            sorted_values = sort_values(table)
+        found = strata.stratify(table, sorted_values, blocks)
+        if not found.single:
+            # The statistics of the level-free values, the test of the raw ones.
+            stratified = found
+            table = dataclasses.replace(table, value=found.level_free)
+            sorted_values = None
+    return _Blocked(table, sorted_values, stratified, combined, arms_by_cell)
 
 
 def _compute(
