@@ -223,7 +223,7 @@ def _primary_tables(analysis: Analysis, console: Console, st: _Styles) -> None:
             table.add_row(Text(v.test), _counts(v), quantity(v.median_fixed, v.unit), quantity(v.median_random, v.unit),
                           shift_text(v) or NULL, _p(v.p_adjusted), _yes_no(v.significant), case, style=_row_style(v, st))
             for c in v.cells or ():
-                cell = ", ".join(f"{dim}={level}" for dim, level in c.cell)
+                cell = series_name(dict(c.cell))
                 fr = (factor(c.median_fixed / c.median_random, None, v.unit) if c.median_fixed and c.median_random
                       and c.median_fixed > 0 and c.median_random > 0 else NULL)
                 table.add_row(Text(f"  {cell}", style=st.dim), f"{c.n_fixed}/{c.n_random}", quantity(c.median_fixed, v.unit),

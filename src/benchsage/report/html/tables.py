@@ -79,5 +79,13 @@ def view(material: Material) -> dict[str, Any]:
             "primary": not secondary,
             "count": len(vs),
             "table": verdict_table(vs, detail_ids, analysis.ci_level, stratified=analysis.combined is not None),
+            "cells": cell_rows(vs),
         })
-    return {"groups": out}
+    return {"groups": out, "ci": f"{analysis.ci_level:.0%}"}
+
+
+def cell_rows(verdicts: Sequence[TestVerdict]) -> list[tuple[TestVerdict, str, Any]]:
+    """Each test's treatment cells, in test order: (row, the cell's name, its arms); empty
+    without cells. The tests' own rows describe the values with each cell's level removed;
+    these are each cell's values as measured."""
+    return [(v, ", ".join(f"{dim}={level}" for dim, level in c.cell), c) for v in verdicts for c in v.cells or ()]

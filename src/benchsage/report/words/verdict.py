@@ -14,7 +14,7 @@ from typing import Sequence
 from benchsage.analyze import summary as kinds
 from benchsage.analyze.summary import Summary
 from benchsage.analyze.verdict import Analysis, Combined, FailedTest, TestVerdict
-from benchsage.report.quantity import percent
+from benchsage.report.quantity import percent, ratio
 from benchsage.report.words.registry import count
 from benchsage.vocabulary import MIN_RUNS_PER_ARM, OK
 
@@ -81,7 +81,10 @@ def bound(rows: Sequence[TestVerdict]) -> str | None:
     known = [v.min_detectable_pct for v in rows if v.min_detectable_pct is not None]
     if not known or len(known) < len(rows):
         return None
-    return f"{percent(max(known))} ({POWER:.0%} power)"
+    largest = max(known)
+    # Past a doubling a shift reads as a factor, as the effects themselves do (2.36×, not 136%).
+    size = percent(largest) if largest < 100 else ratio(1.0 + largest / 100.0)
+    return f"{size} ({POWER:.0%} power)"
 
 
 def _arm_sizes(rows: Sequence[TestVerdict]) -> str:
