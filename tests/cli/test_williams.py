@@ -119,7 +119,7 @@ def test_plan_run_and_diagnostics_with_williams_orders(tmp_path: Path) -> None:
     assert balance["balanced"] is True and balance["random_orders"] == "williams"
     assert balance["runs"] == 16 and balance["complete_squares"] == 4 and balance["square_rows"] == 4
     assert (balance["pair_min"], balance["pair_max"], balance["position_min"], balance["position_max"]) == (2, 2, 2, 2)
-    shown = bench("analyze", "out", cwd=tmp_path)
+    shown = bench("analyze", "out", "--all", cwd=tmp_path)
     assert shown.returncode == 0 and "Carry-over balance: balanced" in shown.stdout
 
 
@@ -142,7 +142,7 @@ def test_resume_carries_out_the_recorded_williams_plan(tmp_path: Path) -> None:
     balance = json.loads(done.stdout)["diagnostics"]["carryover_balance"]
     assert balance["balanced"] is False and balance["complete_squares"] == 2
     assert "incomplete last square" in balance["detail"]
-    text = bench("analyze", "out", cwd=tmp_path).stdout
+    text = bench("analyze", "out", "--all", cwd=tmp_path).stdout
     assert "Carry-over balance: not balanced" in text
 
 

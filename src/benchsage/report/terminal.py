@@ -278,7 +278,7 @@ def _secondary_table(analysis: Analysis, console: Console, st: _Styles) -> None:
             _counts(v),
             quantity(v.median_fixed, v.unit),
             quantity(v.median_random, v.unit),
-            shift_text(v) or NULL,
+            shift_text(v, with_interval=False) or NULL,
             _p(v.p_adjusted),
             _yes_no(v.significant),
             style=_row_style(v, st),

@@ -44,19 +44,20 @@ def factor(r: float, ci: tuple[float, float] | None, unit: str) -> str:
 
 
 def _difference(d: float, ci: tuple[float, float] | None, unit: str) -> str:
-    word = ("slower" if d > 0 else "faster") if is_time(unit) else ("higher" if d > 0 else "lower")
+    word = "" if d == 0 else ((" slower" if d > 0 else " faster") if is_time(unit) else (" higher" if d > 0 else " lower"))
     interval = f" [{quantity(ci[0], unit)}, {quantity(ci[1], unit)}]" if ci is not None else ""
-    return f"{quantity(abs(d), unit)} {word}{interval}"
+    return f"{quantity(abs(d), unit)}{word}{interval}"
 
 
-def shift_text(v: TestVerdict) -> str | None:
+def shift_text(v: TestVerdict, with_interval: bool = True) -> str | None:
     """The size of a row's order effect: "3.94× slower [2.10, 5.71]" (the fixed arm against the
     random arm, the interval at the row's shift_level), from the ratio of medians when the
     row has no shift; None when neither is known."""
+    ci = v.shift_ci if with_interval else None
     if v.shift is not None and v.shift_kind == "ratio" and v.shift > 0:
-        return factor(v.shift, v.shift_ci, v.unit)
+        return factor(v.shift, ci, v.unit)
     if v.shift is not None and v.shift_kind == "difference":
-        return _difference(v.shift, v.shift_ci, v.unit)
+        return _difference(v.shift, ci, v.unit)
     if v.median_fixed and v.median_random and v.median_fixed > 0 and v.median_random > 0:
         return factor(v.median_fixed / v.median_random, None, v.unit)
     return None
