@@ -59,6 +59,37 @@ def test_allocate_that_fails_or_prints_no_host_is_refused(tmp_path: Path, script
     assert not (tmp_path / "released").exists() and not (tmp_path / "out" / "journal.sqlite").exists()
 
 
+@pytest.mark.parametrize("printed, line", [
+    ("echo node1; echo ../../etc", "line 2 '../../etc'"),
+    ("echo a/b", "line 1 'a/b'"),
+    ("echo ..", "line 1 '..'"),
+    ("printf 'node1\\033[2Jx\\n'", "line 1 'node1\\x1b[2Jx'"),
+    ("echo -oProxyCommand=x", "line 1 '-oProxyCommand=x'"),
+    ("echo a b", "line 1 'a b'"),
+    (f"echo {'n' * 300}", f"line 1 '{'n' * 60}"),
+])
+def test_a_host_an_allocate_command_prints_must_be_an_ssh_destination(tmp_path: Path, printed: str, line: str) -> None:
+    """Its name becomes the worker's and goes into `dir` through {worker}: nothing but a plain ssh
+    destination may (user@host, user@host:port)."""
+    toml = printed.replace("\\", "\\\\")
+    spec = write(tmp_path, f'[[worker]]\nkind = "ssh"\nallocate = "{toml}"\ndir = "{tmp_path}/hosts/{{worker}}"\n')
+    done = subprocess.run([sys.executable, "-m", "benchsage", "run", str(spec), "-o", "out", "--quiet"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2, done.stderr
+    (said,) = done.stderr.strip().splitlines()
+    assert said.startswith("benchsage: error: [[worker]] allocate `") and f": {line}" in said and "is not an ssh destination" in said, said
+    assert said.endswith("; nothing ran") and not (tmp_path / "hosts").exists() and not (tmp_path / "etc").exists()
+
+
+def test_the_ssh_destinations_an_allocate_command_may_print() -> None:
+    from benchsage.execute.allocate import destination_problem
+
+    for host in ("node1", "alice@node1.example.org", "alice@node1:2222", "10.0.0.7", "bench_user@h-1:22", "[::1]", "ops@[fe80::1]"):
+        assert destination_problem(host) is None, host
+    for host in ("", ".", "..", "a/b", "a\\b", "-p22", "a b", "a\tb", "a\x7f", "x" * 256, "é.example.org", "a;b", "$(id)"):
+        assert destination_problem(host) is not None, host
+
+
 def test_a_crash_before_the_journal_exists_leaves_a_record_release_frees(tmp_path: Path) -> None:
     from benchsage.execute.allocate import Held, release_directory
 

@@ -54,7 +54,7 @@ def make_repo(tmp_path: Path, deploy: str = 'source = "git"', worker_dir: str | 
 def test_the_agents_tree_id_is_gits(tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     held = scan(str(repo), {".git"})
-    assert tree_id((p, m, b) for p, (m, b, _) in held.items()) == git(repo, "rev-parse", "HEAD^{tree}")
+    assert tree_id((p, m, b) for p, (m, b, _, _) in held.items()) == git(repo, "rev-parse", "HEAD^{tree}")
     assert set(held) == set(git(repo, "ls-files").split("\n"))
 
 

@@ -3,6 +3,8 @@
 Blob and tree ids are git's (sha1 of b"blob SIZE\\0" + content; tree entries "MODE NAME\\0" + the
 20-byte id, sorted as git sorts them), so a worker's copy verifies against a commit's tree id.
 The marker file names the experiment whose deploy the dir holds; it is not part of the tree.
+The repository is not trusted: every path is checked before anything is written, and the dir is
+only ever walked through descriptors that do not follow links (dirfd.py).
 """
 
 from __future__ import annotations
@@ -13,67 +15,157 @@ import json
 import os
 import stat
 
+from benchsage.agent.dirfd import (READ_FLAGS, Folders, Refused, empty, is_folder, new_file, new_link, open_folder, open_root,
+                                   remove_entry)
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: the typing module would add ~0.7 MiB to the agent
-    from typing import Any, Dict, Iterable, List, Optional, Tuple
+    from typing import Any, Dict, Iterable, List, Optional, Set, Tuple, Union
+
+    Held = Tuple[str, str, int, Optional[int]]  # (mode, blob id, size, permission bits; None for a symlink)
 
 MARKER = ".benchsage-deploy"
-TEMP_PREFIX = ".benchsage-tmp-"  # a file being written; never part of the tree
+TEMP_PREFIX = ".benchsage-tmp-"  # a file being written; never part of the tree, never a name a tree may hold
 FILE, EXECUTABLE, SYMLINK, TREE = "100644", "100755", "120000", "40000"
 _READ = 1 << 20
+_MARKER_MAX = 1 << 16  # a marker is a line of JSON; more is not one
+_LINK_MAX = 4096  # PATH_MAX: no symlink's target is longer
 
 
 def blob_id(data: bytes) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
-def file_blob_id(path: str) -> Tuple[str, int]:
-    """(blob id, size) of a regular file, read in bounded pieces."""
-    size = os.path.getsize(path)
-    h = hashlib.sha1(b"blob %d\0" % size)
-    with open(path, "rb") as fh:
-        while True:
-            piece = fh.read(_READ)
-            if not piece:
-                break
-            h.update(piece)
-    return h.hexdigest(), size
-
-
-def entry_of(path: str) -> Optional[Tuple[str, str, int]]:
-    """(mode, blob id, size) of what is at `path` as git stores it; None for what git does not
-    store (a fifo, a socket, a device)."""
-    st = os.lstat(path)
-    if stat.S_ISLNK(st.st_mode):
-        target = os.fsencode(os.readlink(path))
-        return SYMLINK, blob_id(target), len(target)
-    if stat.S_ISREG(st.st_mode):
-        blob, size = file_blob_id(path)
-        return (EXECUTABLE if st.st_mode & stat.S_IXUSR else FILE), blob, size
+def unsafe_path(path: Any) -> Optional[str]:
+    """Why `path` (a tree's, '/'-separated) cannot be deployed, naming it; None when it is a
+    plain relative path inside the dir."""
+    if not isinstance(path, str) or not path:
+        return "%r is not a path" % (path,)
+    parts = path.split("/")
+    for what, bad in (("is an absolute path", path.startswith("/")), ("holds a NUL byte", "\0" in path),
+                      ("has a '..' part: it would leave the dir", ".." in parts), ("has a '.' part", "." in parts),
+                      ("has an empty part", "" in parts),
+                      ("uses a name reserved for the deploy's temporary files (%s*)" % TEMP_PREFIX,
+                       any(p.startswith(TEMP_PREFIX) for p in parts)),
+                      ("is the deploy's own marker file", parts[0] == MARKER)):
+        if bad:
+            return "%r %s" % (path, what)
     return None
 
 
-def scan(root: str, skip: Iterable[str] = ()) -> Dict[str, Tuple[str, str, int]]:
-    """{relative path: (mode, blob id, size)} of every file under `root`, '/'-separated; the
-    marker, temporary files and the top-level names in `skip` left out."""
-    skipped = set(skip) | {MARKER}
-    out = {}  # type: Dict[str, Tuple[str, str, int]]
-    for folder, dirs, files in os.walk(root):
-        rel = os.path.relpath(folder, root)
-        prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
-        if not prefix:
-            dirs[:] = [d for d in dirs if d not in skipped]
-        for name in list(dirs):
-            if os.path.islink(os.path.join(folder, name)):  # a symlink to a folder is a symlink
-                files.append(name)
-        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(folder, d))]
-        for name in files:
-            if (not prefix and name in skipped) or name.startswith(TEMP_PREFIX):
-                continue
-            entry = entry_of(os.path.join(folder, name))
-            if entry is not None:
-                out[prefix + name] = entry
+def _parts(path: str) -> List[str]:
+    why = unsafe_path(path)
+    if why is not None:
+        raise Refused(why + "; nothing of the deploy was written")
+    return path.split("/")
+
+
+def applied_perm(mode: str, perm: Optional[int]) -> int:
+    """The permission bits a file of git `mode` gets from the controller's `perm` (the source
+    file's; None: git's own 0644 or 0755): never set-id bits, always readable by its owner (the
+    agent hashes it), executable by its owner exactly when git says so."""
+    if perm is None:
+        return 0o755 if mode == EXECUTABLE else 0o644
+    return (int(perm) & 0o677) | 0o400 | (0o100 if mode == EXECUTABLE else 0)
+
+
+def file_blob_id(path: str) -> Tuple[str, int]:
+    """(blob id, size) of a regular file, read in bounded pieces."""
+    fd = os.open(path, READ_FLAGS)
+    try:
+        return _fd_blob_id(fd, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
+
+
+def _fd_blob_id(fd: int, size: int) -> Tuple[str, int]:
+    h = hashlib.sha1(b"blob %d\0" % size)
+    while True:
+        piece = os.read(fd, _READ)
+        if not piece:
+            break
+        h.update(piece)
+    return h.hexdigest(), size
+
+
+def entry_of(path: str) -> Optional[Held]:
+    """(mode, blob id, size, permission bits) of what is at `path` as git stores it; None for
+    what git does not store (a fifo, a socket, a device)."""
+    folder, name = os.path.split(os.path.abspath(path))
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        return _entry_at(fd, name)
+    finally:
+        os.close(fd)
+
+
+def _entry_at(folder: int, name: str, kind: Optional[str] = None) -> Optional[Held]:
+    """The entry `name` in `folder`; `kind` ("link", "file"), when the listing said it, spares a stat."""
+    if kind is None:
+        st = os.stat(name, dir_fd=folder, follow_symlinks=False)
+        kind = "link" if stat.S_ISLNK(st.st_mode) else "file" if stat.S_ISREG(st.st_mode) else None
+    if kind == "link":
+        target = os.fsencode(os.readlink(name, dir_fd=folder))
+        return SYMLINK, blob_id(target), len(target), None
+    if kind != "file":
+        return None
+    try:
+        fd = os.open(name, READ_FLAGS, dir_fd=folder)
+    except OSError:
+        return None  # swapped for a link meanwhile: not a file of the tree
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        blob, size = _fd_blob_id(fd, st.st_size)
+    finally:
+        os.close(fd)
+    return (EXECUTABLE if st.st_mode & stat.S_IXUSR else FILE), blob, size, stat.S_IMODE(st.st_mode)
+
+
+def scan(root: str, skip: Iterable[str] = ()) -> Dict[str, Held]:
+    """{relative path: (mode, blob id, size, permission bits)} of every file under `root`,
+    '/'-separated; the marker, temporary files and the top-level names in `skip` left out. A
+    symlink is an entry, never followed (a symlink to a folder too)."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        return scan_fd(fd, skip)
+    finally:
+        os.close(fd)
+
+
+def scan_fd(fd: int, skip: Iterable[str] = ()) -> Dict[str, Held]:
+    out = {}  # type: Dict[str, Held]
+    _scan(fd, "", set(skip) | {MARKER}, out)
     return out
+
+
+def _scan(fd: int, prefix: str, skipped: Set[str], out: Dict[str, Held]) -> None:
+    with os.scandir(fd) as listing:
+        entries = list(listing)
+    for entry in entries:
+        name = entry.name
+        if not prefix and name in skipped:
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            try:
+                sub = open_folder(fd, name)
+            except OSError:  # swapped for a link or a file meanwhile, or gone: not a folder of the tree
+                continue
+            try:
+                _scan(sub, prefix + name + "/", skipped, out)
+            finally:
+                os.close(sub)
+            continue
+        if name.startswith(TEMP_PREFIX):
+            continue
+        kind = "link" if entry.is_symlink() else "file" if entry.is_file(follow_symlinks=False) else None
+        try:
+            found = _entry_at(fd, name, kind)
+        except FileNotFoundError:
+            continue
+        if found is not None:
+            out[prefix + name] = found
 
 
 def tree_id(entries: Iterable[Tuple[str, str, str]]) -> str:
@@ -101,146 +193,222 @@ def _tree(node: Dict[str, Any]) -> str:
     return hashlib.sha1(b"tree %d\0" % len(body) + body).hexdigest()
 
 
-def _safe(root: str, path: str) -> str:
-    """`path` (relative, '/'-separated) inside `root`; ValueError for anything that leaves it."""
-    parts = path.split("/")
-    if not path or path.startswith("/") or any(p in ("", ".", "..") for p in parts) or parts[0] == MARKER:
-        raise ValueError("refusing to write %r: not a plain relative path" % (path,))
-    return os.path.join(root, *parts)
-
-
-def read_marker(root: str) -> Optional[Dict[str, Any]]:
+def read_marker(root: Union[int, str]) -> Optional[Dict[str, Any]]:
+    """The marker of the dir (its fd, or its path), never read through a link; None without one."""
+    folder = root if isinstance(root, int) else os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        with open(os.path.join(root, MARKER), encoding="utf-8") as fh:
-            return json.load(fh)
+        fd = os.open(MARKER, READ_FLAGS, dir_fd=folder)
+    except OSError:
+        return None
+    finally:
+        if not isinstance(root, int):
+            os.close(folder)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        marker = json.loads(os.read(fd, _MARKER_MAX).decode("utf-8"))
     except (OSError, ValueError):
         return None
+    finally:
+        os.close(fd)
+    return marker if isinstance(marker, dict) else None
 
 
-def write_marker(root: str, experiment: str, tree: Optional[str]) -> None:
-    temp = os.path.join(root, TEMP_PREFIX + MARKER)
-    with open(temp, "w", encoding="utf-8") as fh:
-        json.dump({"experiment": experiment, "tree": tree}, fh)
-    os.replace(temp, os.path.join(root, MARKER))
+def write_marker(root: Union[int, str], experiment: str, tree: Optional[str]) -> None:
+    """Mark the dir (its fd, or its path) as holding a deploy of `experiment` (`tree`: verified)."""
+    folder = root if isinstance(root, int) else os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        temp, fd = new_file(folder, TEMP_PREFIX, 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump({"experiment": experiment, "tree": tree}, fh)
+        if is_folder(folder, MARKER):
+            remove_entry(folder, MARKER)
+        os.replace(temp, MARKER, src_dir_fd=folder, dst_dir_fd=folder)
+    finally:
+        if not isinstance(root, int):
+            os.close(folder)
 
 
 class Deployer:
     """The agent's state of one deploy: the file being written, piece by piece."""
 
     def __init__(self) -> None:
-        self.temp = None  # type: Optional[str]
-        self.fh = None  # type: Any
+        self.path = None  # type: Optional[str]  # the manifest path being written
+        self.parent = -1  # its folder's fd, owned here
+        self.temp = None  # type: Optional[str]  # the temporary file's name in it
+        self.fd = -1
+        self.link = None  # type: Optional[bytearray]  # a symlink's target, as it arrives
+        self.mode = FILE
+        self.perm = None  # type: Optional[int]
 
     def handle(self, request: Dict[str, Any]) -> Dict[str, Any]:
-        root = request["dir"]
         step = request.get("step")
-        if step == "scan":
-            return self.begin(root, request["experiment"], request["manifest"])
-        if step == "put":
-            for piece in request["pieces"]:
-                self.put(root, piece)
-            return {"ok": True}
-        if step == "finish":
-            return self.finish(root, request["experiment"], set(request["paths"]))
-        if step == "remove":
-            return remove(root, request["experiment"], request.get("prune_below"))
+        try:
+            if step == "scan":
+                return self.begin(request["dir"], request["experiment"], request["manifest"], request.get("private_below"))
+            if step == "put":
+                root = open_root(request["dir"], request.get("private_below"), create=False)
+                folders = Folders(root.fd)
+                try:
+                    for piece in request["pieces"]:
+                        self.put(folders, piece)
+                finally:
+                    folders.close()
+                    root.close()
+                return {"ok": True}
+            if step == "finish":
+                return self.finish(request["dir"], request["experiment"], set(request["paths"]), request.get("private_below"))
+            if step == "remove":
+                return remove(request["dir"], request["experiment"], request.get("private_below"))
+        except Refused as exc:
+            self.discard()
+            return {"refused": str(exc)}
         return {"error": "unknown deploy step %r" % (step,)}
 
-    def begin(self, root: str, experiment: str, manifest: List[List[str]]) -> Dict[str, Any]:
-        """Which paths of the manifest [path, mode, blob] the dir lacks or holds otherwise;
-        refuses a dir holding anything but a deploy of `experiment`."""
-        if os.path.isdir(root) and os.listdir(root):
-            marker = read_marker(root)
-            if marker is None or marker.get("experiment") != experiment:
-                owner = "" if marker is None else " (a deploy of experiment %r)" % (marker.get("experiment"),)
-                return {"refused": "%s holds something else than a deploy of this experiment%s" % (root, owner)}
-        os.makedirs(root, exist_ok=True)
-        write_marker(root, experiment, None)  # ours from now on, even if this deploy is cut short
-        held = scan(root)
-        need = [path for path, mode, blob in manifest if held.get(path, (None, None))[:2] != (mode, blob)]
+    def begin(self, path: str, experiment: str, manifest: List[List[Any]], private_below: Optional[str] = None) -> Dict[str, Any]:
+        """Which paths of the manifest [path, mode, blob, perm] the dir lacks or holds otherwise;
+        refuses a manifest path that is not plainly inside the dir, and a dir that is not
+        private or holds anything but a deploy of `experiment`, before writing anything."""
+        for item in manifest:
+            _parts(item[0])
+        root = open_root(path, private_below)
+        try:
+            if os.listdir(root.fd):
+                marker = read_marker(root.fd)
+                if marker is None or marker.get("experiment") != experiment:
+                    owner = "" if marker is None else " (a deploy of experiment %r)" % (marker.get("experiment"),)
+                    raise Refused("%s holds something else than a deploy of this experiment%s; give the worker another `dir`, "
+                                  "or empty this one" % (path, owner))
+            write_marker(root.fd, experiment, None)  # ours from now on, even if this deploy is cut short
+            held = scan_fd(root.fd)
+        finally:
+            root.close()
+        need = []
+        for item in manifest:
+            p, mode, blob = item[0], item[1], item[2]
+            perm = item[3] if len(item) > 3 else None
+            have = held.get(p)
+            if have is None or have[:2] != (mode, blob) or (mode != SYMLINK and perm is not None and have[3] != applied_perm(mode, perm)):
+                need.append(p)
         return {"need": need, "held": len(held)}
 
-    def put(self, root: str, request: Dict[str, Any]) -> None:
-        """One piece of a file; the first (offset 0) opens a temporary file beside its place,
-        the last (end) renames it there."""
-        path = _safe(root, request["path"])
+    def put(self, folders: Folders, request: Dict[str, Any]) -> None:
+        """One piece of a file; the first (offset 0) opens a temporary file (made anew, in the
+        folder of its place, that folder reached without following a link), the last (end)
+        gives it its mode and renames it there."""
+        path = request["path"]
+        parts = _parts(path)
         if request.get("offset", 0) == 0:
             self.discard()
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            self.temp = os.path.join(os.path.dirname(path), TEMP_PREFIX + os.path.basename(path))
-            self.fh = open(self.temp, "wb")
-        if self.fh is None:
-            raise ValueError("deploy: a piece of %r came without its start" % (request["path"],))
-        self.fh.write(base64.b64decode(request["data"]))
-        if not request.get("end"):
-            return
-        self.fh.close()
-        temp, self.fh, self.temp = self.temp, None, None
-        assert temp is not None
-        if os.path.isdir(path) and not os.path.islink(path):
-            _remove_tree(path)
-        if request["mode"] == SYMLINK:
-            with open(temp, "rb") as fh:
-                target = fh.read()
-            os.unlink(temp)
-            link = temp + ".link"
-            os.symlink(os.fsdecode(target), link)
-            temp = link
+            self.parent = os.dup(folders.folder(parts[:-1]))
+            self.path, self.mode, self.perm = path, request["mode"], request.get("perm")
+            if self.mode == SYMLINK:
+                self.link = bytearray()
+            else:
+                self.temp, self.fd = new_file(self.parent, TEMP_PREFIX)
+        elif self.path != path:
+            raise Refused("a piece of %r came without its start; deploy again" % (path,))
+        data = base64.b64decode(request["data"])
+        if self.link is not None:
+            self.link += data
+            if len(self.link) > _LINK_MAX:
+                raise Refused("%r: a symlink's target longer than %d bytes" % (path, _LINK_MAX))
         else:
-            os.chmod(temp, 0o755 if request["mode"] == EXECUTABLE else 0o644)
-        os.replace(temp, path)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self.fd, view):]
+        if request.get("end"):
+            self._place(parts[-1])
+
+    def _place(self, name: str) -> None:
+        if self.link is not None:
+            self.temp = new_link(self.parent, TEMP_PREFIX, os.fsdecode(bytes(self.link)))
+        else:
+            os.fchmod(self.fd, applied_perm(self.mode, self.perm))
+            os.close(self.fd)
+            self.fd = -1
+        if is_folder(self.parent, name):  # a folder a previous commit had where this one has a file
+            remove_entry(self.parent, name)
+        os.replace(self.temp, name, src_dir_fd=self.parent, dst_dir_fd=self.parent)
+        self.temp = None
+        self.discard()
 
     def discard(self) -> None:
-        if self.fh is not None:
-            self.fh.close()
-            self.fh = None
-        if self.temp is not None and os.path.exists(self.temp):
-            os.unlink(self.temp)
-        self.temp = None
+        """Drop the file being written (its temporary file too)."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        if self.temp is not None and self.parent >= 0:
+            try:
+                os.unlink(self.temp, dir_fd=self.parent)
+            except OSError:
+                pass
+        if self.parent >= 0:
+            os.close(self.parent)
+        self.parent, self.temp, self.link, self.path = -1, None, None, None
 
-    def finish(self, root: str, experiment: str, paths: set) -> Dict[str, Any]:
+    def finish(self, path: str, experiment: str, paths: Set[str], private_below: Optional[str] = None) -> Dict[str, Any]:
         """Remove what the deploy does not hold (files of a previous deploy, leftovers), then
         hash the dir as git would: the tree id the controller verifies."""
         self.discard()
-        removed = 0
-        for folder, dirs, files in os.walk(root, topdown=False):
-            rel = os.path.relpath(folder, root)
-            prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
-            for name in files + [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
-                if (prefix or name != MARKER) and prefix + name not in paths:
-                    os.unlink(os.path.join(folder, name))
-                    removed += 1
-            if prefix and not os.listdir(folder):
-                os.rmdir(folder)
-        held = scan(root)
-        tree = tree_id((path, mode, blob) for path, (mode, blob, _) in held.items())
-        write_marker(root, experiment, tree)
+        root = open_root(path, private_below, create=False)
+        try:
+            removed = _prune(root.fd, "", paths)
+            held = scan_fd(root.fd)
+            tree = tree_id((p, mode, blob) for p, (mode, blob, _, _) in held.items())
+            write_marker(root.fd, experiment, tree)
+        finally:
+            root.close()
         return {"tree": tree, "files": len(held), "removed": removed}
 
 
-def remove(root: str, experiment: str, prune_below: Optional[str] = None) -> Dict[str, Any]:
-    """Remove a deploy of `experiment` (a dir holding anything else is left alone), then the
-    folders above it left empty, up to `prune_below` (not included)."""
-    if not os.path.isdir(root):
+def _prune(fd: int, prefix: str, paths: Set[str]) -> int:
+    """Remove from the folder `fd` every file, link or other entry whose path is not in `paths`,
+    and the folders left empty; how many entries went."""
+    removed = 0
+    with os.scandir(fd) as listing:
+        entries = list(listing)
+    for entry in entries:
+        name = entry.name
+        if not prefix and name == MARKER:
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            try:
+                sub = open_folder(fd, name)
+            except OSError:
+                sub = None
+            if sub is not None:
+                try:
+                    removed += _prune(sub, prefix + name + "/", paths)
+                    left = os.listdir(sub)
+                finally:
+                    os.close(sub)
+                if not left:
+                    os.rmdir(name, dir_fd=fd)
+                continue
+        if prefix + name not in paths:
+            remove_entry(fd, name)
+            removed += 1
+    return removed
+
+
+def remove(path: str, experiment: str, private_below: Optional[str] = None) -> Dict[str, Any]:
+    """Remove a deploy of `experiment` (a dir holding anything else, or not private, is left
+    alone, saying why), never following a link in it or in its place; then, with
+    `private_below`, the levels above it left empty up to that shared top (not included)."""
+    try:
+        root = open_root(path, private_below, create=False)
+    except FileNotFoundError:
         return {"removed": False, "why": "absent"}
-    marker = read_marker(root)
-    if marker is None or marker.get("experiment") != experiment:
-        return {"removed": False, "why": "%s holds something else than a deploy of this experiment" % (root,)}
-    _remove_tree(root)
-    if prune_below:
-        top = os.path.abspath(prune_below)
-        folder = os.path.dirname(os.path.abspath(root))
-        while folder.startswith(top + os.sep) and not os.listdir(folder):
-            os.rmdir(folder)
-            folder = os.path.dirname(folder)
+    except Refused as exc:
+        return {"removed": False, "why": str(exc)}
+    try:
+        marker = read_marker(root.fd)
+        if marker is None or marker.get("experiment") != experiment:
+            return {"removed": False, "why": "%s holds something else than a deploy of this experiment" % (path,)}
+        empty(root.fd)
+        os.rmdir(root.name, dir_fd=root.parent)
+        root.prune()
+    finally:
+        root.close()
     return {"removed": True}
-
-
-def _remove_tree(path: str) -> None:
-    for folder, dirs, files in os.walk(path, topdown=False):
-        for name in files:
-            os.unlink(os.path.join(folder, name))
-        for name in dirs:
-            full = os.path.join(folder, name)
-            os.unlink(full) if os.path.islink(full) else os.rmdir(full)
-    os.rmdir(path)

@@ -89,7 +89,15 @@ def allocate(ws: WorkerSpec, spec: Spec, names: Sequence[str] | None = None, say
 
 
 def spec_with(spec: Spec, allocations: Sequence[Allocation]) -> Spec:
-    """The spec whose allocated workers are one worker per allocated host, named as recorded."""
+    """The spec whose allocated workers are one worker per allocated host, named as recorded.
+    WorkerSetupError for a recorded host or name that is not a plain ssh destination (a record
+    changed by hand): it would go into a worker's `dir`."""
+    for a in allocations:
+        for host in (*a.hosts, *a.names):
+            problem = destination_problem(host)
+            if problem is not None:
+                raise WorkerSetupError(f"the recorded allocation {a.describe()} names {host[:80]!r}, which is not an ssh destination "
+                                       f"({problem}); nothing ran")
     return with_hosts(spec, [list(zip(a.names, a.hosts)) for a in allocations], [a.job for a in allocations])
 
 
@@ -364,11 +372,38 @@ def _run_allocate(ws: WorkerSpec, folder: str) -> list[str]:
     if proc.returncode != 0:
         raise WorkerSetupError(f"{what}: failed (exit status {proc.returncode}: {_last_line(proc.stderr) or 'no error output'}); nothing ran")
     hosts = [line.strip() for line in proc.stdout.splitlines() if line.strip()]
+    for number, line in enumerate(proc.stdout.splitlines(), 1):
+        problem = destination_problem(line.strip()) if line.strip() else None
+        if problem is not None:
+            shown = line.strip() if len(line.strip()) <= 80 else line.strip()[:80] + "…"
+            raise WorkerSetupError(f"{what}: line {number} {shown!r} is not an ssh destination ({problem}); the host names its "
+                                   "worker and goes into `dir` through {worker}: print one user@host or user@host:port per line; "
+                                   "nothing ran")
     if not hosts:
         raise WorkerSetupError(f"{what}: printed no host (it must print one ssh destination per line); nothing ran")
     if len(set(hosts)) != len(hosts):
         raise WorkerSetupError(f"{what}: printed a host twice ({', '.join(hosts)}); nothing ran")
     return hosts
+
+
+# user@host[:port], the host a name or an address ([...] for IPv6): what ssh takes, and nothing that means a
+# path (no '/'), an option (a leading '-') or anything to a shell or a terminal
+_DESTINATION = re.compile(r"(?:[A-Za-z0-9._+-]+@)?(?:[A-Za-z0-9._-]+|\[[0-9A-Fa-f:.%]+\])(?::[0-9]{1,5})?")
+MAX_DESTINATION = 255  # characters: a DNS name's limit, a user and a port fit beside most
+
+
+def destination_problem(host: str) -> str | None:
+    """Why `host` (a host an allocation gave) is not a plain ssh destination; None when it is.
+    It becomes a worker's name and, through {worker}, part of its `dir`."""
+    if len(host) > MAX_DESTINATION:
+        return f"longer than {MAX_DESTINATION} characters"
+    if host in (".", ".."):
+        return "it names a folder"
+    if host.startswith("-"):
+        return "it would read as an ssh option"
+    if not _DESTINATION.fullmatch(host):
+        return "only letters, digits and . _ - + @ : [ ] make one"
+    return None
 
 
 def _slurm(argv: list[str]) -> subprocess.CompletedProcess[str]:

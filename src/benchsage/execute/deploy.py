@@ -11,14 +11,16 @@ same software on every worker, by construction. The repository is read with the 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
+import stat
 import subprocess
 import time
 from dataclasses import dataclass, field
 from typing import IO, Any, Iterator, Sequence
 
-from benchsage.agent.deploy import SYMLINK, entry_of, scan, tree_id
+from benchsage.agent.deploy import EXECUTABLE, SYMLINK, entry_of, scan, tree_id, unsafe_path
 from benchsage.errors import SpecError, WorkerError, WorkerLost, WorkerSetupError
 from benchsage.execute.agentworker import AgentWorker
 from benchsage.spec import Spec
@@ -37,6 +39,7 @@ class Entry:
     blob: str  # git blob id
     size: int
     local: str | None = None  # read from this file (the folder, a dirty file); None: from git
+    perm: int | None = None  # the permission bits the host's copy gets (the agent keeps its owner's read); None: git's
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,12 @@ class DeploySource:
     commit: str | None = None
     dirty: tuple[str, ...] = ()  # uncommitted files shipped (dirty = "include")
     refusal: str | None = None  # why `run` would refuse it (uncommitted changes), for `plan`
+    private_below: str | None = None  # a shared top (/tmp/benchsage-bisect) below which every level of a dir is private
+
+    def private_for(self, directory: str) -> str | None:
+        """The shared top the agent checks `directory`'s levels below, if it is under it."""
+        top = (self.private_below or "").rstrip("/")
+        return top if top and directory.startswith(top + "/") else None
 
     @property
     def bytes(self) -> int:
@@ -95,7 +104,7 @@ def read_source(spec: Spec, commit: str | None = None, dirty: Sequence[str] = ()
     if deploy.source != GIT:
         skip = {".git", *_experiment_folders(spec.folder)}
         held = scan(spec.folder, skip)
-        entries = tuple(Entry(p, m, b, s, os.path.join(spec.folder, *p.split("/"))) for p, (m, b, s) in sorted(held.items()))
+        entries = tuple(Entry(p, m, b, s, os.path.join(spec.folder, *p.split("/")), perm) for p, (m, b, s, perm) in sorted(held.items()))
         return DeploySource("folder", spec.folder, tree_id((e.path, e.mode, e.blob) for e in entries), entries)
     where = f"{spec.path}: [deploy]"
     top = _git(spec.folder, ["rev-parse", "--show-toplevel"], f"{where}: key 'source' = \"git\": {spec.folder} is not in a git "
@@ -103,7 +112,7 @@ def read_source(spec: Spec, commit: str | None = None, dirty: Sequence[str] = ()
     rev = commit or deploy.rev
     resolved = _git(top, ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{rev}^{{commit}}"],
                     f"{where}: key 'rev': {rev!r} is not a commit of {top} (try HEAD, a branch, a tag or a commit id)")
-    entries = _ls_tree(top, resolved, where)
+    entries = _checkout_perms(top, _ls_tree(top, resolved, where))
     refusal = None
     if commit is None and resolved == _git(top, ["rev-parse", "HEAD"], ""):
         dirty = _dirty(top)
@@ -138,12 +147,33 @@ def _ls_tree(top: str, commit: str, where: str) -> tuple[Entry, ...]:
     for item in done.stdout.split(b"\0"):
         if not item:
             continue
-        info, path = item.split(b"\t", 1)
+        info, raw = item.split(b"\t", 1)
         mode, kind, blob, size = info.split()
+        path = raw.decode(errors="replace")
         if kind != b"blob":
-            raise SpecError(f"{where}: {path.decode(errors='replace')} is a {kind.decode()} (a submodule): it cannot be "
-                            "deployed; use source = \"folder\"")
-        out.append(Entry(path.decode(), mode.decode(), blob.decode(), int(size)))
+            raise SpecError(f"{where}: {path} is a {kind.decode()} (a submodule): it cannot be deployed; use source = \"folder\"")
+        why = unsafe_path(path) or (None if raw == path.encode() else f"{path!r} is not a UTF-8 name")
+        if why is not None:  # the repository is not trusted: the agent would refuse it too, on every host
+            raise SpecError(f"{where}: commit {commit[:12]} cannot be deployed: {why}; rename it in a new commit")
+        out.append(Entry(path, mode.decode(), blob.decode(), int(size)))
+    return tuple(out)
+
+
+def _checkout_perms(top: str, entries: tuple[Entry, ...]) -> tuple[Entry, ...]:
+    """The commit's files with the permission bits their copy gets: git's 0644 or 0755, narrowed
+    to the group and other bits the checkout's file of the same path has (a 0600 secret stays
+    0600 on every host; git itself records no more than the executable bit)."""
+    out = []
+    for e in entries:
+        perm = None
+        if e.mode != SYMLINK:
+            try:
+                st = os.lstat(os.path.join(top, *e.path.split("/")))
+            except OSError:
+                st = None
+            if st is not None and stat.S_ISREG(st.st_mode):
+                perm = (0o755 if e.mode == EXECUTABLE else 0o644) & (0o700 | stat.S_IMODE(st.st_mode))
+        out.append(dataclasses.replace(e, perm=perm))
     return tuple(out)
 
 
@@ -172,7 +202,7 @@ def _with_working_tree(top: str, entries: tuple[Entry, ...], dirty: Sequence[str
         local = os.path.join(top, *path.split("/"))
         found = entry_of(local) if os.path.lexists(local) else None
         if found is not None:
-            out.append(Entry(path, found[0], found[1], found[2], local))
+            out.append(Entry(path, found[0], found[1], found[2], local, found[3]))
     return tuple(sorted(out, key=lambda e: e.path))
 
 
@@ -219,12 +249,9 @@ def deploy_host(worker: AgentWorker, source: DeploySource, experiment: str, dire
 
 
 def _ship(worker: AgentWorker, source: DeploySource, experiment: str, shipped: Shipped, blobs: _Blobs) -> None:
-    manifest = [[e.path, e.mode, e.blob] for e in source.entries]
-    reply = worker.ask({"op": "deploy", "step": "scan", "dir": shipped.dir, "experiment": experiment, "manifest": manifest},
-                       REPLY_TIMEOUT)
-    if "refused" in reply:
-        raise WorkerSetupError(f"worker {worker.name}: refusing to deploy: {reply['refused']}; give the worker another `dir`, "
-                               "or empty this one")
+    where = {"dir": shipped.dir, "private_below": source.private_for(shipped.dir)}
+    manifest = [[e.path, e.mode, e.blob, e.perm] for e in source.entries]
+    reply = _asked(worker, {"op": "deploy", "step": "scan", **where, "experiment": experiment, "manifest": manifest})
     need = set(reply["need"])
     shipped.needed = sorted(need)
     batch: list[bytes] = []
@@ -235,7 +262,7 @@ def _ship(worker: AgentWorker, source: DeploySource, experiment: str, shipped: S
         offset = 0
         for piece, end in _pieces(entry, blobs):
             if batch and size + len(piece) > CHUNK:  # small files travel together, a large one a piece at a time
-                worker.ask(_put_line(shipped.dir, batch), REPLY_TIMEOUT)
+                _asked(worker, _put_line(where, batch))
                 batch, size = [], 0
             batch.append(_piece(entry, offset, end, piece))
             size += len(piece)
@@ -243,21 +270,28 @@ def _ship(worker: AgentWorker, source: DeploySource, experiment: str, shipped: S
         shipped.files_sent += 1
         shipped.bytes_sent += offset
     if batch:
-        worker.ask(_put_line(shipped.dir, batch), REPLY_TIMEOUT)
-    done = worker.ask({"op": "deploy", "step": "finish", "dir": shipped.dir, "experiment": experiment,
-                       "paths": [e.path for e in source.entries]}, REPLY_TIMEOUT)
+        _asked(worker, _put_line(where, batch))
+    done = _asked(worker, {"op": "deploy", "step": "finish", **where, "experiment": experiment, "paths": [e.path for e in source.entries]})
     shipped.tree, shipped.files = done["tree"], int(done["files"])
+
+
+def _asked(worker: AgentWorker, message: dict[str, Any] | bytes) -> dict[str, Any]:
+    """The agent's reply to one deploy step; WorkerSetupError (nothing runs) when it refused."""
+    reply = worker.ask(message, REPLY_TIMEOUT)
+    if "refused" in reply:
+        raise WorkerSetupError(f"worker {worker.name}: refusing to deploy: {reply['refused']}")
+    return reply
 
 
 def _piece(entry: Entry, offset: int, end: bool, data: bytes) -> bytes:
     """One piece of a file as JSON; its base64 needs no escaping, so it is not run through the
     JSON encoder (a scan of every byte)."""
-    head = json.dumps({"path": entry.path, "mode": entry.mode, "offset": offset, "end": end}, separators=(",", ":"))
+    head = json.dumps({"path": entry.path, "mode": entry.mode, "perm": entry.perm, "offset": offset, "end": end}, separators=(",", ":"))
     return head[:-1].encode() + b',"data":"' + base64.b64encode(data) + b'"}'
 
 
-def _put_line(directory: str, pieces: list[bytes]) -> bytes:
-    head = json.dumps({"op": "deploy", "step": "put", "dir": directory}, separators=(",", ":"))
+def _put_line(where: dict[str, Any], pieces: list[bytes]) -> bytes:
+    head = json.dumps({"op": "deploy", "step": "put", **where}, separators=(",", ":"))
     return head[:-1].encode() + b',"pieces":[' + b",".join(pieces) + b"]}\n"
 
 

@@ -8,7 +8,10 @@ bad travel once per worker, each later probe sends its own worktree, and the pre
 is removed there. A worker's bisect dir is its `dir` with "-bisect" appended (its own
 experiment's deploy is left alone), else /tmp/benchsage-bisect/<search>/<worker>; a worker with
 roles has one on each role's host (/tmp/benchsage-bisect/<search>/<worker>/<role> by default),
-every role's host being deployed to, as a [deploy] is.
+every role's host being deployed to, as a [deploy] is. /tmp/benchsage-bisect is shared by the
+host's users, as /tmp is (made 01777); every level below it is private to the agent's user
+(made 0700, and a level owned by someone else, a symlink or a level others may write is
+refused), so that no other user can swap a verified copy or steer its removal.
 
 A search that ends with its answer removes every bisect dir it deployed to (unless --keep-dirs):
 each host's agent removes the dir only when its marker names the search's experiment. An
@@ -74,10 +77,11 @@ def source(worktrees: str, folders: Sequence[str]) -> DeploySource:
         top = os.path.join(worktrees, folder)
         if not os.path.isdir(top):
             raise UsageError(f"{top}: the worktree to ship is missing; resume the search to make it again")
-        for path, (mode, blob, size) in sorted(scan(top, {".git"}).items()):
-            entries.append(Entry(f"{folder}/{path}", mode, blob, size, os.path.join(top, *path.split("/"))))
+        for path, (mode, blob, size, perm) in sorted(scan(top, {".git"}).items()):
+            entries.append(Entry(f"{folder}/{path}", mode, blob, size, os.path.join(top, *path.split("/")), perm))
     entries.sort(key=lambda e: e.path)
-    return DeploySource("folder", worktrees, tree_id((e.path, e.mode, e.blob) for e in entries), tuple(entries))
+    return DeploySource("folder", worktrees, tree_id((e.path, e.mode, e.blob) for e in entries), tuple(entries),
+                        private_below=DEFAULT_ROOT)
 
 
 def bisect_dirs(batch: Spec) -> list[tuple[str, str]]:
@@ -101,8 +105,9 @@ def remove_dirs(batch: Spec, log_dir: str) -> list[tuple[str, str, str | None]]:
         connect_all(agents)
         for host, agent in zip(hosts, agents):
             assert host.dir is not None
+            private = DEFAULT_ROOT if host.dir.startswith(DEFAULT_ROOT + "/") else None
             reply = agent.ask({"op": "deploy", "step": "remove", "dir": host.dir, "experiment": batch.name,
-                               "prune_below": DEFAULT_ROOT}, REPLY_TIMEOUT)
+                               "private_below": private}, REPLY_TIMEOUT)
             out.append((host.name, host.dir, None if reply.get("removed") or reply.get("why") == "absent" else str(reply.get("why"))))
     finally:
         for agent in agents:
