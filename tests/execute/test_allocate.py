@@ -90,6 +90,17 @@ def test_the_ssh_destinations_an_allocate_command_may_print() -> None:
         assert destination_problem(host) is not None, host
 
 
+def test_a_recorded_host_that_is_not_an_ssh_destination_names_no_dir(tmp_path: Path) -> None:
+    """A journal's or allocations.json's record changed by hand: resume refuses it too."""
+    from benchsage.errors import WorkerSetupError
+    from benchsage.execute.allocate import Allocation, spec_with
+
+    spec = load_spec(write(tmp_path, f'[[worker]]\nkind = "ssh"\nallocate = "echo n1"\ndir = "{tmp_path}/hosts/{{worker}}"\n'))
+    assert spec_with(spec, [Allocation("command", ("n1",), ("n1",))]).workers[0].dir == f"{tmp_path}/hosts/n1"
+    with pytest.raises(WorkerSetupError, match=r"names '\.\./\.\./etc', which is not an ssh destination"):
+        spec_with(spec, [Allocation("command", ("n1",), ("../../etc",))])
+
+
 def test_a_crash_before_the_journal_exists_leaves_a_record_release_frees(tmp_path: Path) -> None:
     from benchsage.execute.allocate import Held, release_directory
 

@@ -228,6 +228,10 @@ def test_a_new_dir_is_private_and_a_dir_others_can_swap_is_refused_naming_it(tmp
     with LocalWorker("box") as worker:
         assert deploy(worker, repo) == tree
         assert stat.S_IMODE(host.stat().st_mode) == 0o700
+        again = deploy_host(worker, read_source(load_spec(repo / "spec.toml")), "dep", f"{host}/./")  # the same dir, written loosely
+        assert (again.tree, again.files_sent) == (tree, 0)
+        with pytest.raises(WorkerSetupError, match=r"'/srv/\.\./etc' is not a plain absolute path"):
+            deploy_host(worker, read_source(load_spec(repo / "spec.toml")), "dep", "/srv/../etc")
         host.chmod(0o777)
         with pytest.raises(WorkerSetupError, match=rf"worker box: refusing to deploy: {host} is writable by group or others"):
             deploy(worker, repo)

@@ -170,9 +170,10 @@ def open_root(path: str, private_below: Optional[str] = None, create: bool = Tru
     level below it down to `path` is made and checked so. The path above is the user's and is
     followed as given. Refused naming what is wrong; FileNotFoundError when absent and not
     `create`."""
-    parts = path.split("/")
-    if not path.startswith("/") or any(p in ("", ".", "..") for p in parts[1:]):
+    parts = [p for p in path.split("/") if p not in ("", ".")]
+    if not path.startswith("/") or not parts or ".." in parts:
         raise Refused("%r is not a plain absolute path; give the worker a `dir` such as /srv/experiment" % (path,))
+    path = "/" + "/".join(parts)
     top = (private_below or "").rstrip("/")
     if top and not path.startswith(top + "/"):
         raise Refused("%s is not below %s, where the deploy was told its private dirs are" % (path, top))
