@@ -69,15 +69,6 @@ def applied_perm(mode: str, perm: Optional[int]) -> int:
     return (int(perm) & 0o677) | 0o400 | (0o100 if mode == EXECUTABLE else 0)
 
 
-def file_blob_id(path: str) -> Tuple[str, int]:
-    """(blob id, size) of a regular file, read in bounded pieces."""
-    fd = os.open(path, READ_FLAGS)
-    try:
-        return _fd_blob_id(fd, os.fstat(fd).st_size)
-    finally:
-        os.close(fd)
-
-
 def _fd_blob_id(fd: int, size: int) -> Tuple[str, int]:
     h = hashlib.sha1(b"blob %d\0" % size)
     while True:
