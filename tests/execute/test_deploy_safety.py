@@ -316,3 +316,33 @@ def test_a_commit_holding_the_markers_name_is_refused_naming_it(tmp_path: Path) 
     commit(repo, {f"{MARKER}": "a marker of my own\n"})
     with pytest.raises(SpecError, match=rf"{MARKER}"):
         read_source(load_spec(repo / "spec.toml"))
+
+
+@pytest.mark.parametrize("entries, said", [
+    (["100644 blob {b}\t.."], "'..' has a '..' part: it would leave the dir"),
+    (["040000 tree {dotdot}\texp"], "'exp/..' has a '..' part"),
+    (["100644 blob {b}\ta", "040000 tree {inner}\ta"], "holds 'a' both as a file and as a folder"),
+])
+def test_a_crafted_commit_no_checkout_could_hold_is_refused_naming_the_path(tmp_path: Path, capsys, entries: list[str],
+                                                                              said: str) -> None:
+    """git itself lets such trees be made (git mktree) and committed; the repository is not trusted."""
+    repo = tmp_path / "repo"
+    commit(repo, {"README": "r\n"})
+
+    def mktree(lines: list[str]) -> str:
+        return subprocess.run(["git", "-C", str(repo), "mktree"], input="".join(line + "\n" for line in lines), check=True,
+                              capture_output=True, text=True).stdout.strip()
+
+    blob = subprocess.run(["git", "-C", str(repo), "hash-object", "-w", "--stdin"], input="payload\n", check=True,
+                          capture_output=True, text=True).stdout.strip()
+    names = {"b": blob, "dotdot": mktree([f"100644 blob {blob}\t.."]), "inner": mktree([f"100644 blob {blob}\tb"])}
+    crafted = subprocess.run(["git", "-C", str(repo), "commit-tree", mktree([line.format(**names) for line in entries]), "-m",
+                              "crafted"], check=True, capture_output=True, text=True).stdout.strip()
+    git(repo, "update-ref", "refs/heads/crafted", crafted)  # git would not check it out: the spec deploys it as its rev
+    (repo / "spec.toml").write_text((repo / "spec.toml").read_text().replace('source = "git"', 'source = "git"\nrev = "crafted"'))
+    git(repo, "commit", "-qam", "deploy the crafted commit")
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", str(repo / "spec.toml"), "-o", str(tmp_path / "out"), "--quiet"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and len(err.strip().splitlines()) == 1 and said in err, err
+    assert f"commit {crafted[:12]} cannot be deployed" in err and not (tmp_path / "host").exists()

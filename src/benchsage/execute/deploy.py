@@ -156,6 +156,10 @@ def _ls_tree(top: str, commit: str, where: str) -> tuple[Entry, ...]:
         if why is not None:  # the repository is not trusted: the agent would refuse it too, on every host
             raise SpecError(f"{where}: commit {commit[:12]} cannot be deployed: {why}; rename it in a new commit")
         out.append(Entry(path, mode.decode(), blob.decode(), int(size)))
+    folders = {e.path.rsplit("/", k)[0] for e in out for k in range(1, e.path.count("/") + 1)}
+    both = sorted(folders & {e.path for e in out})
+    if both:  # a crafted tree: no checkout could hold it
+        raise SpecError(f"{where}: commit {commit[:12]} cannot be deployed: it holds {both[0]!r} both as a file and as a folder")
     return tuple(out)
 
 
