@@ -299,8 +299,9 @@ def _finish(directory: str, as_json: bool, fail_on_effect: bool, ignore_failures
     _print_analysis(analysis, as_json, {"directory": directory, "report": page}, everything)
     if page is not None:
         from benchsage.report.html import write_report
+        from benchsage.store.modes import FILE_MODE
 
-        write_report(analysis, table, page)
+        write_report(analysis, table, page, mode=FILE_MODE)
         click.echo(f"Report: {page}", err=as_json)
     _exit_for(analysis, fail_on_effect, ignore_failures)
 

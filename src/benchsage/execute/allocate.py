@@ -11,6 +11,7 @@ else allocates the same number of hosts anew and gives them the recorded worker 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -26,6 +27,7 @@ from benchsage.errors import BenchsageError, DataError, ExperimentError, WorkerS
 from benchsage.spec import Spec, WorkerSpec
 from benchsage.spec.provision import with_hosts
 from benchsage.store.journal import Journal
+from benchsage.store.modes import make_file, make_folder
 
 PENDING_RECORD = os.path.join("workers", "allocations.json")  # until the journal exists: what a crash in between leaves
 SLURM_TIMEOUT = 60.0  # seconds squeue, scontrol and scancel may take
@@ -243,7 +245,10 @@ class Held:
 
 def _write_pending(directory: str, allocations: Sequence[Allocation]) -> None:
     path = os.path.join(directory, PENDING_RECORD)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    make_folder(os.path.dirname(path))
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path + ".tmp")  # a crash's: made anew with the mode of store/modes.py
+    make_file(path + ".tmp")
     with open(path + ".tmp", "w", encoding="utf-8") as fh:
         json.dump([a.record() for a in allocations], fh)
         fh.flush()

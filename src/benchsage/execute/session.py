@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 from benchsage.design.experiment import ExperimentPlan
 from benchsage.errors import SpecError
 from benchsage.execute.allocate import Allocation, Held
-from benchsage.execute.create import create_experiment
+from benchsage.execute.create import create_experiment, make_directory
 from benchsage.execute.deploy import DeploySource, check_resumable, deploy_fleet, read_source
 from benchsage.execute.fleet import check_cpus, close_all, connect_all, make_workers
 from benchsage.execute.progress import Progress, make_progress
@@ -34,6 +34,7 @@ def run_experiment(spec: Spec, draw: Callable[[Spec], ExperimentPlan], directory
         start(spec, draw(spec), directory, quiet=quiet, stop_on_failure=stop_on_failure)
         return
     check_directory_for(directory, spec.digest)
+    make_directory(spec, directory)
     progress = make_progress(quiet)
     with signals_as_interrupts(), Held(directory, progress.message) as held:
         spec = held.allocate(spec)
@@ -48,6 +49,7 @@ def start(spec: Spec, plan: ExperimentPlan, directory: str, *, quiet: bool = Fal
     run_experiment)."""
     check_directory_for(directory, plan.digest)
     source = source if source is not None else read_source(spec)
+    make_directory(spec, directory)
     workers = make_workers(spec, directory)
     try:
         connect_all(workers)
