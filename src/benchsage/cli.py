@@ -267,11 +267,15 @@ def _bisect_finish(record: Any, directory: str, as_json: bool) -> None:
 
 @cli.command()
 @click.argument("directory", type=click.Path(file_okay=False, path_type=str))
-def release(directory: str) -> None:
-    """Free the hosts an experiment still holds (Slurm job, `allocate` hosts) after a crash."""
+@click.option("--yes", is_flag=True, help="Run a recorded release command that the spec at the recorded path does not confirm "
+              "(without it: printed, with where it came from, and nothing run; exit 2).")
+def release(directory: str, yes: bool) -> None:
+    """Free the hosts an experiment still holds (Slurm job, `allocate` hosts) after a crash.
+
+    DIR must be yours: a release command is run as the spec it came from still says it."""
     from benchsage.api import release as release_allocations
 
-    for line in release_allocations(directory):
+    for line in release_allocations(directory, yes=yes):
         click.echo(line)
 
 

@@ -60,7 +60,8 @@ def test_allocate_that_fails_or_prints_no_host_is_refused(tmp_path: Path, script
 
 
 def test_a_crash_before_the_journal_exists_leaves_a_record_release_frees(tmp_path: Path) -> None:
-    from benchsage.execute.allocate import Held, release_directory
+    from benchsage.execute.allocate import Held
+    from benchsage.execute.release import release_directory
 
     spec = load_spec(write(tmp_path, '[[worker]]\nkind = "ssh"\nallocate = "echo h1; echo h2"\nrelease = "echo >released"\n'))
     directory = str(tmp_path / "out")
