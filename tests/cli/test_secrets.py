@@ -78,3 +78,18 @@ def test_the_experiment_directory_is_never_writable_by_others_and_private_with_a
         if name in ("out", "out/journal.sqlite", "out/journal.sqlite-wal", "out/journal.sqlite-shm", "out/workers",
                     "out/workers/local.log"):
             assert mode == (folder if is_dir else file), (name, oct(mode))
+
+
+def test_a_link_where_a_workers_log_goes_is_never_written_through(tmp_path: Path) -> None:
+    """`run` accepts a directory holding only workers/ (a connection that failed leaves it);
+    a link planted there as the log is refused, not followed to the file it names."""
+    spec = write_spec(tmp_path, 'PLAIN = "visible"')
+    (tmp_path / "out" / "workers").mkdir(parents=True)
+    (tmp_path / "out" / "workers" / "local.log").symlink_to(tmp_path / "elsewhere")
+    done = subprocess.run([sys.executable, "-m", "benchsage", "run", str(spec), "-o", "out", "--no-report"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line == ("benchsage: error: worker local: cannot create its connection log out/workers/local.log "
+                    "(a symbolic link is there, and benchsage never writes through one)")
+    assert not (tmp_path / "elsewhere").exists() and not (tmp_path / "out" / "journal.sqlite").exists()

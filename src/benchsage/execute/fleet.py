@@ -4,6 +4,7 @@ the first trial, naming every worker that cannot be used."""
 
 from __future__ import annotations
 
+import errno
 import os
 import shlex
 from typing import Any
@@ -27,8 +28,12 @@ def make_worker(ws: WorkerSpec, folder: str, log_dir: str | None = None, private
     the connection opens it for appending."""
     log = os.path.join(log_dir, f"{ws.name.replace('/', '.')}.log") if log_dir else None
     if log is not None:
-        make_folder(os.path.dirname(log), private)
-        make_file(log, private)
+        try:
+            make_folder(os.path.dirname(log), private)
+            make_file(log, private)
+        except OSError as exc:  # a link where the log goes (never followed), a file where its folder goes
+            why = "a symbolic link is there, and benchsage never writes through one" if exc.errno == errno.ELOOP else exc.strerror or exc
+            raise WorkerSetupError(f"worker {ws.name}: cannot create its connection log {log} ({why})") from None
     python = ws.python or "python3"
     words = shlex.split(python)
     common = dict(python=words, boot_id_command=ws.boot_id, log=log)
