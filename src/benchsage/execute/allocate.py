@@ -191,9 +191,10 @@ class Held:
     """The allocations of one session (`with Held(directory) as held:`): released at the end
     whatever happens, the journal told; a failed release is exit 3 naming what stays."""
 
-    def __init__(self, directory: str, say: Callable[[str], None]) -> None:
+    def __init__(self, directory: str, say: Callable[[str], None], private: bool = False) -> None:
         self.directory = directory
         self.say = say
+        self.private = private  # the directory, if made here, is the user's alone (store/modes.py)
         self.allocations: list[Allocation] = []
 
     def __enter__(self) -> "Held":
@@ -208,10 +209,10 @@ class Held:
                 request = slurm_request(spec.name) if ws.nodes is not None else None
                 if request is not None:
                     self.allocations.append(Allocation.asking(request))
-                    _write_pending(self.directory, self.allocations)
+                    _write_pending(self.directory, self.private, self.allocations)
                     self.allocations.pop()
                 self.allocations.append(allocate(ws, spec, say=self.say, request=request))
-                _write_pending(self.directory, self.allocations)
+                _write_pending(self.directory, self.private, self.allocations)
                 self.say(f"allocated {self.allocations[-1].describe()}")
         return spec_with(spec, self.allocations)
 
@@ -251,10 +252,10 @@ class Held:
                 release_one(old)  # a job its request named, granted as the search was killed; else nothing left to free
             request = slurm_request(spec.name) if ws.nodes is not None else None
             if request is not None:
-                _write_pending(self.directory, self.allocations + [Allocation.asking(request)])
+                _write_pending(self.directory, self.private, self.allocations + [Allocation.asking(request)])
             self.allocations.append(allocate(ws, spec, old.names if old is not None and old.names else None, say=self.say,
                                              request=request))
-            _write_pending(self.directory, self.allocations)
+            _write_pending(self.directory, self.private, self.allocations)
             self.say(f"allocated {self.allocations[-1].describe()}")
         return spec_with(spec, self.allocations)
 
@@ -279,9 +280,10 @@ class Held:
         self.say(message)
 
 
-def _write_pending(directory: str, allocations: Sequence[Allocation]) -> None:
+def _write_pending(directory: str, private: bool, allocations: Sequence[Allocation]) -> None:
     path = os.path.join(directory, PENDING_RECORD)
-    make_folder(os.path.dirname(path))
+    make_folder(directory, private)
+    make_folder(os.path.dirname(path), private)
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path + ".tmp")  # a crash's: made anew with the mode of store/modes.py
     make_file(path + ".tmp")
@@ -304,7 +306,7 @@ def record_released(directory: str, allocations: Sequence[Allocation]) -> None:
     """Record in the journal (if the experiment has one, else in workers/allocations.json) the
     allocations and which are released."""
     if not Journal.exists(directory):
-        _write_pending(directory, allocations)
+        _write_pending(directory, False, allocations)  # the directory is there: it keeps its mode
         return
     journal = Journal.open(directory)
     try:
