@@ -272,7 +272,8 @@ def _bisect_finish(record: Any, directory: str, as_json: bool) -> None:
 def release(directory: str, yes: bool) -> None:
     """Free the hosts an experiment still holds (Slurm job, `allocate` hosts) after a crash.
 
-    DIR must be yours: a release command is run as the spec it came from still says it."""
+    A recorded release command runs only when the spec it came from (your own file) still gives
+    it; otherwise it is printed with where it came from, and runs only with --yes."""
     from benchsage.api import release as release_allocations
 
     for line in release_allocations(directory, yes=yes):
