@@ -11,12 +11,12 @@ from typing import Any
 
 from benchsage.errors import WorkerError, WorkerSetupError
 from benchsage.execute.agentworker import AgentWorker
+from benchsage.execute.create import is_private
 from benchsage.execute.group import GroupWorker
 from benchsage.execute.local import LocalWorker
 from benchsage.execute.transports import CommandTransport, SlurmTransport, SshTransport
 from benchsage.spec import Spec, WorkerSpec, check_files
 from benchsage.store.modes import make_file, make_folder
-from benchsage.store.secrets import spec_secret_names
 from benchsage.threads import Threads
 
 WORKER_LOGS = "workers"  # folder of the experiment directory with each worker's transport log
@@ -58,7 +58,7 @@ def make_workers(spec: Spec, directory: str | None = None) -> list[Any]:
     when a file they need is missing (an ssh_config)."""
     check_files(spec)
     log_dir = os.path.join(directory, WORKER_LOGS) if directory else None
-    private = bool(spec_secret_names(spec.text))
+    private = is_private(spec)
 
     def made(ws: WorkerSpec) -> AgentWorker:
         worker = make_worker(ws, spec.folder, log_dir, private)
