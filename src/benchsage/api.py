@@ -197,12 +197,14 @@ def carry_out(spec_path: Source, directory: Source, *, runs: int | None = None, 
                    stop_on_failure=not ignore_failures)
 
 
-def release(directory: Source) -> list[str]:
+def release(directory: Source, *, yes: bool = False) -> list[str]:
     """`benchsage release DIR`: free the hosts the experiment in `directory` still holds (after
-    a crash of the controller), as its journal records them; one line per allocation freed."""
-    from benchsage.execute.allocate import release_directory
+    a crash of the controller), as its journal records them; one line per allocation freed.
+    A recorded release command that the spec at the recorded path does not confirm is refused
+    (UsageError, exit 2, nothing run) unless `yes` (execute/release.py)."""
+    from benchsage.execute.release import release_directory
 
-    return release_directory(os.fspath(directory))
+    return release_directory(os.fspath(directory), yes=yes)
 
 
 def _advise(spec: Any, pilot: str, effect: float | None) -> Any:

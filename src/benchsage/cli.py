@@ -267,11 +267,16 @@ def _bisect_finish(record: Any, directory: str, as_json: bool) -> None:
 
 @cli.command()
 @click.argument("directory", type=click.Path(file_okay=False, path_type=str))
-def release(directory: str) -> None:
-    """Free the hosts an experiment still holds (Slurm job, `allocate` hosts) after a crash."""
+@click.option("--yes", is_flag=True, help="Run a recorded release command that the spec at the recorded path does not confirm "
+              "(without it: printed, with where it came from, and nothing run; exit 2).")
+def release(directory: str, yes: bool) -> None:
+    """Free the hosts an experiment still holds (Slurm job, `allocate` hosts) after a crash.
+
+    A recorded release command runs only when the spec it came from (your own file) still gives
+    it; otherwise it is printed with where it came from, and runs only with --yes."""
     from benchsage.api import release as release_allocations
 
-    for line in release_allocations(directory):
+    for line in release_allocations(directory, yes=yes):
         click.echo(line)
 
 
@@ -299,8 +304,9 @@ def _finish(directory: str, as_json: bool, fail_on_effect: bool, ignore_failures
     _print_analysis(analysis, as_json, {"directory": directory, "report": page}, everything)
     if page is not None:
         from benchsage.report.html import write_report
+        from benchsage.store.modes import FILE_MODE
 
-        write_report(analysis, table, page)
+        write_report(analysis, table, page, mode=FILE_MODE)
         click.echo(f"Report: {page}", err=as_json)
     _exit_for(analysis, fail_on_effect, ignore_failures)
 

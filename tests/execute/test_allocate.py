@@ -102,7 +102,8 @@ def test_a_recorded_host_that_is_not_an_ssh_destination_names_no_dir(tmp_path: P
 
 
 def test_a_crash_before_the_journal_exists_leaves_a_record_release_frees(tmp_path: Path) -> None:
-    from benchsage.execute.allocate import Held, release_directory
+    from benchsage.execute.allocate import Held
+    from benchsage.execute.release import release_directory
 
     spec = load_spec(write(tmp_path, '[[worker]]\nkind = "ssh"\nallocate = "echo h1; echo h2"\nrelease = "echo >released"\n'))
     directory = str(tmp_path / "out")

@@ -5,15 +5,19 @@ user's `release` command given the hosts.
 
 The journal's meta "allocations" records each allocation (job id, hosts, the worker name each
 host carries, released or not) when the experiment is created, so that after a crash of the
-controller `benchsage release DIR` frees it, and `resume` re-uses it if Slurm still shows it,
-else allocates the same number of hosts anew and gives them the recorded worker names in order.
+controller `benchsage release DIR` frees it (execute/release.py: only with commands it can
+trust), and `resume` re-uses it if Slurm still shows it, else allocates the same number of
+hosts anew and gives them the recorded worker names in order. A Slurm job is cancelled only
+when its recorded id is a number and squeue does not show it as another user's.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
+import pwd
 import re
 import secrets
 import subprocess
@@ -22,10 +26,11 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from benchsage.errors import BenchsageError, DataError, ExperimentError, WorkerSetupError
+from benchsage.errors import BenchsageError, ExperimentError, WorkerSetupError
 from benchsage.spec import Spec, WorkerSpec
 from benchsage.spec.provision import with_hosts
 from benchsage.store.journal import Journal
+from benchsage.store.modes import make_file, make_folder
 
 PENDING_RECORD = os.path.join("workers", "allocations.json")  # until the journal exists: what a crash in between leaves
 SLURM_TIMEOUT = 60.0  # seconds squeue, scontrol and scancel may take
@@ -46,6 +51,7 @@ class Allocation:
     cwd: str = "/"  # where the user's commands run: the spec's folder
     released: bool = False
     request: str | None = None  # slurm: the job name asked for, unique: finds the job should salloc outlive the record
+    spec: str | None = None  # the spec's path: `benchsage release` runs `release` only as that file still says it
 
     @classmethod
     def asking(cls, request: str) -> "Allocation":
@@ -58,7 +64,7 @@ class Allocation:
     @classmethod
     def from_record(cls, r: dict[str, Any]) -> "Allocation":
         return cls(r["kind"], tuple(r["hosts"]), tuple(r["names"]), r.get("job"), r.get("release"), r.get("cwd", "/"), bool(r["released"]),
-                   r.get("request"))
+                   r.get("request"), r.get("spec"))
 
     def describe(self) -> str:
         if self.kind == "slurm" and self.job is None:
@@ -78,7 +84,8 @@ def allocate(ws: WorkerSpec, spec: Spec, names: Sequence[str] | None = None, say
         kind, release = "slurm", None
     else:
         job, hosts, kind, release = None, _run_allocate(ws, spec.folder), "command", ws.release
-    got = Allocation(kind, tuple(hosts), tuple(hosts), job, release, spec.folder, request=request if ws.nodes is not None else None)
+    got = Allocation(kind, tuple(hosts), tuple(hosts), job, release, spec.folder, request=request if ws.nodes is not None else None,
+                     spec=spec.path)
     if names is not None:
         if len(hosts) < len(names):
             problems = release_one(got)
@@ -106,15 +113,46 @@ def slurm_request(experiment: str) -> str:
     return f"benchsage-{experiment}-{secrets.token_hex(4)}"
 
 
+def slurm_refusal(a: Allocation) -> str | None:
+    """Why the recorded Slurm job is not benchsage's to cancel, or None: its id is not a plain
+    number (scancel would read anything else as options or a list: a record tampered with),
+    or squeue lists it as another user's (an administrator releasing a directory someone sent
+    would cancel a stranger's job). A job squeue does not list has ended: nothing to refuse."""
+    if a.kind != "slurm" or a.job is None:
+        return None
+    if not re.fullmatch(r"[0-9]+", str(a.job)):
+        return f"the recorded Slurm job id {str(a.job)[:80]!r} is not a number; not cancelled"
+    listed = _slurm(["squeue", "-h", "-j", str(a.job), "-o", "%u"])
+    owner = listed.stdout.strip() if listed.returncode == 0 else ""
+    me = current_user()
+    if owner and owner != me:
+        return f"Slurm job {a.job} belongs to user {owner}, not to you ({me}); not cancelled"
+    return None
+
+
+def current_user() -> str:
+    """The name squeue shows for this process's jobs (from the password database: the
+    environment's USER could say anything)."""
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        return str(os.geteuid())
+
+
 def release_one(a: Allocation) -> str | None:
-    """Free one allocation; None when done, else what failed (naming the hosts left allocated)."""
+    """Free one allocation; None when done, else what failed (naming the hosts left allocated).
+    A Slurm job is cancelled only when slurm_refusal says nothing against it; a job asked for
+    by name is looked for among the user's own jobs."""
     if a.kind == "slurm" and a.job is None:  # benchsage stopped while salloc waited: the job by its name
-        listed = _slurm(["squeue", "-h", "--name", str(a.request), "-o", "%i"])
+        listed = _slurm(["squeue", "-h", "--name", str(a.request), "-u", current_user(), "-o", "%i"])
         if listed.returncode != 0:
             return f"squeue --name {a.request} failed ({_last_line(listed.stderr)}); a job of that name may stay allocated"
         problems = [p for job in listed.stdout.split() for p in [release_one(dataclasses.replace(a, job=job))] if p]
         return "; ".join(problems) or None
     if a.kind == "slurm":
+        refused = slurm_refusal(a)
+        if refused:
+            return refused
         proc = _slurm(["scancel", str(a.job)])
         if proc.returncode == 0 or re.search(r"Invalid job id|already completing or completed", proc.stderr):
             _wait_gone(str(a.job))
@@ -161,9 +199,10 @@ class Held:
     """The allocations of one session (`with Held(directory) as held:`): released at the end
     whatever happens, the journal told; a failed release is exit 3 naming what stays."""
 
-    def __init__(self, directory: str, say: Callable[[str], None]) -> None:
+    def __init__(self, directory: str, say: Callable[[str], None], private: bool = False) -> None:
         self.directory = directory
         self.say = say
+        self.private = private  # the directory, if made here, is the user's alone (store/modes.py)
         self.allocations: list[Allocation] = []
 
     def __enter__(self) -> "Held":
@@ -178,10 +217,10 @@ class Held:
                 request = slurm_request(spec.name) if ws.nodes is not None else None
                 if request is not None:
                     self.allocations.append(Allocation.asking(request))
-                    _write_pending(self.directory, self.allocations)
+                    _write_pending(self.directory, self.private, self.allocations)
                     self.allocations.pop()
                 self.allocations.append(allocate(ws, spec, say=self.say, request=request))
-                _write_pending(self.directory, self.allocations)
+                _write_pending(self.directory, self.private, self.allocations)
                 self.say(f"allocated {self.allocations[-1].describe()}")
         return spec_with(spec, self.allocations)
 
@@ -221,10 +260,10 @@ class Held:
                 release_one(old)  # a job its request named, granted as the search was killed; else nothing left to free
             request = slurm_request(spec.name) if ws.nodes is not None else None
             if request is not None:
-                _write_pending(self.directory, self.allocations + [Allocation.asking(request)])
+                _write_pending(self.directory, self.private, self.allocations + [Allocation.asking(request)])
             self.allocations.append(allocate(ws, spec, old.names if old is not None and old.names else None, say=self.say,
                                              request=request))
-            _write_pending(self.directory, self.allocations)
+            _write_pending(self.directory, self.private, self.allocations)
             self.say(f"allocated {self.allocations[-1].describe()}")
         return spec_with(spec, self.allocations)
 
@@ -249,9 +288,13 @@ class Held:
         self.say(message)
 
 
-def _write_pending(directory: str, allocations: Sequence[Allocation]) -> None:
+def _write_pending(directory: str, private: bool, allocations: Sequence[Allocation]) -> None:
     path = os.path.join(directory, PENDING_RECORD)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    make_folder(directory, private)
+    make_folder(os.path.dirname(path), private)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path + ".tmp")  # a crash's: made anew with the mode of store/modes.py
+    make_file(path + ".tmp")
     with open(path + ".tmp", "w", encoding="utf-8") as fh:
         json.dump([a.record() for a in allocations], fh)
         fh.flush()
@@ -271,47 +314,13 @@ def record_released(directory: str, allocations: Sequence[Allocation]) -> None:
     """Record in the journal (if the experiment has one, else in workers/allocations.json) the
     allocations and which are released."""
     if not Journal.exists(directory):
-        _write_pending(directory, allocations)
+        _write_pending(directory, False, allocations)  # the directory is there: it keeps its mode
         return
     journal = Journal.open(directory)
     try:
         journal.set_meta("allocations", [a.record() for a in allocations])
     finally:
         journal.close()
-
-
-def release_directory(directory: str) -> list[str]:
-    """`benchsage release DIR`: free what the journal says is still allocated; what was freed,
-    one line each. ExperimentError (exit 3) when a release fails, naming what stays. A crash
-    before the journal was created leaves the record in workers/allocations.json."""
-    pending = os.path.join(directory, PENDING_RECORD)
-    if not Journal.exists(directory) and os.path.exists(pending):
-        with open(pending, encoding="utf-8") as fh:
-            recorded = [Allocation.from_record(r) for r in json.load(fh)]
-    else:
-        journal = Journal.open(directory)
-        try:
-            recorded = [Allocation.from_record(r) for r in journal.meta().get("allocations") or ()]
-        finally:
-            journal.close()
-    if not recorded:
-        raise DataError(f"{directory}: the experiment allocated nothing; there is nothing to release")
-    said, problems, out = [], [], []
-    for a in recorded:
-        if a.released:
-            out.append(a)
-            continue
-        problem = release_one(a)
-        if problem:
-            problems.append(problem)
-            out.append(a)
-        else:
-            said.append(f"released {a.describe()}")
-            out.append(dataclasses.replace(a, released=True))
-    record_released(directory, out)
-    if problems:
-        raise ExperimentError("; ".join(said + problems))
-    return said or [f"{directory}: every allocation was released already"]
 
 
 def _salloc(ws: WorkerSpec, request: str, say: Callable[[str], None]) -> tuple[str, list[str]]:

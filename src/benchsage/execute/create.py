@@ -15,6 +15,8 @@ from typing import Any
 from benchsage.design.experiment import ExperimentPlan
 from benchsage.spec import Spec, TestSpec
 from benchsage.store.journal import Journal, check_directory_for
+from benchsage.store.modes import make_folder
+from benchsage.store.secrets import spec_secret_names
 from benchsage.store.table import HARNESS_METRIC_INFO
 from benchsage.vocabulary import VERSION
 
@@ -24,7 +26,20 @@ def create_experiment(spec: Spec, plan: ExperimentPlan, directory: str) -> Journ
     check_directory_for(directory, plan.digest)
     collected = [{"name": c.name, "unit": c.unit, "better": c.better, "primary": False} for c in spec.collectors]
     tests = [{"name": t.name, "command": t.command, "metrics": _metrics_meta(t) + collected} for t in spec.tests]
-    return Journal.create(directory, experiment_meta(spec, plan), tests, plan.runs())
+    return Journal.create(directory, experiment_meta(spec, plan), tests, plan.runs(), private=is_private(spec))
+
+
+def is_private(spec: Spec) -> bool:
+    """Whether the experiment directory is the user's alone: its spec, which the journal keeps,
+    holds an env value whose name looks like a secret (store/secrets.py)."""
+    return bool(spec_secret_names(spec.text))
+
+
+def make_directory(spec: Spec, directory: str) -> None:
+    """The experiment directory, made before anything writes into it (the workers' connection
+    logs, a pending allocation) as store/modes.py says: never writable by group or other, and
+    private to the user when the spec holds a secret. One that exists keeps its mode."""
+    make_folder(directory, is_private(spec))
 
 
 def experiment_meta(spec: Spec, plan: ExperimentPlan) -> dict[str, Any]:

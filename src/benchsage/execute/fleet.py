@@ -4,24 +4,36 @@ the first trial, naming every worker that cannot be used."""
 
 from __future__ import annotations
 
+import errno
 import os
 import shlex
 from typing import Any
 
 from benchsage.errors import WorkerError, WorkerSetupError
 from benchsage.execute.agentworker import AgentWorker
+from benchsage.execute.create import is_private
 from benchsage.execute.group import GroupWorker
 from benchsage.execute.local import LocalWorker
 from benchsage.execute.transports import CommandTransport, SlurmTransport, SshTransport
 from benchsage.spec import Spec, WorkerSpec, check_files
+from benchsage.store.modes import make_file, make_folder
 from benchsage.threads import Threads
 
 WORKER_LOGS = "workers"  # folder of the experiment directory with each worker's transport log
 
 
-def make_worker(ws: WorkerSpec, folder: str, log_dir: str | None = None) -> AgentWorker:
-    """The worker a [[worker]] table describes (not connected yet)."""
+def make_worker(ws: WorkerSpec, folder: str, log_dir: str | None = None, private: bool = False) -> AgentWorker:
+    """The worker a [[worker]] table describes (not connected yet); its connection log in
+    `log_dir`, created with the modes of store/modes.py (`private`: the user's alone) before
+    the connection opens it for appending."""
     log = os.path.join(log_dir, f"{ws.name.replace('/', '.')}.log") if log_dir else None
+    if log is not None:
+        try:
+            make_folder(os.path.dirname(log), private)
+            make_file(log, private)
+        except OSError as exc:  # a link where the log goes (never followed), a file where its folder goes
+            why = "a symbolic link is there, and benchsage never writes through one" if exc.errno == errno.ELOOP else exc.strerror or exc
+            raise WorkerSetupError(f"worker {ws.name}: cannot create its connection log {log} ({why})") from None
     python = ws.python or "python3"
     words = shlex.split(python)
     common = dict(python=words, boot_id_command=ws.boot_id, log=log)
@@ -46,9 +58,10 @@ def make_workers(spec: Spec, directory: str | None = None) -> list[Any]:
     when a file they need is missing (an ssh_config)."""
     check_files(spec)
     log_dir = os.path.join(directory, WORKER_LOGS) if directory else None
+    private = is_private(spec)
 
     def made(ws: WorkerSpec) -> AgentWorker:
-        worker = make_worker(ws, spec.folder, log_dir)
+        worker = make_worker(ws, spec.folder, log_dir, private)
         worker.cpu_latency = spec.cpu_latency  # held by each agent it starts
         return worker
 

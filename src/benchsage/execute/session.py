@@ -15,13 +15,13 @@ from typing import Callable, Sequence
 from benchsage.design.experiment import ExperimentPlan
 from benchsage.errors import SpecError
 from benchsage.execute.allocate import Allocation, Held
-from benchsage.execute.create import create_experiment
+from benchsage.execute.create import create_experiment, is_private, make_directory
 from benchsage.execute.deploy import DeploySource, check_resumable, deploy_fleet, read_source
 from benchsage.execute.fleet import check_cpus, close_all, connect_all, make_workers
 from benchsage.execute.progress import Progress, make_progress
 from benchsage.execute.runner import Runner, signals_as_interrupts
 from benchsage.execute.treatments import check_wrappers
-from benchsage.spec import Spec, load_spec
+from benchsage.spec import Spec, check_files, load_spec
 from benchsage.store.journal import Journal, check_directory_for
 
 
@@ -35,7 +35,7 @@ def run_experiment(spec: Spec, draw: Callable[[Spec], ExperimentPlan], directory
         return
     check_directory_for(directory, spec.digest)
     progress = make_progress(quiet)
-    with signals_as_interrupts(), Held(directory, progress.message) as held:
+    with signals_as_interrupts(), Held(directory, progress.message, private=is_private(spec)) as held:
         spec = held.allocate(spec)
         start(spec, draw(spec), directory, quiet=quiet, allocations=held.allocations, stop_on_failure=stop_on_failure)
 
@@ -48,6 +48,8 @@ def start(spec: Spec, plan: ExperimentPlan, directory: str, *, quiet: bool = Fal
     run_experiment)."""
     check_directory_for(directory, plan.digest)
     source = source if source is not None else read_source(spec)
+    check_files(spec)  # a file the workers need that is missing is said before the directory is made
+    make_directory(spec, directory)
     workers = make_workers(spec, directory)
     try:
         connect_all(workers)

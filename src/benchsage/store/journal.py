@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
 from benchsage.errors import DataError, UsageError
+from benchsage.store.modes import make_file, make_folder
 from benchsage.vocabulary import FINISHED, NOT_NEEDED
 
 JOURNAL_NAME = "journal.sqlite"
@@ -243,14 +244,18 @@ class Journal:
     # -- opening ---------------------------------------------------------------------------
 
     @classmethod
-    def create(cls, directory: str, meta: Mapping[str, Any], tests: Sequence[Mapping[str, Any]], runs: Sequence[Mapping[str, Any]]) -> "Journal":
+    def create(cls, directory: str, meta: Mapping[str, Any], tests: Sequence[Mapping[str, Any]], runs: Sequence[Mapping[str, Any]],
+               *, private: bool = False) -> "Journal":
         """A new journal holding the plan, committed before anything runs. It is made whole
         under another name and renamed into place: a journal is there with its plan, or not at
-        all (an experiment killed while its journal was being made starts again with `run`)."""
-        os.makedirs(directory, exist_ok=True)
+        all (an experiment killed while its journal was being made starts again with `run`).
+        Its folder (if made here) and its files are never writable by group or other, and with
+        `private` (the spec holds a secret) readable by the user alone (store/modes.py)."""
+        make_folder(directory, private)
         path = journal_path(directory)
         making = path + CREATING
         _remove_making(directory)
+        make_file(making, private)  # SQLite gives its -journal, -wal and -shm files the database's mode
         conn = sqlite3.connect(making, isolation_level=None)  # rollback journal, synchronous FULL: durable at close
         try:
             conn.execute("PRAGMA foreign_keys=ON")

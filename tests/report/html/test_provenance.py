@@ -87,3 +87,23 @@ def test_provenance_leaves_out_what_was_not_recorded_and_sums_up_what_each_run_r
     assert not re.search(r"\b(null|None)\b|1700000000|\[\]|\{\}", shown)
     summary = re.search(r'<section id="provenance"><details class="section"><summary>(.*?)</summary>', text).group(1)
     assert Page(summary).all_text == "Provenancebenchsage 0.1.0, created 2023-11-14 22:13:20 UTC; 12 environment snapshots"
+
+
+def test_env_values_whose_names_look_like_secrets_are_masked_and_said_so(tiny: tuple[Analysis, TrialTable]) -> None:
+    """The spec as written with the value masked and a line under it; an env recorded as a table
+    (a probe's) masked in place; a spec whose value cannot be masked in place left out, saying why;
+    each source part of a merged report alike."""
+    analysis, table = tiny
+    spec = '[experiment]\nname = "s"\nenv = { API_TOKEN = "tok-123456", PLAIN = "visible" }\n'
+    escaped = '[experiment]\nname = "s"\nenv = { "DB\\u005FPASSWORD" = "pw" }\n'
+    prov = {"spec": spec, "probe": {"env": {"aws_secret_access_key": "key-123456", "MONKEY": "banana"}},
+            "parts": [{"spec": escaped}]}
+    section = section_of(render_report(analysis, dataclasses.replace(table, provenance=prov)), "provenance")
+    shown = Page(section).all_text
+    for secret in ("tok-123456", "key-123456", '"pw"'):
+        assert secret not in shown and secret not in section, secret
+    assert 'API_TOKEN = "••••••", PLAIN = "visible"' in shown
+    assert "API_TOKEN = •••••• (masked: its name looks like a secret)" in shown
+    assert "•••••• (masked: its name looks like a secret)" in shown and "banana" in shown  # the probe's env table
+    assert ("the spec is not shown: it holds values whose names look like secrets (DB_PASSWORD) that could not be masked in place"
+            in shown)

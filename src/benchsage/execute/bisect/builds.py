@@ -15,6 +15,7 @@ import time
 from dataclasses import asdict, dataclass
 
 from benchsage.execute.bisect import git
+from benchsage.store.modes import make_folder
 
 _TAIL = 4096  # bytes of a build's output kept in its record: its last lines say why it failed
 
@@ -67,7 +68,7 @@ def recorded(directory: str, commit: str) -> Build | None:
 
 
 def _run(command: str, cwd: str, log: str, commit: str, timeout: float | None) -> Build:
-    os.makedirs(os.path.dirname(log), exist_ok=True)
+    make_folder(os.path.dirname(log))
     start = time.monotonic()
     with open(log, "wb") as out:
         try:
@@ -86,7 +87,7 @@ def _run(command: str, cwd: str, log: str, commit: str, timeout: float | None) -
 
 
 def _write(path: str, build: Build) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    make_folder(os.path.dirname(path))
     data = asdict(build)
     data.pop("cached")
     tmp = path + ".tmp"

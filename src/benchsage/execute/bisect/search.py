@@ -27,6 +27,8 @@ from benchsage.execute.allocate import Held, spec_with
 from benchsage.execute.progress import make_progress
 from benchsage.execute.runner import signals_as_interrupts
 from benchsage.spec import Spec, load_spec
+from benchsage.store.modes import make_file, make_folder
+from benchsage.store.secrets import spec_secret_names
 from benchsage.vocabulary import HARNESS_METRIC_UNITS, HARNESS_METRICS, LOWER
 
 RECORD = "bisect.json"
@@ -94,9 +96,13 @@ def start_bisect(request: BisectRequest, directory: str, *, quiet: bool = False)
         record = {**kept, "keep_dirs": request.keep_dirs}
     elif os.path.exists(directory) and os.listdir(directory):
         raise UsageError(f"{directory} is not empty and holds no search; choose another -o DIR")
-    else:
-        os.makedirs(directory, exist_ok=True)
+    else:  # made as an experiment directory is (store/modes.py): the record holds the spec as written
+        private = bool(spec_secret_names(record["spec_text"]))
+        make_folder(directory, private)
         tmp = path + ".tmp"
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        make_file(tmp, private)
         with open(tmp, "w", encoding="utf-8") as fh:
             json.dump(record, fh, indent=1)
             fh.flush()

@@ -68,16 +68,18 @@ SECTIONS: tuple[Section, ...] = (
 TOP: Section = verdict  # never folded: it draws its own <section>
 
 
-def write_report(analysis: Analysis, table: TrialTable, path: str | os.PathLike[str]) -> None:
+def write_report(analysis: Analysis, table: TrialTable, path: str | os.PathLike[str], *, mode: int = 0o666) -> None:
     """Write the HTML report of `analysis` (computed from `table`) to `path` (write_page)."""
-    write_page(render_report(analysis, table), path)
+    write_page(render_report(analysis, table), path, mode=mode)
 
 
-def write_page(text: str, path: str | os.PathLike[str]) -> None:
+def write_page(text: str, path: str | os.PathLike[str], *, mode: int = 0o666) -> None:
     """Write a page to `path`: a new or regular file is written next to its destination, in a
     temporary file of a name nobody can foresee (created anew, never one that was there), and
     renamed into place, so a reader never sees half a report; it gets the permissions a new
-    file gets (0666 less the umask). A symbolic link to a file keeps pointing at it (the file
+    file gets (`mode`, 0666 unless asked for less, less the umask: the report `run` writes
+    into an experiment directory is 0644 at most, as store/modes.py says of everything
+    there). A symbolic link to a file keeps pointing at it (the file
     it names is the one replaced). A device or a pipe (/dev/stdout, a FIFO) is written into,
     never replaced. Raises UsageError naming the destination."""
     dest = Path(path)
@@ -102,7 +104,7 @@ def write_page(text: str, path: str | os.PathLike[str]) -> None:
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            os.fchmod(f.fileno(), 0o666 & ~_umask())
+            os.fchmod(f.fileno(), mode & ~_umask())
             f.write(text)
         os.replace(tmp, dest)
         tmp = None

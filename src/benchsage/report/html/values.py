@@ -18,6 +18,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from benchsage.report.quantity import quantity, sig3
+from benchsage.store.secrets import MASK, WHY, looks_secret, mask_spec_text
 
 TEXT_MAX = 200_000  # characters of one provenance text (spec, plan) before it is cut
 NESTED_TEXT_MAX = 5_000  # ... and of a value inside a table
@@ -122,6 +123,8 @@ def node(obj: Any, depth: int = 0, key: str = "") -> dict[str, Any]:
     lists of records as tables, long text as preformatted blocks (all bounded). `key`: the
     name the value is recorded under (scalar)."""
     obj = _plain(obj)
+    if key == "env" and isinstance(obj, Mapping):  # an env recorded as a table (a probe's, a test's)
+        obj = {k: f"{MASK} ({WHY})" if looks_secret(str(k)) else v for k, v in obj.items()}
     limit = TEXT_MAX if depth == 0 else NESTED_TEXT_MAX
     if obj is None or isinstance(obj, (bool, int, float)):
         return _text(scalar(obj, key))
@@ -284,6 +287,17 @@ def _plan_node(plan: Any) -> dict[str, Any]:
     return {"kind": "plan", "facts": facts, "rows": rows, "more": max(0, len(runs) - PLAN_ROWS)}
 
 
+def _spec_node(spec: Any) -> dict[str, Any]:
+    """The spec as written, but for the values of env entries whose names look like secrets:
+    masked, each named under the text (or the text left out when they cannot be masked)."""
+    if not isinstance(spec, str):
+        return node(spec)
+    shown = mask_spec_text(spec)
+    if shown.text is None:
+        return _text(shown.notes()[0])
+    return {**_pre(shown.text), "notes": shown.notes()}
+
+
 def _recorded(value: Any) -> bool:
     return value is not None and not (isinstance(value, (str, list, tuple, Mapping)) and len(value) == 0)
 
@@ -294,7 +308,7 @@ def provenance_node(prov: Mapping[str, Any]) -> dict[str, Any]:
     special = {
         "tool_version": ("tool version", node),
         "seed": ("seed", node),
-        "spec": ("spec", lambda s: _pre(s) if isinstance(s, str) else node(s)),
+        "spec": ("spec", _spec_node),
         "plan": ("plan", _plan_node),
         "snapshots": ("environment snapshots", _snapshots_node),
     }
