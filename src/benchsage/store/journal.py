@@ -149,6 +149,7 @@ CREATE TABLE IF NOT EXISTS trial_values (
 CREATE INDEX IF NOT EXISTS trials_by_attempt ON trials(attempt_id);
 """ + _SETUPS_TABLE + _LOOKS_TABLE + _DEPLOYS_TABLE + _INITS_TABLE
 _LATER_TABLES = ("setups", "looks", "deploys", "inits")  # added since format 1 was first written
+_READ_TABLES = ("meta", "tests", "runs", "attempts", "trials", "trial_values", "looks", "deploys")  # what analyze, report, export read
 
 
 @dataclass(frozen=True)
@@ -338,11 +339,12 @@ class Journal:
             raise journal_reader.unreadable(self.path, self.budget, exc) from None
 
     def check(self, *tables: str) -> None:
-        """Check these tables of a journal opened read_only before reading them through `conn`
-        (the Journal's own reading methods check what they read)."""
+        """Check these tables (by default every table the readers read) of a journal opened
+        read_only, before reading them through `conn`; the Journal's own reading methods check
+        what they read. A reader that checks them all refuses a journal as every other does."""
         if self.guard is not None:
             with self.reading():
-                for table in tables:
+                for table in tables or _READ_TABLES:
                     self.guard.ensure(table)
 
     @staticmethod
@@ -682,10 +684,11 @@ _DEPLOY_KEYS = ("worker", "dir", "tree", "files", "files_sent", "bytes_sent", "s
 
 
 def _bytes(tail: Any) -> bytes:
-    """A stored output tail (BLOB; TEXT in a journal that wrote it as text) as bytes."""
-    if tail is None:
-        return b""
-    return tail.encode("utf-8", "replace") if isinstance(tail, str) else bytes(tail)
+    """A stored output tail (BLOB; TEXT in a journal that wrote it as text) as bytes; nothing
+    for anything else (a number where a tail should be, in a journal opened read_only)."""
+    if isinstance(tail, str):
+        return tail.encode("utf-8", "replace")
+    return bytes(tail) if isinstance(tail, bytes) else b""
 
 
 def _add_missing_columns(conn: sqlite3.Connection) -> None:

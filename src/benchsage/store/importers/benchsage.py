@@ -29,7 +29,7 @@ def read_experiment(path: str | os.PathLike[str]) -> TrialTable:
     journal = Journal.open(directory, read_only=True)
     try:
         with journal.reading():
-            journal.check("meta", "tests", "runs", "attempts", "trials", "trial_values")  # read through journal.conn too
+            journal.check()  # every table it reads, some through journal.conn
             return _read(journal, directory)
     finally:
         journal.close()
