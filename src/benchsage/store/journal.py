@@ -240,9 +240,7 @@ class Journal:
                  budget: journal_reader.Budget | None = None) -> None:
         self.path = path
         self.conn = conn
-        # A journal opened read_only is read without trusting it (store/journal_reader.py): the
-        # guard checks each table before it is read, the budget bounds the reading.
-        self.guard = guard
+        self.guard = guard  # read_only: checks each table before it is read (store/journal_reader.py)
         self.budget = budget
         self.lock = threading.RLock()
         self._flusher: threading.Thread | None = None  # the fsync of the last finished run, if under way
@@ -309,25 +307,9 @@ class Journal:
 
     @classmethod
     def _open_read_only(cls, path: str) -> "Journal":
-        try:
-            conn, budget = journal_reader.connect(path)
-        except sqlite3.Error as exc:
-            raise journal_reader.unreadable(path, None, exc) from None
-        guard = journal_reader.Guard(conn, path, _SCHEMA, _LATER_TABLES, [(table, column) for table, column, _ in _ADDED_COLUMNS],
-                                     HARNESS_METRICS)
-        journal = cls(path, conn, guard, budget)
-        try:
-            with journal.reading():
-                guard.ensure("meta")
-                row = conn.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone()
-                version = guard.decoded("meta", "key 'format_version'", "value", row[0], str) if row else None
-        except BaseException:
-            conn.close()
-            raise
-        if version != FORMAT_VERSION:
-            conn.close()
-            raise DataError(f"{path}: journal format {version or 'unknown'} is not supported by this benchsage")
-        return journal
+        guard, budget = journal_reader.open_checked(path, FORMAT_VERSION, _SCHEMA, _LATER_TABLES,
+                                                    [(table, column) for table, column, _ in _ADDED_COLUMNS], HARNESS_METRICS)
+        return cls(path, guard.conn, guard, budget)
 
     @contextmanager
     def reading(self) -> Iterator["Journal"]:
@@ -511,7 +493,7 @@ class Journal:
         with self.reading():
             self._check("trials")
             row = self.conn.execute("SELECT stdout_tail, stderr_tail FROM trials WHERE id = ?", (trial_id,)).fetchone()
-        return (_bytes(row[0]), _bytes(row[1])) if row else (b"", b"")
+        return (journal_reader.tail_bytes(row[0]), journal_reader.tail_bytes(row[1])) if row else (b"", b"")
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -681,14 +663,6 @@ class Journal:
 
 
 _DEPLOY_KEYS = ("worker", "dir", "tree", "files", "files_sent", "bytes_sent", "seconds", "time")
-
-
-def _bytes(tail: Any) -> bytes:
-    """A stored output tail (BLOB; TEXT in a journal that wrote it as text) as bytes; nothing
-    for anything else (a number where a tail should be, in a journal opened read_only)."""
-    if isinstance(tail, str):
-        return tail.encode("utf-8", "replace")
-    return bytes(tail) if isinstance(tail, bytes) else b""
 
 
 def _add_missing_columns(conn: sqlite3.Connection) -> None:

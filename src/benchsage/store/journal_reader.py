@@ -76,6 +76,38 @@ def connect(path: str) -> tuple[sqlite3.Connection, Budget]:
     return conn, budget
 
 
+def open_checked(path: str, format_version: str, schema: str, optional_tables: Iterable[str], optional_columns: Iterable[tuple[str, str]],
+                 harness_metrics: Iterable[str]) -> tuple["Guard", Budget]:
+    """The Guard (its connection: connect) of the journal at `path`, whose meta is checked and
+    whose format is `format_version`; DataError otherwise."""
+    try:
+        conn, budget = connect(path)
+    except sqlite3.Error as exc:
+        raise unreadable(path, None, exc) from None
+    guard = Guard(conn, path, schema, optional_tables, optional_columns, harness_metrics)
+    try:
+        try:
+            guard.ensure("meta")
+            row = conn.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone()
+        except sqlite3.Error as exc:
+            raise unreadable(path, budget, exc) from None
+        version = json.loads(row[0]) if row else None  # checked text (META_SHAPES)
+        if version != format_version:
+            raise DataError(f"{path}: journal format {version or 'unknown'} is not supported by this benchsage")
+    except BaseException:
+        conn.close()
+        raise
+    return guard, budget
+
+
+def tail_bytes(tail: Any) -> bytes:
+    """A stored output tail (BLOB; TEXT in a journal that wrote it as text) as bytes; nothing
+    for anything else (a number where a tail should be: that column is read unchecked, _UNREAD)."""
+    if isinstance(tail, str):
+        return tail.encode("utf-8", "replace")
+    return bytes(tail) if isinstance(tail, bytes) else b""
+
+
 def _file_size(path: str) -> int:
     """The bytes of the journal and its write-ahead log; DataError for anything but regular
     files (a FIFO would block the reader, a device would never end)."""
@@ -458,4 +490,5 @@ def checked_meta(guard: Guard, rows: Iterable[tuple[Any, Any]]) -> dict[str, Any
     return out
 
 
-__all__ = ["Budget", "Guard", "META_SHAPES", "METRICS_SHAPE", "checked_meta", "conforms", "connect", "format_tables", "unreadable"]
+__all__ = ["Budget", "Guard", "META_SHAPES", "METRICS_SHAPE", "checked_meta", "conforms", "connect", "format_tables", "open_checked",
+           "tail_bytes", "unreadable"]
