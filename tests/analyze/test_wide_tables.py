@@ -116,9 +116,10 @@ def test_comparisons_numbered_over_the_pairs_that_occur(keys: list[int], width: 
 
 
 @settings(max_examples=200, deadline=None)
-@given(n_positions=st.integers(1, 5000), typical=st.floats(1, 500), min_values=st.integers(1, 10))
+@given(n_positions=st.integers(1, 100_000), typical=st.floats(1, 500), min_values=st.integers(1, 10))
 def test_the_bin_of_a_position_is_found_by_search(n_positions: int, typical: float, min_values: int) -> None:
-    """Bins.of gives each position the bin a table of every position gave it (built here)."""
+    """Bins.of gives each position the bin a table of every position gave it (built here), by
+    its own table (up to LOOKUP_POSITIONS positions) or by search (beyond)."""
     bins = _position_bins(n_positions, typical, min_values)
     table = np.zeros(n_positions, dtype=np.int64)
     for b, (first, last) in enumerate(zip(bins.first.tolist(), bins.last.tolist())):
