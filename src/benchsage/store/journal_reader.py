@@ -361,7 +361,7 @@ class Guard:
                                  f"on {plan['workers']} workers, in a journal of {self.bounds['runs']} runs")
         elif table == "attempts":
             for attempt_id, text in self.conn.execute("SELECT id, snapshot FROM attempts WHERE snapshot IS NOT NULL ORDER BY id"):
-                self.decoded("attempts", f"row id {attempt_id}", "snapshot", text, dict)
+                self.decoded("attempts", f"row id {attempt_id}", "snapshot", text, SNAPSHOT_SHAPE)
         elif table == "looks":
             for look_id, text in self.conn.execute("SELECT id, record FROM looks ORDER BY id"):
                 self.decoded("looks", f"row id {look_id}", "record", text, LOOK_SHAPE)
@@ -472,6 +472,9 @@ META_SHAPES: Mapping[str, Any] = {
 # A look of a sequential experiment as looks.record records it (stats.sequential.Look.to_record).
 LOOK_SHAPE = {"index!": int, "runs!": int, "information!": float, "alpha_spent!": float, "m!": int, "decided!": int,
               "newly_decided!": int, "stop!": bool, "tests!": [{"test!": (str, [str]), "n_fixed!": int, "n_random!": int}]}
+
+# A run's environment snapshot (agent/snapshot.py): what its readers index into; they check the rest.
+SNAPSHOT_SHAPE = {"files": ({str: (str, type(None))}, type(None))}
 
 # A test's metrics as tests.metrics records them.
 METRICS_SHAPE = [{"name!": str, "unit": str, "better": str, "primary": bool}]
