@@ -32,7 +32,7 @@ STEPS_PER_BYTE = 200
 _STEPS_PER_CALL = 10_000  # steps between two calls of the progress handler that counts them
 
 INT32_MAX = 2**31 - 1  # positions and test numbers are 32-bit in the trial table
-_FINITE = 1.7976931348623157e308  # the largest double: abs(x) <= it holds for every finite x
+_FINITE = 1.7976931348623157e308  # the largest double: every finite number lies within ±_FINITE, infinities do not
 
 
 class Budget:
@@ -159,8 +159,6 @@ def format_tables(schema: str) -> dict[str, dict[str, Column]]:
 # Ranges beyond the declared types: the numbering the readers index arrays with. A bound named
 # by a string is the journal's own count of that thing (its ids run from 0 to count - 1).
 _RANGES: dict[tuple[str, str], tuple[int, int | str]] = {
-    ("tests", "id"): (0, INT32_MAX),
-    ("runs", "id"): (0, INT32_MAX),
     ("runs", "arm_index"): (0, INT32_MAX),
     ("runs", "treatment"): (0, "treatments"),
     ("attempts", "run_id"): (0, "runs"),
@@ -172,13 +170,12 @@ _RANGES: dict[tuple[str, str], tuple[int, int | str]] = {
     ("trials", "stdout_bytes_dropped"): (0, 2**63 - 1),
     ("trials", "stderr_bytes_dropped"): (0, 2**63 - 1),
     ("trials", "leftovers"): (0, 2**63 - 1),
-    ("looks", "id"): (0, INT32_MAX),
     ("looks", "runs"): (0, INT32_MAX),
 }
 _CHOICES: dict[tuple[str, str], tuple[str, ...]] = {("runs", "arm"): ("fixed", "random")}
-# Columns no reader reads row by row, left unchecked: a trial's output tails (read one at a
-# time, and checked then), its spawn, exit status, end, the bytes of output it dropped and its
-# role hosts' clocks. Checking them would add a third to the scan of the largest table.
+# Columns no reader reads row by row, left unchecked (each column checked costs a look at it in
+# every row of the largest table): a trial's output tails (read one at a time, and taken as
+# bytes then), its spawn, exit status, end, the bytes of output it dropped, its role hosts' clocks.
 _UNREAD = {("trials", name) for name in ("stdout_tail", "stderr_tail", "stdout_bytes_dropped", "stderr_bytes_dropped", "spawn",
                                          "exit_status", "ended", "hosts")}
 _KEYS: dict[str, tuple[str, ...]] = {"meta": ("key",), "trial_values": ("trial_id", "metric")}
@@ -189,7 +186,7 @@ _BEFORE = {"runs": ("meta", "tests"), "attempts": ("runs",), "trials": ("tests",
 @dataclass(frozen=True)
 class _Rule:
     column: str
-    sql: str  # true for a good row (NULL counts as false)
+    sql: str  # 1 for a good row, else 0 (never NULL)
     expected: str  # what a journal has there, for the error message
 
 
@@ -279,8 +276,9 @@ class Guard:
         the format allows it), numbers are finite and numbering within its range; with the rules
         across columns (_across). The first row that breaks a rule is named, with the column and
         its value, in one scan of the table."""
+        # An id (INTEGER PRIMARY KEY: _shape) is a rowid, an integer whatever the file holds.
         rules = [self._rule(table, self.tables[table][name]) for name in self.tables[table]
-                 if name in columns and (table, name) not in _UNREAD and not (name == "id" and table != "meta")]
+                 if name in columns and (table, name) not in _UNREAD and name != "id"]
         rules += self._across(table, columns)
         if not rules:
             return
@@ -302,8 +300,8 @@ class Guard:
 
     def _rule(self, table: str, column: Column) -> _Rule:
         # Comparisons where they tell the type, with the column's affinity known (_shape): every
-        # number sorts before every text, every text before every blob; typeof (a function
-        # call, twice the cost of the scan) where they do not: 1.0 equals 1.
+        # number sorts before every text, every text before every blob. typeof, a function call
+        # per value, only where they cannot tell: a comparison finds 1.0 equal to 1.
         c = _quoted(column.name)
         rule = {"int": f"typeof({c}) = 'integer'", "number": f"{c} BETWEEN {-_FINITE!r} AND {_FINITE!r}",
                 "text": f"{c} >= '' AND {c} < x''", "blob": f"{c} >= ''"}[column.kind]
