@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 import click
 
-from benchsage.errors import EXIT_EFFECT, EXIT_OK, EXIT_TESTS_FAILED, BenchsageError, UsageError
+from benchsage.errors import EXIT_BAD_INPUT, EXIT_EFFECT, EXIT_OK, EXIT_TESTS_FAILED, BenchsageError, UsageError
 from benchsage.vocabulary import VERSION
 
 _FORMATS = click.Choice(["auto", "benchsage", "tidy", "ordersage"])
@@ -455,6 +455,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         _fail(exc.format_message().replace("\n", " "), exc.exit_code)
     except BenchsageError as exc:
         _fail(str(exc), exc.exit_status)
+    except MemoryError:
+        # What was being read needs more memory than this machine has (the analyses grow with
+        # rows, so this is a file of many millions of rows): bad input for this machine.
+        _fail("out of memory: the data is too large to read or analyse on this machine (its rows take more memory than there "
+              "is); analyse a part of it, or on a machine with more memory", EXIT_BAD_INPUT)
     except BrokenPipeError:
         sys.stderr.close()
         sys.exit(EXIT_OK)

@@ -36,7 +36,7 @@ from benchsage.analyze.effects import SIZE_FIELDS, EffectOptions, family_sizes, 
 from benchsage.analyze.notes import distinct
 from benchsage.analyze.options import Options
 from benchsage.analyze.order import analyze_table
-from benchsage.analyze.sorted_values import ValueOrder, sort_values
+from benchsage.analyze.sorted_values import ValueOrder, comparison_codes, sort_values
 from benchsage.analyze.verdict import Analysis, Combined, Diagnostics, TestVerdict, WorkerVerdicts
 from benchsage.store.importers.tidy_stream import CompactTrials
 from benchsage.store.table import NO_PREDECESSOR_INFO, RANDOM_CODE, UNKNOWN, TrialTable, is_constant
@@ -79,9 +79,9 @@ def compact_of(table: TrialTable) -> CompactTrials | None:
         if found is None:
             return None
         per_run = found
-    key = table.test.astype(np.int64) * metrics + table.metric
-    owner = np.full(len(table.test_names) * metrics, -1, dtype=np.int64)
-    owner[key] = table.worker
+    comparison, combos = comparison_codes(table.test.astype(np.int64) * metrics + table.metric, len(table.test_names) * metrics)
+    owner = np.full(len(combos), -1, dtype=np.int64)
+    owner[comparison] = table.worker
     return CompactTrials(
         path=Path(table.sources[0]),
         test_names=table.test_names,
@@ -96,9 +96,9 @@ def compact_of(table: TrialTable) -> CompactTrials | None:
         **per_run,
         run_analysed=per_run["run_arm"] >= 0,
         rows_per_test=np.bincount(table.test, minlength=len(table.test_names)),
-        random_per_comparison=np.bincount(key[random], minlength=len(owner)),
+        random_per_comparison=np.bincount(comparison[random], minlength=len(owner)),
         positions=int(table.position[random].max()) + 1 if position is not None and random.any() else 0,
-        comparisons_on_one_worker=bool(np.array_equal(owner[key], table.worker)),
+        comparisons_on_one_worker=bool(np.array_equal(owner[comparison], table.worker)),
         has_time=not is_constant(table.time),
         excluded=table.excluded,
         warnings=table.warnings,

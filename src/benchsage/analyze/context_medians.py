@@ -30,11 +30,15 @@ def with_context_medians(effects: Sequence[ContextEffect], table: TrialTable, le
     width = max(1, len(table.metric_names))
     tests = {name: i for i, name in enumerate(table.test_names)}
     metrics = {name: i for i, name in enumerate(table.metric_names)}
-    effect_of = np.full(len(table.test_names) * width, -1, dtype=np.int64)  # (test, metric) -> its effect
-    for g, effect in enumerate(effects):
-        if effect.test in tests and effect.metric in metrics:
-            effect_of[tests[effect.test] * width + metrics[effect.metric]] = g
-    group = effect_of[table.test.astype(np.int64) * width + table.metric]
+    # (test, metric) -> its effect, over the effects' keys only (not every test times every metric)
+    of_key = {tests[e.test] * width + metrics[e.metric]: g for g, e in enumerate(effects) if e.test in tests and e.metric in metrics}
+    keys = np.array(sorted(of_key), dtype=np.int64)
+    row_key = table.test.astype(np.int64) * width + table.metric
+    group = np.full(len(row_key), -1, dtype=np.int64)
+    if len(keys):
+        at = np.minimum(np.searchsorted(keys, row_key), len(keys) - 1)
+        hit = keys[at] == row_key
+        group[hit] = np.array([of_key[k] for k in sorted(of_key)], dtype=np.int64)[at[hit]]
     rows = (group >= 0) & (codes >= 0) & np.isfinite(table.value)
     n_contexts = len(names)
     cells = group[rows] * n_contexts + codes[rows].astype(np.int64)  # (effect, context)

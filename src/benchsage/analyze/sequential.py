@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from benchsage.analyze.verdict import Sequential
+from benchsage.errors import DataError
 from benchsage.design.sequential import SequentialPlan
 from benchsage.stats.sequential import Look
 
@@ -19,7 +20,12 @@ def sequential_verdict(provenance: Mapping[str, Any]) -> Sequential | None:
     recorded = provenance.get("sequential")
     if not recorded:
         return None
-    plan = SequentialPlan.from_meta(recorded["plan"])
-    looks = [Look.from_record(record) for record in recorded["looks"]]
-    decisions = {(str(key[0]), str(key[1])): value for key, value in plan.decisions(looks).items()}
-    return Sequential(summary=plan.summary(looks), decisions=decisions)
+    try:
+        plan = SequentialPlan.from_meta(recorded["plan"])
+        looks = [Look.from_record(record) for record in recorded["looks"]]
+        decisions = {(str(key[0]), str(key[1])): value for key, value in plan.decisions(looks).items()}
+        return Sequential(summary=plan.summary(looks), decisions=decisions)
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
+        # The journal (store/journal_reader.py) checked the record's fields, not how they fit together.
+        raise DataError(f"{provenance.get('directory')}: the journal's record of its looks (table 'looks', meta 'sequential') "
+                        f"does not hold together: {type(exc).__name__}: {exc}") from None

@@ -20,12 +20,25 @@ def _numbering(table: TrialTable) -> tuple[np.ndarray, np.ndarray, int]:
     """(comparison of each row, test * n_metrics + metric of each comparison, n_metrics)."""
     n_metrics = max(len(table.metric_names), 1)
     key = table.test.astype(np.int64) * n_metrics + table.metric.astype(np.int64)
+    group, combos = comparison_codes(key, len(table.test_names) * n_metrics)
+    return group, combos, n_metrics
+
+
+def comparison_codes(key: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """The comparisons that occur among keys test * n_metrics + metric (each below `size`, the
+    tests times the metrics), ascending, and each key's comparison (its index among them).
+
+    A dense count over every (test, metric) while that is small beside the rows; otherwise only
+    the keys that occur, sorted: a table holds at most one comparison per row, while its tests
+    times its metrics can be the square of its rows (20,000 tests, each with a metric of its own).
+    """
     if len(key) == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), n_metrics
-    present = np.bincount(key, minlength=len(table.test_names) * n_metrics) > 0
-    combos = np.flatnonzero(present)
-    remap = np.cumsum(present) - 1
-    return remap[key], combos, n_metrics
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    if size <= max(4 * len(key), 1 << 20):
+        present = np.bincount(key, minlength=size) > 0
+        return (np.cumsum(present) - 1)[key], np.flatnonzero(present)
+    combos, group = np.unique(key, return_inverse=True)
+    return group.ravel().astype(np.int64, copy=False), combos
 
 
 def comparisons(table: TrialTable) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

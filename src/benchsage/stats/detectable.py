@@ -261,6 +261,8 @@ def _bisect(count, need: int, low: float, high: float, ratio: bool, *, rising: b
     otherwise) until the bracket is within 1e-4 of the shift (log f, or f), or 1e-12 of the
     starting bracket, or a float wide. None when no f reaches `need`."""
     hit, miss = (high, low) if rising else (low, high)
+    if not (math.isfinite(low) and math.isfinite(high)) or (ratio and low <= 0):
+        return None  # values that span more than a float (1e308 beside 1e-3): no shift to search for
     if count(hit) < need:
         return None
     if count(miss) >= need:  # cannot happen with the bracket of _bracket; said for safety

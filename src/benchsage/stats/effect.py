@@ -40,7 +40,7 @@ def percent_difference(mean_fixed: np.ndarray | float, mean_random: np.ndarray |
     """
     f = np.asarray(mean_fixed, dtype=np.float64)
     r = np.asarray(mean_random, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         out = (f - r) / f * 100.0
     return np.where(f != 0, out, np.nan)
 
@@ -67,7 +67,7 @@ def grouped_moments(values: np.ndarray, group: np.ndarray, n_groups: int, ddof: 
     v, g = check_grouped(values, group, n_groups)
     n = np.bincount(g, minlength=n_groups).astype(np.int64)
     nf = n.astype(np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         mean = np.bincount(g, weights=v, minlength=n_groups) / nf
         dev = v - mean[g] if len(v) else v
         ss = np.bincount(g, weights=dev * dev, minlength=n_groups)

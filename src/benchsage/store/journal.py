@@ -20,13 +20,14 @@ import os
 import sqlite3
 import threading
 import time
-import urllib.parse
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
 from benchsage.errors import DataError, UsageError
+from benchsage.store import journal_reader
 from benchsage.store.modes import make_file, make_folder
-from benchsage.vocabulary import FINISHED, NOT_NEEDED
+from benchsage.vocabulary import FINISHED, HARNESS_METRICS, NOT_NEEDED
 
 JOURNAL_NAME = "journal.sqlite"
 FORMAT_VERSION = "1"
@@ -148,6 +149,8 @@ CREATE TABLE IF NOT EXISTS trial_values (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS trials_by_attempt ON trials(attempt_id);
 """ + _SETUPS_TABLE + _LOOKS_TABLE + _DEPLOYS_TABLE + _INITS_TABLE
+_LATER_TABLES = ("setups", "looks", "deploys", "inits")  # added since format 1 was first written
+_READ_TABLES = ("meta", "tests", "runs", "attempts", "trials", "trial_values", "looks", "deploys")  # what analyze, report, export read
 
 
 @dataclass(frozen=True)
@@ -234,9 +237,12 @@ class Journal:
     """Read and write one experiment's journal. Its methods may be called from several threads
     (one per worker): they take turns on one connection, so there is one writer."""
 
-    def __init__(self, path: str, conn: sqlite3.Connection) -> None:
+    def __init__(self, path: str, conn: sqlite3.Connection, guard: journal_reader.Guard | None = None,
+                 budget: journal_reader.Budget | None = None) -> None:
         self.path = path
         self.conn = conn
+        self.guard = guard  # read_only: checks each table before it is read (store/journal_reader.py)
+        self.budget = budget
         self.lock = threading.RLock()
         self._flusher: threading.Thread | None = None  # the fsync of the last finished run, if under way
         self._flush_error: OSError | None = None
@@ -292,16 +298,41 @@ class Journal:
             raise DataError(f"{directory}: no such experiment directory")
         if not os.path.exists(path):
             raise DataError(f"{directory}: not a benchsage experiment directory (no {JOURNAL_NAME})")
+        if read_only:
+            return cls._open_read_only(path)
         try:
-            conn = _connect_read_only(path) if read_only else _connect(path)
+            conn = _connect(path)
             version = conn.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone()
         except sqlite3.DatabaseError as exc:
             raise DataError(f"{path}: not a readable benchsage journal ({exc})") from None
         if version is None or json.loads(version[0]) != FORMAT_VERSION:
             raise DataError(f"{path}: journal format {version[0] if version else 'unknown'} is not supported by this benchsage")
-        if not read_only:
-            _add_missing_columns(conn)
+        _add_missing_columns(conn)
         return cls(path, conn)
+
+    @classmethod
+    def _open_read_only(cls, path: str) -> "Journal":
+        guard, budget = journal_reader.open_checked(path, FORMAT_VERSION, _SCHEMA, _LATER_TABLES,
+                                                    [(table, column) for table, column, _ in _ADDED_COLUMNS], HARNESS_METRICS)
+        return cls(path, guard.conn, guard, budget)
+
+    @contextmanager
+    def reading(self) -> Iterator["Journal"]:
+        """Read the journal: an SQLite error on the way (a damaged file, a read past its budget)
+        is a DataError naming the journal and the problem."""
+        try:
+            yield self
+        except sqlite3.Error as exc:
+            raise journal_reader.unreadable(self.path, self.budget, exc) from None
+
+    def check(self, *tables: str) -> None:
+        """Check these tables (by default every table the readers read) of a journal opened
+        read_only, before reading them through `conn`; the Journal's own reading methods check
+        what they read. A reader that checks them all refuses a journal as every other does."""
+        if self.guard is not None:
+            with self.reading():
+                for table in tables or _READ_TABLES:
+                    self.guard.ensure(table)
 
     @staticmethod
     def exists(directory: str | os.PathLike[str]) -> bool:
@@ -349,21 +380,29 @@ class Journal:
 
     # -- reading ---------------------------------------------------------------------------
 
+    # A journal opened read_only has each table checked (self._check) before it is read: its
+    # values have their types and its JSON the shapes read here (store/journal_reader.py).
     @_locked
     def meta(self) -> dict[str, Any]:
-        return {k: json.loads(v) for k, v in self.conn.execute("SELECT key, value FROM meta")}
+        with self.reading():
+            self._check("meta")
+            return {k: json.loads(v) for k, v in self.conn.execute("SELECT key, value FROM meta")}
 
     @_locked
     def tests(self) -> list[dict[str, Any]]:
-        rows = self.conn.execute("SELECT id, name, command, metrics FROM tests ORDER BY id").fetchall()
+        with self.reading():
+            self._check("tests")
+            rows = self.conn.execute("SELECT id, name, command, metrics FROM tests ORDER BY id").fetchall()
         return [{"id": i, "name": n, "command": c, "metrics": json.loads(m)} for i, n, c, m in rows]
 
     @_locked
     def runs(self) -> list[dict[str, Any]]:
-        have = _columns(self.conn, "runs")  # an older journal read without adding its missing columns
-        worker = "worker" if "worker" in have else "'local'"
-        treatment = "treatment" if "treatment" in have else "NULL"
-        rows = self.conn.execute(f"SELECT id, arm, arm_index, test_order, status, {worker}, {treatment} FROM runs ORDER BY id").fetchall()
+        with self.reading():
+            self._check("runs")
+            have = _columns(self.conn, "runs")  # an older journal read without adding its missing columns
+            worker = "worker" if "worker" in have else "'local'"
+            treatment = "treatment" if "treatment" in have else "NULL"
+            rows = self.conn.execute(f"SELECT id, arm, arm_index, test_order, status, {worker}, {treatment} FROM runs ORDER BY id").fetchall()
         return [
             {"id": i, "arm": a, "arm_index": ai, "order": json.loads(o), "status": s, "worker": w, "treatment": t}
             for i, a, ai, o, s, w, t in rows
@@ -371,16 +410,33 @@ class Journal:
 
     @_locked
     def attempts(self) -> list[dict[str, Any]]:
-        cur = self.conn.execute(
-            "SELECT id, run_id, number, worker, status, started, ended, snapshot, reset_status, reset_exit, reset_wall, detail FROM attempts ORDER BY id"
-        )
-        cols = [d[0] for d in cur.description]
+        with self.reading():
+            self._check("attempts")
+            cur = self.conn.execute(
+                "SELECT id, run_id, number, worker, status, started, ended, snapshot, reset_status, reset_exit, reset_wall, detail FROM attempts ORDER BY id"
+            )
+            cols = [d[0] for d in cur.description]
+            rows = cur.fetchall()
         out = []
-        for row in cur:
+        for row in rows:
             rec = dict(zip(cols, row))
             rec["snapshot"] = json.loads(rec["snapshot"]) if rec["snapshot"] else None
             out.append(rec)
         return out
+
+    def _check(self, table: str) -> None:
+        if self.guard is not None:
+            self.guard.ensure(table)
+
+    def _later_rows(self, table: str, sql: str) -> list[Any]:
+        """The rows of a table added since format 1: none from an older journal opened read_only."""
+        if self.guard is not None:
+            with self.reading():
+                return self.conn.execute(sql).fetchall() if self.guard.has(table) else []
+        try:
+            return self.conn.execute(sql).fetchall()
+        except sqlite3.OperationalError:  # an older journal the writer could not bring up to date
+            return []
 
     @_locked
     def progress(self, worker: str | None = None) -> tuple[int, int]:
@@ -402,28 +458,47 @@ class Journal:
         ).fetchall()
         return {int(test): (int(n), int(ok or 0)) for test, n, ok in rows}
 
+    # The reading queries name their join order (CROSS JOIN): each table's rows in id order, the
+    # others found by primary key, whatever statistics a journal carries for SQLite's planner.
     def trial_rows(self, *, analysed_only: bool = True) -> Iterator[tuple[Any, ...]]:
         """Trials of completed attempts (or all), in time order, with their run's arm."""
         where = "WHERE a.status = 'done'" if analysed_only else ""
-        return self.conn.execute(
+        return self._rows(
+            ("attempts", "trials"),
             f"""SELECT t.id, t.run_id, r.arm, t.worker, t.test_id, t.position, t.predecessor_id, t.started, t.ended,
                        t.duration, t.exit_status, t.status, t.reason, t.wall_time, t.user_time, t.sys_time, t.max_rss,
                        a.number, a.status
-                FROM trials t JOIN attempts a ON t.attempt_id = a.id JOIN runs r ON t.run_id = r.id
-                {where} ORDER BY t.id"""
+                FROM trials t CROSS JOIN attempts a ON t.attempt_id = a.id CROSS JOIN runs r ON t.run_id = r.id
+                {where} ORDER BY t.id""",
         )
 
     def trial_values(self, *, analysed_only: bool = True) -> Iterator[tuple[int, str, float]]:
         where = "WHERE a.status = 'done'" if analysed_only else ""
-        return self.conn.execute(
+        return self._rows(
+            ("attempts", "trials", "trial_values"),
             f"""SELECT v.trial_id, v.metric, v.value FROM trial_values v
-                JOIN trials t ON v.trial_id = t.id JOIN attempts a ON t.attempt_id = a.id {where} ORDER BY v.trial_id"""
+                CROSS JOIN trials t ON v.trial_id = t.id CROSS JOIN attempts a ON t.attempt_id = a.id {where} ORDER BY v.trial_id""",
         )
+
+    def _rows(self, tables: Sequence[str], sql: str) -> Iterator[Any]:
+        """The rows of a query: the cursor itself, or for a journal opened read_only the rows
+        of checked tables, an SQLite error while they come a DataError (Journal.reading)."""
+        if self.guard is None:
+            return self.conn.execute(sql)
+        return self._checked_rows(tables, sql)
+
+    def _checked_rows(self, tables: Sequence[str], sql: str) -> Iterator[Any]:
+        with self.reading():
+            for table in tables:
+                self._check(table)
+            yield from self.conn.execute(sql)
 
     @_locked
     def trial_output(self, trial_id: int) -> tuple[bytes, bytes]:
-        row = self.conn.execute("SELECT stdout_tail, stderr_tail FROM trials WHERE id = ?", (trial_id,)).fetchone()
-        return (row[0] or b"", row[1] or b"") if row else (b"", b"")
+        with self.reading():
+            self._check("trials")
+            row = self.conn.execute("SELECT stdout_tail, stderr_tail FROM trials WHERE id = ?", (trial_id,)).fetchone()
+        return (journal_reader.tail_bytes(row[0]), journal_reader.tail_bytes(row[1])) if row else (b"", b"")
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -470,10 +545,7 @@ class Journal:
 
     @_locked
     def setups(self) -> list[dict[str, Any]]:
-        try:
-            rows = self.conn.execute("SELECT attempt_id, kind, what, command, status, exit_status, wall FROM setups ORDER BY id").fetchall()
-        except sqlite3.OperationalError:  # an older journal opened read-only
-            return []
+        rows = self._later_rows("setups", "SELECT attempt_id, kind, what, command, status, exit_status, wall FROM setups ORDER BY id")
         keys = ("attempt_id", "kind", "what", "command", "status", "exit_status", "wall")
         return [dict(zip(keys, row)) for row in rows]
 
@@ -489,20 +561,14 @@ class Journal:
     @_locked
     def inits(self) -> list[dict[str, Any]]:
         """Every [init] that ran, in order: {worker, role, command, status, exit_status, time, wall}."""
-        try:
-            rows = self.conn.execute("SELECT worker, role, command, status, exit_status, time, wall FROM inits ORDER BY id").fetchall()
-        except sqlite3.OperationalError:  # an older journal opened read-only
-            return []
+        rows = self._later_rows("inits", "SELECT worker, role, command, status, exit_status, time, wall FROM inits ORDER BY id")
         keys = ("worker", "role", "command", "status", "exit_status", "time", "wall")
         return [dict(zip(keys, row)) for row in rows]
 
     @_locked
     def looks(self) -> list[dict[str, Any]]:
         """The looks of a sequential experiment, in order: {id, runs, time, record}."""
-        try:
-            rows = self.conn.execute("SELECT id, runs, time, record FROM looks ORDER BY id").fetchall()
-        except sqlite3.OperationalError:  # an older journal opened read-only
-            return []
+        rows = self._later_rows("looks", "SELECT id, runs, time, record FROM looks ORDER BY id")
         return [{"id": i, "runs": n, "time": t, "record": json.loads(r)} for i, n, t, r in rows]
 
     @_locked
@@ -592,10 +658,7 @@ class Journal:
     @_locked
     def deploys(self) -> list[dict[str, Any]]:
         """Every verified deploy, oldest first."""
-        try:
-            rows = self.conn.execute(f"SELECT {', '.join(_DEPLOY_KEYS)} FROM deploys ORDER BY id").fetchall()
-        except sqlite3.OperationalError:  # an older journal opened read-only
-            return []
+        rows = self._later_rows("deploys", f"SELECT {', '.join(_DEPLOY_KEYS)} FROM deploys ORDER BY id")
         return [dict(zip(_DEPLOY_KEYS, row)) for row in rows]
 
     @_locked
@@ -625,14 +688,6 @@ def _add_missing_columns(conn: sqlite3.Connection) -> None:
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
     return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
-
-
-def _connect_read_only(path: str) -> sqlite3.Connection:
-    """A connection that cannot write: it reads the WAL a running experiment may be writing."""
-    conn = sqlite3.connect(f"file:{urllib.parse.quote(os.path.abspath(path))}?mode=ro", uri=True, isolation_level=None, timeout=30,
-                           check_same_thread=False)
-    conn.execute("PRAGMA query_only=ON")
-    return conn
 
 
 def _connect(path: str) -> sqlite3.Connection:

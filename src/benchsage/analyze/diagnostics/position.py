@@ -42,16 +42,27 @@ ALL_TESTS = "(all tests)"
 
 @dataclass(frozen=True)
 class Bins:
-    first: np.ndarray  # first position of each bin
+    first: np.ndarray  # first position of each bin, ascending
     last: np.ndarray  # last position of each bin
-    of_position: np.ndarray  # bin index of each position 0..P-1
     single: bool  # one bin per position
+    table: np.ndarray | None = None  # the bin of each position 0..P-1, where P is at most LOOKUP_POSITIONS
+
+    def of(self, position: np.ndarray) -> np.ndarray:
+        """The bin of each position (the bins cover 0..P-1 in order): looked up in a table of
+        the positions while there are few, else found by search (a data file can make P as
+        large as it likes, and a table that long would be its memory)."""
+        if self.table is not None:
+            return self.table[position]
+        return np.searchsorted(self.first, position, side="right") - 1
+
+
+LOOKUP_POSITIONS = 1 << 16  # positions in a table (512 KiB) at most; a lookup is several times a search's speed
 
 
 def _position_bins(n_positions: int, typical_n: float, min_values: int) -> Bins:
     if n_positions <= MAX_SINGLE_POSITIONS and typical_n / max(n_positions, 1) >= min_values:
         first = np.arange(n_positions)
-        return Bins(first, first, first.copy(), True)
+        return Bins(first, first, True, first)
     later = n_positions - 1
     k = int(min(MAX_LATER_BINS, max(1, typical_n // (2 * min_values)), max(later, 1)))
     # Equal-width bins over 1..P-1; position 0 alone.
@@ -60,10 +71,8 @@ def _position_bins(n_positions: int, typical_n: float, min_values: int) -> Bins:
     last = np.concatenate([[0], edges[1:] - 1])
     nonempty = last >= first
     first, last = first[nonempty], last[nonempty]
-    of_position = np.zeros(n_positions, dtype=np.int64)
-    for b in range(len(first)):
-        of_position[first[b] : last[b] + 1] = b
-    return Bins(first, last, of_position, False)
+    table = np.repeat(np.arange(len(first)), last - first + 1) if n_positions <= LOOKUP_POSITIONS else None
+    return Bins(first, last, False, table)
 
 
 def position_bins(table: TrialTable, comp: np.ndarray, n_comp: int, min_values: int) -> Bins | None:
@@ -109,7 +118,7 @@ def position_parts(
     per_comp = np.bincount(c, minlength=n_comp)
     if bins is None:
         bins = bins_for(int(position.max()) + 1, per_comp, min_values)
-    b = bins.of_position[position]
+    b = bins.of(position)
     n_bins = len(bins.first)
 
     ranks = ranked(rows)

@@ -54,7 +54,8 @@ def first_parent_line(repo: str, good: str, bad: str) -> list[str]:
 
 
 def subject(repo: str, commit: str) -> str:
-    return _git(repo, "log", "-1", "--format=%s", commit).stdout.strip()
+    # --no-show-signature: a repository's log.showSignature would run its gpg.program.
+    return _git(repo, "log", "-1", "--no-show-signature", "--format=%s", commit).stdout.strip()
 
 
 def head_of(path: str) -> str | None:

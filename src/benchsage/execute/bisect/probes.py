@@ -26,7 +26,7 @@ import numpy as np
 from benchsage.design.bisect import probe_orders
 from benchsage.design.experiment import ExperimentPlan, WorkerPlan, experiment_digest
 from benchsage.design.plan import Plan, PlannedRun, worker_seed
-from benchsage.errors import ExperimentError
+from benchsage.errors import DataError, ExperimentError
 from benchsage.execute.bisect import ship
 from benchsage.execute.deploy import DeploySource
 from benchsage.execute.progress import Progress, QuietProgress
@@ -121,7 +121,8 @@ def measure(spec: Spec, text: str, directory: str, runs: int, seed: int, metric:
     (`source`: what the batch deploys, read only when it runs; `hosts`: the batch's spec on the
     hosts the search holds for its allocated workers). Runs whose trials did not all give a
     value are left out."""
-    if Journal.exists(directory) and not _planned(directory, read_only=False):
+    # A finished batch is only read (as `benchsage report` does): its journal is never opened for writing.
+    if Journal.exists(directory) and not finished(directory) and not _planned(directory, read_only=False):
         shutil.rmtree(directory)  # killed while its journal was being created: nothing ran, start it again
     if Journal.exists(directory):
         journal = Journal.open(directory, read_only=True)
@@ -155,8 +156,13 @@ def _planned(directory: str, read_only: bool = True) -> bool:
     batch is to run (`read_only` False) the journal is opened for writing: after a kill -9 its
     write-ahead log may need the recovery a read-only connection cannot make ("attempt to write
     a readonly database")."""
-    path = journal_path(directory)
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True) if read_only else sqlite3.connect(path)
+    if read_only:  # the guarded reader of journals (store/journal_reader.py): a directory from elsewhere is only read
+        try:
+            Journal.open(directory, read_only=True).close()
+        except DataError:
+            return False
+        return True
+    conn = sqlite3.connect(journal_path(directory))
     try:
         return conn.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone() is not None
     except sqlite3.OperationalError as exc:

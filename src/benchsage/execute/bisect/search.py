@@ -187,7 +187,9 @@ class _Measurer:
         self.directory = os.path.abspath(directory)
         self.say: Callable[[str], None] = make_progress(quiet).message
         self.progress = OnceMessages()
-        self.spec = load_spec(record["spec_path"], text=record["spec_text"])
+        # Read-only (`benchsage report DIR`, perhaps of a directory from elsewhere): the spec's
+        # [generator] is not run; a search measures a [[test]] of the spec, never a generated one.
+        self.spec = load_spec(record["spec_path"], text=record["spec_text"], run_generator=not read_only)
         self.points = look_points(record["max_runs"], record["looks"])
         self.candidates: tuple[str, ...] = tuple(record["candidates"])
         self.builds = 0

@@ -21,6 +21,7 @@ def tidy_table(directory: str | os.PathLike[str]) -> pa.Table:
     tidy importer reads them back."""
     journal = Journal.open(directory, read_only=True)
     try:
+        journal.check()  # every table it reads, some through journal.conn
         described = journal.meta().get("treatments") or []
         cell_labels, dims = cell_columns(described)
         cell_of_run = {r["id"]: r["treatment"] for r in journal.runs()}
@@ -30,7 +31,8 @@ def tidy_table(directory: str | os.PathLike[str]) -> pa.Table:
         swept = sweep_levels(journal.meta(), names)
         extra.update({d: [] for d in swept})
         metrics = [[(m["name"], m.get("unit", "")) for m in t["metrics"]] for t in tests]
-        boot_ids = trial_boot_ids(journal.conn)
+        with journal.reading():
+            boot_ids = trial_boot_ids(journal.conn)
         values: dict[int, dict[str, float]] = {}
         for trial_id, metric, value in journal.trial_values():
             values.setdefault(trial_id, {})[metric] = value

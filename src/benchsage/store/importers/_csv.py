@@ -30,6 +30,9 @@ _FAST_BLOCK_BYTES = 4 << 20
 _DICT = pa.dictionary(pa.int32(), pa.string())
 
 
+MAX_INTEGER = 2**31 - 2  # an integer column (a position) is read into 32 bits, and one more than the largest must fit
+
+
 def check_file(path: Path) -> None:
     """Refuse what cannot be a CSV file before pyarrow produces a less helpful message."""
     if not path.exists():
@@ -125,7 +128,7 @@ def read_columns(
 
     categorical: text columns, returned as codes into labels (in order of first appearance).
     numeric / integer: returned as float64 (NaN where empty); integer columns must hold whole
-        numbers >= 0. lists: numeric columns whose cells may hold several comma-separated numbers.
+        numbers from 0 to MAX_INTEGER. lists: numeric columns whose cells may hold several comma-separated numbers.
     status / is_ok: the column saying whether a row is analysable; `needed` columns (and lists)
         must hold finite numbers in ok rows, anything is tolerated in the others. In `strict`
         columns a cell is empty or a number, whatever the row's status (a failed trial still
@@ -361,7 +364,7 @@ def _read_fast(path: Path, found: list[str], want: _Want) -> Columns | None:
             return None
         if c in want.integer:
             known = values[~np.isnan(values)]
-            if ((known != np.floor(known)) | (known < 0)).any():
+            if ((known != np.floor(known)) | (known < 0) | (known > MAX_INTEGER)).any():
                 return None
         out.numbers[c] = values
     del table, column
@@ -464,10 +467,11 @@ def _numbers(
             what = "is empty" if np.isnan(values[row]) else f"holds {values[row]:g}, not a finite number"
             raise DataError(f"{path}: line {offset + row + 2}, column '{name}' {what}")
     if integer:
-        bad = np.flatnonzero(~np.isnan(values) & ((values != np.floor(values)) | (values < 0)))
+        bad = np.flatnonzero(~np.isnan(values) & ((values != np.floor(values)) | (values < 0) | (values > MAX_INTEGER)))
         if len(bad):
             row = int(bad[0])
-            raise DataError(f"{path}: line {offset + row + 2}, column '{name}': {values[row]:g} is not a whole number >= 0")
+            raise DataError(f"{path}: line {offset + row + 2}, column '{name}': {values[row]:g} is not a whole number from 0 to "
+                            f"{MAX_INTEGER}")
     return values
 
 

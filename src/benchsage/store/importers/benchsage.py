@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from benchsage.errors import DataError
 from benchsage.store.journal import Journal
 from benchsage.store.outcomes import TestOutcomes, by_count, output_tail
 from benchsage.store.sweeps import sweep_levels
@@ -27,7 +28,9 @@ def read_experiment(path: str | os.PathLike[str]) -> TrialTable:
     directory = os.fspath(path)
     journal = Journal.open(directory, read_only=True)
     try:
-        return _read(journal, directory)
+        with journal.reading():
+            journal.check()  # every table it reads, some through journal.conn
+            return _read(journal, directory)
     finally:
         journal.close()
 
@@ -60,10 +63,10 @@ def _read(journal: Journal, directory: str) -> TrialTable:
     metric_index = {name: i for i, name in enumerate(metric_names)}
     trials = _trials(journal, test_names)
     src, metric, value = _values(journal, trials, metric_index)
-    is_primary = np.zeros((max(len(test_names), 1), max(len(metric_names), 1)), dtype=bool)
-    for test_id, name in primary_pairs:
-        is_primary[test_id, metric_index[name]] = True
-    primary = is_primary[trials.test[src], metric] if len(src) else np.zeros(0, dtype=bool)
+    # The primary (test, metric) pairs as keys test * width + metric: as many as the tests declare.
+    width = max(len(metric_names), 1)
+    primary_keys = np.array(sorted(test_id * width + metric_index[name] for test_id, name in primary_pairs), dtype=np.int64)
+    primary = np.isin(trials.test[src].astype(np.int64) * width + metric, primary_keys)
 
     runs = journal.runs()
     attempts = journal.attempts()
@@ -121,7 +124,7 @@ def _metrics(tests: list[dict[str, Any]]) -> tuple[list[str], dict[str, MetricIn
 
 
 def _trials(journal: Journal, test_names: tuple[str, ...]) -> _Trials:
-    rows = journal.trial_rows(analysed_only=True).fetchall()
+    rows = list(journal.trial_rows(analysed_only=True))
     n = len(rows)
     t = _Trials(
         trial_ids=np.empty(n, dtype=np.int64), ok=np.zeros(n, dtype=bool), run=np.empty(n, dtype=np.int64),
@@ -168,9 +171,14 @@ def _values(journal: Journal, trials: _Trials, metric_index: dict[str, int]) -> 
     metric; the harness's four metrics of every ok trial and its declared metrics' values."""
     declared: dict[int, list[tuple[int, float]]] = {}
     for trial_id, metric, value in journal.trial_values(analysed_only=True):
-        declared.setdefault(trial_id, []).append((metric_index[metric], value))
+        index = metric_index.get(metric)
+        if index is None:
+            raise DataError(f"{journal.path}: table 'trial_values', row trial_id {trial_id}: metric {metric!r} is not a metric of "
+                            "any test of the journal (table 'tests', column 'metrics')")
+        declared.setdefault(trial_id, []).append((index, value))
     row_of = {int(t): i for i, t in enumerate(trials.trial_ids)}
     idx_ok = np.flatnonzero(trials.ok)
+    _check_harness(journal.path, trials, idx_ok, metric_index)
     cols: dict[str, list[np.ndarray]] = {k: [] for k in ("src", "metric", "value")}
     for j, name in enumerate(HARNESS_METRICS):
         cols["src"].append(idx_ok)
@@ -192,6 +200,19 @@ def _values(journal: Journal, trials: _Trials, metric_index: dict[str, int]) -> 
     value = np.concatenate(cols["value"]) if cols["value"] else np.zeros(0)
     order = np.lexsort((metric, src_all))
     return src_all[order], metric[order], value[order]
+
+
+def _check_harness(path: str, trials: _Trials, idx_ok: np.ndarray, metric_index: dict[str, int]) -> None:
+    """Every successful trial has the harness's measurements, and the tests declare them."""
+    missing = [name for name in HARNESS_METRICS if name not in metric_index]
+    if missing and len(idx_ok):
+        raise DataError(f"{path}: table 'tests', column 'metrics': no test declares {', '.join(missing)}, which the harness "
+                        "records for every trial")
+    unknown = ~np.isfinite(trials.harness[idx_ok])
+    if unknown.any():
+        row, column = (int(k) for k in np.argwhere(unknown)[0])
+        raise DataError(f"{path}: table 'trials', row id {int(trials.trial_ids[idx_ok[row]])}: column '{HARNESS_METRICS[column]}' "
+                        "holds nothing (NULL), where a successful trial has its measurement")
 
 
 def _warnings(journal: Journal, directory: str, meta: dict[str, Any], runs: list[dict[str, Any]], attempts: list[dict[str, Any]],

@@ -50,9 +50,10 @@ class CompactTrials:
     finite start time of its analysed rows (NaN if none); run_arm and run_worker, the arm and
     worker of all its analysed rows (-1 for a run without any); run_analysed, whether it has
     analysed rows. Counted while reading: rows_per_test, the analysed rows of each test code;
-    random_per_comparison, the random-arm rows of each comparison (test * len(metric_names) +
-    metric); positions, one more than the largest position of a random-arm row (0: none);
-    comparisons_on_one_worker, whether each comparison's rows all come from one worker.
+    random_per_comparison, the random-arm rows of each comparison (in no set order, comparisons
+    without random-arm rows possibly among them); positions, one more than the largest position
+    of a random-arm row (0: none); comparisons_on_one_worker, whether each comparison's rows all
+    come from one worker.
     """
 
     path: Path
@@ -178,7 +179,12 @@ class _PerRun:
 
 
 class _PerComparison:
-    """Counts per test, and per (test, metric) comparison, that grow with the labels."""
+    """Counts per test, and per (test, metric) comparison, that grow with the labels.
+
+    The comparisons are counted in a grid of tests by metrics while it is small beside the rows
+    read; a file whose labels would make it larger (thousands of tests, each with metrics of its
+    own: the grid grows as the square of the rows) is counted at the end instead, over the
+    comparisons that occur (dense False)."""
 
     def __init__(self) -> None:
         self.rows = np.zeros((0,), dtype=np.int64)  # analysed rows per test
@@ -186,24 +192,34 @@ class _PerComparison:
         self.owner = np.full((0, 0), -1, dtype=np.int32)  # the worker of each comparison's rows
         self.positions = 0  # one more than the largest random-arm position
         self.one_worker = True
+        self.dense = True
+        self.seen = 0  # analysed rows so far
 
     def add(self, test: np.ndarray, metric: np.ndarray, worker: np.ndarray, random: np.ndarray, position: np.ndarray | None,
             n_tests: int, n_metrics: int) -> None:
-        if n_tests > self.random.shape[0] or n_metrics > self.random.shape[1]:
+        self.seen += len(test)
+        if n_tests > len(self.rows):
+            rows = np.zeros(max(n_tests, 2 * len(self.rows)), dtype=np.int64)
+            rows[: len(self.rows)] = self.rows
+            self.rows = rows
+        self.rows += np.bincount(test, minlength=len(self.rows))
+        if random.any() and position is not None:
+            self.positions = max(self.positions, int(position[random].max()) + 1)
+        if self.dense and (n_tests > self.random.shape[0] or n_metrics > self.random.shape[1]):
             shape = (max(n_tests, 2 * self.random.shape[0]), max(n_metrics, self.random.shape[1]))
+            if shape[0] * shape[1] > max(4 * self.seen, GRID_CELLS):
+                self.dense = False  # counted by `sparse` at the end
+                self.random, self.owner = np.zeros((0, 0), dtype=np.int64), np.full((0, 0), -1, dtype=np.int32)
+                return
             random_rows, owner = np.zeros(shape, dtype=np.int64), np.full(shape, -1, dtype=np.int32)
             random_rows[: self.random.shape[0], : self.random.shape[1]] = self.random
             owner[: self.owner.shape[0], : self.owner.shape[1]] = self.owner
             self.random, self.owner = random_rows, owner
-            rows = np.zeros(shape[0], dtype=np.int64)
-            rows[: len(self.rows)] = self.rows
-            self.rows = rows
-        self.rows += np.bincount(test, minlength=len(self.rows))
+        if not self.dense:
+            return
         width = self.random.shape[1]
         key = test.astype(np.int64) * width + metric
         self.random += np.bincount(key[random], minlength=self.random.size).reshape(self.random.shape)
-        if random.any() and position is not None:
-            self.positions = max(self.positions, int(position[random].max()) + 1)
         if self.one_worker:
             owner = self.owner.reshape(-1)  # a view: writes reach self.owner
             fresh = owner[key] < 0
@@ -211,8 +227,24 @@ class _PerComparison:
             self.one_worker = bool(np.array_equal(owner[key], worker))
 
     def done(self, n_tests: int, n_metrics: int) -> tuple[np.ndarray, np.ndarray]:
-        """Rows per test, and random-arm rows per comparison (test * n_metrics + metric)."""
+        """Rows per test, and random-arm rows per comparison (test * n_metrics + metric); for
+        a count that is not dense, only the rows per test (sparse gives the rest)."""
+        if not self.dense:
+            return self.rows[:n_tests], np.zeros(0, dtype=np.int64)
         return self.rows[:n_tests], np.ascontiguousarray(self.random[:n_tests, :n_metrics]).reshape(-1)
+
+
+GRID_CELLS = 1 << 22  # a grid of comparisons this large is counted densely whatever the rows (32 MiB)
+
+
+def sparse_counts(test: np.ndarray, metric: np.ndarray | None, worker: np.ndarray, random: np.ndarray,
+                  n_metrics: int) -> tuple[np.ndarray, bool]:
+    """The random-arm rows of each comparison that occurs, and whether each comparison's rows
+    all come from one worker: _PerComparison's counts, from the whole columns at once."""
+    key = test.astype(np.int64) * max(n_metrics, 1) + (0 if metric is None else metric)
+    _, first, comparison = np.unique(key, return_index=True, return_inverse=True)
+    comparison = comparison.ravel()
+    return np.bincount(comparison[random], minlength=len(first)), bool(np.array_equal(worker[first][comparison], worker))
 
 
 def has_treatments(columns: Sequence[str]) -> bool:
@@ -508,6 +540,9 @@ class _Stream:
         test_names = tuple(labels["test"].names)
         metric_names = tuple(labels["metric"].names) if self.has_metric else ("value",)
         rows_per_test, random_per_comparison = self.counts.done(len(test_names), len(metric_names))
+        one_worker = self.counts.one_worker
+        if not self.counts.dense:
+            random_per_comparison, one_worker = self._sparse(out, per_run, len(metric_names))
         return CompactTrials(
             path=self.path,
             test_names=test_names,
@@ -524,7 +559,7 @@ class _Stream:
             rows_per_test=rows_per_test,
             random_per_comparison=random_per_comparison,
             positions=self.counts.positions,
-            comparisons_on_one_worker=self.counts.one_worker,
+            comparisons_on_one_worker=one_worker,
             has_time=self.has_time,
             excluded=excluded,
             warnings=warnings,
@@ -532,6 +567,15 @@ class _Stream:
             row_worker=out.get("worker"),
             row_time=out.get("time"),
         )
+
+    def _sparse(self, out: dict[str, np.ndarray], per_run: dict[str, np.ndarray], n_metrics: int) -> tuple[np.ndarray, bool]:
+        """sparse_counts of the rows read, each row's arm and worker its run's (without runs its own)."""
+        if "run" in out:
+            arm, worker = per_run["run_arm"][out["run"]], per_run["run_worker"][out["run"]]
+        else:
+            arm = out["arm"]
+            worker = out["worker"] if "worker" in out else np.zeros(len(arm), dtype=np.int32)
+        return sparse_counts(out["test"], out.get("metric"), worker, arm == RANDOM_CODE, n_metrics)
 
     def _runs(self, run: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
         """Numbers the runs of `run` (in place) as read_tidy does, and gives each run's start, arm
