@@ -139,7 +139,7 @@ def test_a_result_line_without_end(tmp_path: Path) -> None:
     count = tmp_path / "sent"
     status, stderr = experiment(tmp_path, "--on", "trial:5", "--endless", '{"result": {"stdout": "', "--count", str(count))
     line = lost_line(status, stderr)
-    cap = result_limit(OUTPUT_LIMIT, (), "echo 1")
+    cap = result_limit(OUTPUT_LIMIT, ())
     assert f"(evil: worker evil: the agent's reply to 'run' is longer than {cap} bytes; connection dropped)" in line, line
     assert done(tmp_path) == {"good": (RUNS, RUNS * TRIALS), "evil": (2, 2 * TRIALS)}
     assert cap < int(count.read_text()) < cap + (4 << 20)  # the controller stopped reading at the cap (pipes hold the rest)

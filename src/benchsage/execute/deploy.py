@@ -20,6 +20,7 @@ from typing import IO, Any, Iterator, Sequence
 
 from benchsage.agent.deploy import SYMLINK, entry_of, scan, tree_id
 from benchsage.errors import SpecError, WorkerError, WorkerLost, WorkerSetupError
+from benchsage.execute import replies
 from benchsage.execute.agentworker import AgentWorker
 from benchsage.spec import Spec
 from benchsage.spec.deploy import GIT, INCLUDE
@@ -221,7 +222,7 @@ def deploy_host(worker: AgentWorker, source: DeploySource, experiment: str, dire
 def _ship(worker: AgentWorker, source: DeploySource, experiment: str, shipped: Shipped, blobs: _Blobs) -> None:
     manifest = [[e.path, e.mode, e.blob] for e in source.entries]
     reply = worker.ask({"op": "deploy", "step": "scan", "dir": shipped.dir, "experiment": experiment, "manifest": manifest},
-                       REPLY_TIMEOUT)
+                       REPLY_TIMEOUT, replies.DEPLOY_SCAN)
     if "refused" in reply:
         raise WorkerSetupError(f"worker {worker.name}: refusing to deploy: {reply['refused']}; give the worker another `dir`, "
                                "or empty this one")
@@ -235,7 +236,7 @@ def _ship(worker: AgentWorker, source: DeploySource, experiment: str, shipped: S
         offset = 0
         for piece, end in _pieces(entry, blobs):
             if batch and size + len(piece) > CHUNK:  # small files travel together, a large one a piece at a time
-                worker.ask(_put_line(shipped.dir, batch), REPLY_TIMEOUT)
+                worker.ask(_put_line(shipped.dir, batch), REPLY_TIMEOUT, replies.DEPLOY_PUT)
                 batch, size = [], 0
             batch.append(_piece(entry, offset, end, piece))
             size += len(piece)
@@ -243,9 +244,9 @@ def _ship(worker: AgentWorker, source: DeploySource, experiment: str, shipped: S
         shipped.files_sent += 1
         shipped.bytes_sent += offset
     if batch:
-        worker.ask(_put_line(shipped.dir, batch), REPLY_TIMEOUT)
+        worker.ask(_put_line(shipped.dir, batch), REPLY_TIMEOUT, replies.DEPLOY_PUT)
     done = worker.ask({"op": "deploy", "step": "finish", "dir": shipped.dir, "experiment": experiment,
-                       "paths": [e.path for e in source.entries]}, REPLY_TIMEOUT)
+                       "paths": [e.path for e in source.entries]}, REPLY_TIMEOUT, replies.DEPLOY_FINISH)
     shipped.tree, shipped.files = done["tree"], int(done["files"])
 
 

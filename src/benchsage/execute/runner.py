@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from benchsage.design.treatments import Treatment
-from benchsage.errors import ExperimentError, SpecError, TestsFailed, WorkerError, WorkerLost, WorkerSetupError
+from benchsage.errors import BadReply, ExperimentError, SpecError, TestsFailed, WorkerError, WorkerLost, WorkerSetupError
 from benchsage.execute.failfast import Failing, FailureWatch
 from benchsage.execute.init import InitFailed, initialize, initialized
 from benchsage.execute.metrics import MetricError, collected_files, extract, from_output
@@ -533,7 +533,7 @@ class Runner:
             try:
                 worker.connect(timeout=max(1.0, min(60.0, deadline - time.monotonic())), stop=self._stop)
                 now = worker.boot_id()
-            except WorkerSetupError:
+            except (WorkerSetupError, BadReply):  # not a host still rebooting: retrying will not help
                 raise
             except WorkerError as exc:
                 # The host did not answer; unless the reset's own deadline cut the attempt

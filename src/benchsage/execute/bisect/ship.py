@@ -24,6 +24,7 @@ from typing import Any, Sequence
 from benchsage.agent.deploy import scan, tree_id
 from benchsage.errors import UsageError
 from benchsage.execute.deploy import REPLY_TIMEOUT, DeploySource, Entry
+from benchsage.execute.replies import DEPLOY_REMOVE
 from benchsage.spec import Spec, WorkerSpec
 from benchsage.spec.provision import WORKER_PLACEHOLDER
 
@@ -102,7 +103,7 @@ def remove_dirs(batch: Spec, log_dir: str) -> list[tuple[str, str, str | None]]:
         for host, agent in zip(hosts, agents):
             assert host.dir is not None
             reply = agent.ask({"op": "deploy", "step": "remove", "dir": host.dir, "experiment": batch.name,
-                               "prune_below": DEFAULT_ROOT}, REPLY_TIMEOUT)
+                               "prune_below": DEFAULT_ROOT}, REPLY_TIMEOUT, DEPLOY_REMOVE)
             out.append((host.name, host.dir, None if reply.get("removed") or reply.get("why") == "absent" else str(reply.get("why"))))
     finally:
         for agent in agents:
