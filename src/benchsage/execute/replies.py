@@ -157,13 +157,16 @@ def _bytes(value: Any, path: str, limit: int, bound: str) -> bytes:
     """base64 text of at most `limit` bytes, decoded."""
     if type(value) is not str:
         raise _wrong(path, value, "base64 text")
-    if len(value) > _b64_size(limit):
+    if len(value) > _b64_size(limit):  # said before decoding it
         size = len(value) // 4 * 3 - value[-2:].count("=")
         raise Malformed(f"has '{path}' of {size} bytes, more than {bound} ({limit})")
     try:
-        return binascii.a2b_base64(value, strict_mode=True)
+        data = binascii.a2b_base64(value, strict_mode=True)
     except ValueError:  # binascii.Error, or a character outside ASCII
         raise _wrong(path, value, "base64 text") from None
+    if len(data) > limit:
+        raise Malformed(f"has '{path}' of {len(data)} bytes, more than {bound} ({limit})")
+    return data
 
 
 def _cpus(value: Any, path: str) -> list[int]:
