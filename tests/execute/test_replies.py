@@ -190,3 +190,45 @@ def test_a_snapshot_of_the_wrong_shape(tmp_path: Path, on: str, change: list[str
     line = lost_line(status, stderr)
     assert f"1 of 2 workers lost (evil: worker evil: {problem}); the other 1 finished" in line, line
     assert done(tmp_path) == {"good": (RUNS, RUNS * TRIALS), "evil": (2, 2 * TRIALS)}
+
+
+def test_a_collectors_value_that_is_not_a_number_loses_the_group(tmp_path: Path) -> None:
+    """A worker with roles: the server's agent closes the 5th trial's window with NaN for its
+    collector. The group (pair1) is lost naming its server's host; its 2 runs before are kept."""
+    transport = json.dumps([PYTHON, str(EVIL), "--on", "window:10", "--set", "values.busy=NaN", "--"])
+    (tmp_path / "spec.toml").write_text(f"""
+[experiment]
+name = "roles"
+runs = 2
+seed = 1
+
+[[test]]
+name = "a"
+command = "echo 1"
+role = "client"
+
+[[test]]
+name = "b"
+command = "true"
+role = "client"
+
+[[collector]]
+name = "busy"
+role = "server"
+kind = "cpu"
+
+[[worker]]
+name = "pair1"
+[worker.roles.server]
+kind = "command"
+transport = {transport}
+python = "{PYTHON}"
+[worker.roles.client]
+kind = "local"
+python = "{PYTHON}"
+""")
+    proc = subprocess.run([sys.executable, "-m", "benchsage", "run", "spec.toml", "-o", "out", "--quiet"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    line = lost_line(proc.returncode, proc.stderr)
+    assert ("worker pair1/server: the agent's reply to 'window' has 'values.busy' = NaN, expected a finite number; "
+            "2 finished runs (4 trials) are kept in out") in line, line
