@@ -58,7 +58,8 @@ class AgentConnection:
 
     def start(self, timeout: float = HELLO_TIMEOUT) -> dict[str, Any]:
         """Start the agent and wait for its hello. Raises WorkerSetupError for configuration
-        problems (retrying will not help), WorkerError for anything else, WorkerLost when the
+        problems (retrying will not help), BadReply for a hello (or a line before it) the
+        controller cannot accept, WorkerError for anything else, WorkerLost when the
         connection was hung up before the hello."""
         argv = self.transport.argv(agent_argv(self.python))
         self._open_log()

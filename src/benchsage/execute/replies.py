@@ -199,12 +199,7 @@ def json_value(value: Any, path: str, depth: int = 0) -> None:
 
 def fatal(message: Mapping[str, Any]) -> str | None:
     """Why the agent could not start (the bootstrap's words: an interpreter too old), or None."""
-    if "fatal" not in message:
-        return None
-    try:
-        return words(message["fatal"], "fatal")
-    except Malformed as exc:
-        raise Malformed(f"its first line {exc}") from None
+    return None if "fatal" not in message else words(message["fatal"], "fatal")
 
 
 def read_hello(message: Mapping[str, Any]) -> dict[str, Any]:
@@ -246,11 +241,14 @@ def result(request: ProcessRequest) -> Expect[ProcessResult]:
 
 def read_result(reply: Mapping[str, Any], output_limit: int, collect: frozenset[str] = frozenset()) -> ProcessResult:
     """A run's result, as the agent encodes it (agent/protocol.py encode_result: what it usually
-    says left out), checked field by field."""
-    r = _object(_get(reply, "result"), "result") if "result" in reply else _other_reply(reply)
+    says left out), checked field by field. Read between two trials: what is usually absent or
+    empty costs a lookup, no call."""
+    r = _object(reply["result"], "result") if "result" in reply else _other_reply(reply)
     get = r.get
     status = _get(r, "exit_status")
     seconds = "a finite number of seconds"
+    out, err, files = get("stdout", ""), get("stderr", ""), get("files", {})
+    error, note, peak, cpu, energy, left = get("error"), get("note"), get("peak_memory"), get("cpu_time"), get("energy"), get("leftovers")
     return ProcessResult(
         exit_status=None if status is None else _integer(status, "exit_status", -255, 255),
         timed_out=_flag(get("timed_out", False), "timed_out"),
@@ -260,19 +258,19 @@ def read_result(reply: Mapping[str, Any], output_limit: int, collect: frozenset[
         max_rss=_integer(_get(r, "max_rss"), "max_rss"),
         started=_number(_get(r, "started"), "started", seconds),
         ended=_number(_get(r, "ended"), "ended", seconds),
-        stdout=_bytes(get("stdout", ""), "stdout", output_limit, "output_limit"),
-        stderr=_bytes(get("stderr", ""), "stderr", output_limit, "output_limit"),
+        stdout=b"" if out == "" else _bytes(out, "stdout", output_limit, "output_limit"),
+        stderr=b"" if err == "" else _bytes(err, "stderr", output_limit, "output_limit"),
         stdout_dropped=_integer(get("stdout_dropped", 0), "stdout_dropped"),
         stderr_dropped=_integer(get("stderr_dropped", 0), "stderr_dropped"),
-        files=_files(get("files"), collect) if get("files") else {},
-        error=_optional(get("error"), "error", words),
+        files={} if files == {} else _files(files, collect),
+        error=None if error is None else words(error, "error"),
         spawn=_name(get("spawn", ""), "spawn", 64),
-        peak_memory=_optional(get("peak_memory"), "peak_memory", _integer),
-        cpu_time=_optional(get("cpu_time"), "cpu_time", _number, seconds, 0.0),
-        energy=_optional(get("energy"), "energy", _number),
-        leftovers=_optional(get("leftovers"), "leftovers", _integer),
+        peak_memory=None if peak is None else _integer(peak, "peak_memory"),
+        cpu_time=None if cpu is None else _number(cpu, "cpu_time", seconds, 0.0),
+        energy=None if energy is None else _number(energy, "energy"),
+        leftovers=None if left is None else _integer(left, "leftovers"),
         oom_kills=_integer(get("oom_kills", 0), "oom_kills"),
-        note=_optional(get("note"), "note", words),
+        note=None if note is None else words(note, "note"),
     )
 
 
