@@ -226,3 +226,23 @@ def test_the_largest_legitimate_result_fits_its_line_cap(tmp_path: Path) -> None
     assert whole.note is None
     assert over.ok and over.files[name] is None
     assert over.note == f"results file {name!r} is larger than 16 MiB, more than the agent sends back: left out"
+
+
+def test_the_longest_words_an_agent_sends_fit_a_results_cap() -> None:
+    """A result at its longest as the agent encodes and sends it (agent/protocol.py): both tails
+    full, an error and a note of TEXT_LIMIT characters JSON spells in 12 bytes each, every
+    count at its largest, collected files named in such characters: within result_limit."""
+    from benchsage.agent.protocol import encode_result
+
+    wide = "\U0001F600" * TEXT_LIMIT * 2  # cut at TEXT_LIMIT by the agent
+    names = ("\U0001F600" * 200, "r.txt")
+    result = {"exit_status": -255, "timed_out": True, "wall_time": -1.2345678901234567e-300, "user_time": 1.2345678901234567e300,
+              "sys_time": 1.2345678901234567e300, "max_rss": 1 << 62, "started": 1.2345678901234567e300, "ended": 1.2345678901234567e300,
+              "stdout": b"\xff" * LIMIT, "stderr": b"\xff" * LIMIT, "stdout_dropped": 1 << 62, "stderr_dropped": 1 << 62,
+              "files": {names[0]: b"\xff" * 1000, names[1]: None}, "error": wide, "spawn": "shell", "peak_memory": 1 << 62,
+              "cpu_time": 1.2345678901234567e300, "energy": -1.2345678901234567e300, "leftovers": 1 << 62, "oom_kills": 1 << 62,
+              "note": wide}
+    line = (json.dumps({"result": encode_result(result)}, separators=(",", ":")) + "\n").encode()
+    unused = 2 * replies._b64_size(COLLECT_LIMIT) - replies._b64_size(1000)  # the files' share the two files leave
+    assert len(line) - 1 <= replies.result_limit(LIMIT, names) - unused
+    assert line.count(b"\\ud83d\\ude00") == 2 * TEXT_LIMIT + 200  # the words, cut, at 12 bytes a character, and a name

@@ -22,7 +22,7 @@ T = TypeVar("T")
 
 HELLO_LIMIT = 1 << 20  # bytes of a line before and with the hello: a few facts and four lists of CPUs
 CONTROL_LIMIT = 4 << 20  # bytes of a reply other than a result, beyond twice its request's (a scan names paths it was sent)
-RESULT_MARGIN = 64 << 10  # bytes of a result beside its output and files: numbers, an error and a note of TEXT_LIMIT escaped
+RESULT_MARGIN = 128 << 10  # bytes of a result beside its output and files: numbers, an error and a note of TEXT_LIMIT escaped
 NAME_LIMIT = 4096  # characters of an identifier (host, boot id, tree, a collector's name, a path)
 CPU_LIMIT = 1 << 16  # CPU numbers below this, and as many in a list
 COUNT_LIMIT = 1 << 62  # bytes, KiB, processes: far past anything real, still an int64 in the journal
