@@ -232,3 +232,15 @@ python = "{PYTHON}"
     line = lost_line(proc.returncode, proc.stderr)
     assert ("worker pair1/server: the agent's reply to 'window' has 'values.busy' = NaN, expected a finite number; "
             "2 finished runs (4 trials) are kept in out") in line, line
+
+
+def test_what_a_host_prints_on_stderr_reaches_the_message_without_acting_on_the_terminal(tmp_path: Path) -> None:
+    """A transport that fails printing an escape sequence (clear the screen) and a carriage
+    return: the one error line names them as escapes."""
+    (tmp_path / "spec.toml").write_text(SPEC.format(
+        pinned="", transport=json.dumps(["sh", "-c", r"printf 'over\r\033[2Jboom\n' >&2; exit 1", "--"])))
+    proc = subprocess.run([sys.executable, "-m", "benchsage", "run", "spec.toml", "-o", "out", "--quiet"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    line = lost_line(proc.returncode, proc.stderr)
+    assert "\x1b" not in proc.stderr and "\r" not in proc.stderr
+    assert "worker evil: the agent did not start on sh -c" in line and "(over\\r\\x1b[2Jboom); nothing ran" in line, line

@@ -32,6 +32,7 @@ _READ = 1 << 16
 _MARKER = re.compile(rb'\{\s*"' + re.escape(MARKER.encode()) + rb'"\s*:')  # opens the agent's first message
 _BANNER_LIMIT = 1 << 20  # bytes a transport may print before the agent's hello
 _OP = re.compile(rb'"op":\s*"([^"]{1,40})"')
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # what a terminal acts on, but newlines and tabs
 
 
 class _TooLong(Exception):
@@ -335,16 +336,19 @@ class AgentConnection:
         self._log_start = self._log.tell()
 
     def log_tail(self, limit: int = 4096) -> str:
-        """What the transport wrote to stderr since this connection started (its last bytes)."""
+        """What the transport wrote to stderr since this connection started (its last bytes),
+        control characters but newlines and tabs written as escapes: its last line goes into
+        messages, and what a host prints must not act on the user's terminal."""
         if self._log is None:
             return ""
         try:
             fd = self._log.fileno()
             end = os.fstat(fd).st_size
             start = max(self._log_start, end - limit)
-            return os.pread(fd, end - start, start).decode(errors="replace")
+            text = os.pread(fd, end - start, start).decode(errors="replace")
         except OSError:
             return ""
+        return _CONTROL.sub(lambda c: c.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def _shown(line: bytes) -> str:
