@@ -244,3 +244,14 @@ def test_what_a_host_prints_on_stderr_reaches_the_message_without_acting_on_the_
     line = lost_line(proc.returncode, proc.stderr)
     assert "\x1b" not in proc.stderr and "\r" not in proc.stderr
     assert "worker evil: the agent did not start on sh -c" in line and "(over\\r\\x1b[2Jboom); nothing ran" in line, line
+
+
+def test_a_bad_reply_to_the_init_loses_the_worker_before_its_first_run(tmp_path: Path) -> None:
+    transport = json.dumps([PYTHON, str(EVIL), "--on", "run:1", "--set", 'result.exit_status="x"', "--"])
+    (tmp_path / "spec.toml").write_text(SPEC.format(pinned="", transport=transport) + '\n[init]\ncommand = "true"\n')
+    proc = subprocess.run([sys.executable, "-m", "benchsage", "run", "spec.toml", "-o", "out", "--quiet"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    line = lost_line(proc.returncode, proc.stderr)
+    assert ("1 of 2 workers lost (evil: worker evil: the agent's reply to 'run' has 'exit_status' = 'x', expected an integer); "
+            "the other 1 finished") in line, line
+    assert done(tmp_path) == {"good": (RUNS, RUNS * TRIALS), "evil": (0, 0)}

@@ -286,6 +286,8 @@ class Runner:
     def _thread(self, worker: Any, runs: list[dict[str, Any]]) -> None:
         try:
             self._carry_out(worker, runs)
+        except WorkerError as exc:  # from its [init]: a bad reply, a dropped connection; it names the worker
+            self._lost[worker.name] = str(exc)
         except BaseException as exc:  # noqa: BLE001 - a bug must not hang the controller
             if not isinstance(exc, _Stopped):
                 self._lost[worker.name] = f"worker {worker.name}: {type(exc).__name__}: {exc}"
