@@ -52,6 +52,11 @@ class WorkerLost(WorkerError):
     """The connection to a worker's agent ended without its goodbye (host down, network cut)."""
 
 
+class BadReply(WorkerError):
+    """A worker's agent sent a reply the controller cannot accept (a wrong type, a missing key,
+    a line past its cap): the host is broken or hostile; that worker is lost, never retried."""
+
+
 class TestsFailed(BenchsageError):
     """A test failed in every one of its first trials and the experiment stopped; what was
     measured is kept (`--ignore-failures` carries on instead)."""

@@ -10,7 +10,7 @@ from pathlib import Path
 from benchsage.execute.local import LocalWorker
 from benchsage.execute.metrics import extract
 from benchsage.agent.snapshot import command_files
-from benchsage.execute.worker import ProcessRequest, Worker
+from benchsage.execute.worker import ProcessRequest, ProcessResult, Worker
 from benchsage.spec import MetricSpec
 from benchsage.vocabulary import WARN
 
@@ -67,17 +67,18 @@ def test_a_result_travels_without_what_it_usually_says_and_arrives_whole() -> No
     """The agent leaves out of a result what it usually says (no timeout, no output, no error);
     the controller puts it back: every value, usual or not, arrives as the agent had it."""
     from benchsage.agent.protocol import RESULT_DEFAULTS, encode_result
-    from benchsage.execute.connection import decode_result
+    from benchsage.execute.replies import read_result
 
-    usual = {"exit_status": 0, "timed_out": False, "wall_time": 0.001, "stdout": b"", "stderr": b"", "stdout_dropped": 0,
-             "stderr_dropped": 0, "files": {}, "error": None, "oom_kills": 0, "leftovers": 0, "spawn": "exec"}
+    usual = {"exit_status": 0, "timed_out": False, "wall_time": 0.001, "user_time": 0.0, "sys_time": 0.0, "max_rss": 900,
+             "started": 10.0, "ended": 10.001, "stdout": b"", "stderr": b"", "stdout_dropped": 0, "stderr_dropped": 0,
+             "files": {}, "error": None, "oom_kills": 0, "leftovers": 0, "spawn": "exec"}
     sent = encode_result(usual)
     assert not set(sent) & set(RESULT_DEFAULTS) and sent["leftovers"] == 0 and sent["exit_status"] == 0
-    assert decode_result(sent) == usual
+    assert read_result({"result": sent}, 1024) == ProcessResult(**usual)
     unusual = {**usual, "exit_status": None, "timed_out": True, "stdout": b"\x00out", "stderr": b"err", "stdout_dropped": 5,
                "files": {"r.txt": b"3.5\n", "gone": None}, "error": "cannot start", "oom_kills": 2}
     assert set(encode_result(unusual)) == set(unusual) - {"stderr_dropped"}  # still 0
-    assert decode_result(encode_result(unusual)) == unusual
+    assert read_result({"result": encode_result(unusual)}, 1024, frozenset({"r.txt", "gone"})) == ProcessResult(**unusual)
 
 
 BURN = "python3 -c 'import time\nt = time.process_time()\nwhile time.process_time() - t < 1.0: pass'"

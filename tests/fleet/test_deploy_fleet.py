@@ -78,13 +78,13 @@ def test_a_connection_dropped_mid_deploy_is_reconnected_and_the_rest_sent_and_ve
     worker = AgentWorker("node1", SshTransport("node1", fleet.ssh_config, "python3"), python=["python3"], reconnect_timeout=10)
     puts, ask = [], worker.ask
 
-    def dropping(message, timeout=None):  # the ssh client killed at the 4th request: the connection is gone
+    def dropping(message, timeout=None, expect=None):  # the ssh client killed at the 4th request: the connection is gone
         if isinstance(message, bytes):  # a put, encoded
             puts.append(message)
             if len(puts) == 4 and drops:
                 drops.pop()
                 worker._conn.proc.kill()
-        return ask(message, timeout)
+        return ask(message, timeout, expect)
 
     worker.ask = dropping
     drops = [1]
@@ -100,10 +100,10 @@ def test_a_connection_dropped_mid_deploy_is_reconnected_and_the_rest_sent_and_ve
     (tmp_path / "node1" / "exp" / "a-b").write_text("x")
     (tmp_path / "node1" / "README").write_text("x")
 
-    def always(message, timeout=None):
+    def always(message, timeout=None, expect=None):
         if isinstance(message, bytes):
             worker._conn.proc.kill()
-        return ask(message, timeout)
+        return ask(message, timeout, expect)
 
     worker.ask = always
     with worker, pytest.raises(WorkerLost, match=r"worker node1: the connection dropped twice while deploying to .*node1"):

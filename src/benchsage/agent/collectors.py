@@ -108,10 +108,14 @@ class Window:
                 continue
             if c["kind"] == "energy":
                 assert self._rapl is not None
-                values[name] = self._rapl.joules(self._open[name], reading)
+                value = self._rapl.joules(self._open[name], reading)
             elif c["kind"] == "cpu" or c.get("delta"):
-                values[name] = reading - self._open[name]
+                value = reading - self._open[name]
             else:
-                values[name] = reading
+                value = reading
+            if value - value == 0:
+                values[name] = value
+            else:  # printed as 1e999: the controller takes finite numbers only
+                problems[name] = "the value is not a finite number (%r)" % (value,)
         self._open = {}
         return {"time": now, "values": values, "problems": problems}

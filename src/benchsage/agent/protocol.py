@@ -24,6 +24,10 @@ PROTOCOL = 1
 MARKER = "benchsage-agent"
 MIN_PYTHON = (3, 8)
 CHUNK = 1 << 16  # the default pipe capacity: one read empties a full pipe
+# Bounds on what a reply carries, so that the controller can cap each line it reads
+# (execute/replies.py): a collected results file, and the agent's own words (an error, a note).
+COLLECT_LIMIT = 16 << 20
+TEXT_LIMIT = 4096
 
 
 class ControllerGone(Exception):
@@ -105,7 +109,7 @@ GOODBYE = {"bye": True}  # the last line, on request: only this means the agent 
 
 def error(text: str) -> Dict[str, Any]:
     """The reply to a request the agent could not carry out."""
-    return {"error": text}
+    return {"error": text[:TEXT_LIMIT]}
 
 
 # What a result usually says, left out of it when it says just that (the controller puts it
@@ -116,10 +120,12 @@ RESULT_DEFAULTS = {"timed_out": False, "stdout": "", "stderr": "", "stdout_dropp
 
 def encode_result(result: Dict[str, Any]) -> Dict[str, Any]:
     """A run's result as it travels: output bytes and collected files in base64, and only
-    what differs from RESULT_DEFAULTS."""
+    what differs from RESULT_DEFAULTS; its words (error, note) cut at TEXT_LIMIT."""
     out = {}  # type: Dict[str, Any]
     for key, value in result.items():
-        if key in ("stdout", "stderr"):
+        if key in ("error", "note") and value:
+            value = value[:TEXT_LIMIT]
+        elif key in ("stdout", "stderr"):
             value = base64.b64encode(value).decode("ascii")
         elif key == "files":
             value = {k: (None if v is None else base64.b64encode(v).decode("ascii")) for k, v in value.items()}

@@ -20,6 +20,7 @@ import signal
 import time
 
 from benchsage.agent.measurement import measurement
+from benchsage.agent.protocol import COLLECT_LIMIT
 from benchsage.agent.wait import exit_code, exit_waiter, kill_group, prepare_exit_waits, read_all, wait_for
 from benchsage.vocabulary import DEFAULT_OUTPUT_LIMIT, EXEC, SHELL
 
@@ -425,7 +426,12 @@ def _result(result: Dict[str, Any], control: Any, cgroup: Any, pid: int, collect
     if control is not None:
         result.update(control.finish(cgroup, pid))
     if collect:
-        result["files"] = _collect(collect, cwd)
+        result["files"], too_large = _collect(collect, cwd)
+        if too_large:  # left out, said in the result (the controller caps a result's line by COLLECT_LIMIT)
+            said = "results file%s %s %s larger than %d MiB, more than the agent sends back: left out" % (
+                "s" if len(too_large) > 1 else "", ", ".join(repr(n) for n in too_large), "are" if len(too_large) > 1 else "is",
+                COLLECT_LIMIT >> 20)
+            result["note"] = "%s; %s" % (result["note"], said) if result.get("note") else said
     return result
 
 
@@ -640,12 +646,19 @@ def _failed(message: str, started: float, how: str) -> Dict[str, Any]:
     }
 
 
-def _collect(files: Tuple[str, ...], cwd: str) -> Dict[str, Optional[bytes]]:
+def _collect(files: Tuple[str, ...], cwd: str) -> Tuple[Dict[str, Optional[bytes]], List[str]]:
+    """Each file's content (None when it cannot be read, or is larger than COLLECT_LIMIT), and
+    the names of those too large."""
     out = {}  # type: Dict[str, Optional[bytes]]
+    too_large = []  # type: List[str]
     for name in files:
         try:
             with open(os.path.join(cwd, name), "rb") as f:
-                out[name] = f.read()
+                data = f.read(COLLECT_LIMIT + 1)
         except OSError:
-            out[name] = None
-    return out
+            data = None
+        if data is not None and len(data) > COLLECT_LIMIT:
+            data = None
+            too_large.append(name)
+        out[name] = data
+    return out, too_large

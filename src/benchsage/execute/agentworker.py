@@ -13,8 +13,10 @@ import threading
 import time
 from typing import Any, Sequence
 
-from benchsage.errors import WorkerError, WorkerLost, WorkerSetupError
-from benchsage.execute.connection import HELLO_TIMEOUT, AgentConnection, decode_result
+from benchsage.errors import BadReply, WorkerError, WorkerLost, WorkerSetupError
+from benchsage.execute import replies
+from benchsage.execute.connection import HELLO_TIMEOUT, AgentConnection
+from benchsage.execute.replies import Expect
 from benchsage.execute.transports.base import Transport
 from benchsage.execute.worker import ProcessRequest, ProcessResult
 
@@ -54,7 +56,7 @@ class AgentWorker:
         self._starting: AgentConnection | None = None  # a connection waiting for its hello
         # Each request's JSON line, made once: a run asks for the same few requests over and over,
         # and encoding one is a good part of what the controller does between two trials.
-        self._lines: dict[int, tuple[ProcessRequest, str | None, str | None, bytes]] = {}
+        self._lines: dict[int, tuple[ProcessRequest, str | None, str | None, bytes, Expect[ProcessResult]]] = {}
         self._lock = threading.Lock()
 
     # -- connection ----------------------------------------------------------------------
@@ -91,8 +93,8 @@ class AgentWorker:
         """Have the agent hold the experiment's CPU latency limit for as long as it runs (every
         connection: a rebooted host forgot it). WorkerSetupError when its host refuses."""
         try:
-            conn.request({"op": "cpu_latency", "us": self.cpu_latency}, timeout=HELLO_TIMEOUT)
-        except WorkerLost:
+            conn.request({"op": "cpu_latency", "us": self.cpu_latency}, timeout=HELLO_TIMEOUT, expect=replies.CPU_LATENCY)
+        except (WorkerLost, BadReply):
             raise
         except WorkerError as exc:
             self._conn = None
@@ -104,7 +106,8 @@ class AgentWorker:
     def reconnect(self, within: float | None = None, stop: threading.Event | None = None) -> dict[str, Any]:
         """Connect again, retrying with back-off for `within` seconds (default reconnect_timeout).
         Raises WorkerLost naming the last reason when the host does not answer in time, or
-        when `stop` is set; configuration problems (WorkerSetupError) are raised at once."""
+        when `stop` is set; configuration problems (WorkerSetupError) and a reply the
+        controller cannot accept (BadReply) are raised at once."""
         self.disconnect()
         limit = self.reconnect_timeout if within is None else within
         deadline = time.monotonic() + limit
@@ -114,7 +117,7 @@ class AgentWorker:
             left = deadline - time.monotonic()
             try:
                 return self.connect(timeout=max(1.0, min(HELLO_TIMEOUT, left)), stop=stop)
-            except WorkerSetupError:
+            except (WorkerSetupError, BadReply):
                 raise
             except WorkerError as exc:
                 if stop is not None and stop.is_set():
@@ -157,18 +160,19 @@ class AgentWorker:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _request(self, message: dict[str, Any] | bytes, timeout: float | None = None) -> dict[str, Any]:
+    def _request(self, message: dict[str, Any] | bytes, timeout: float | None = None, expect: Expect[Any] | None = None) -> Any:
         # Connect on first use only: a connection that died is reported (WorkerLost), never
         # silently replaced, so a host that rebooted between two trials cannot go unnoticed.
         if self._conn is None:
             self.connect()
         assert self._conn is not None
-        return self._conn.request(message, timeout=timeout)
+        return self._conn.request(message, timeout=timeout, expect=expect)
 
-    def ask(self, message: dict[str, Any] | bytes, timeout: float | None = None) -> dict[str, Any]:
-        """One request to the agent (a message, or its JSON line) and its reply (WorkerError for
-        an error reply, WorkerLost when the connection ends)."""
-        return self._request(message, timeout=timeout)
+    def ask(self, message: dict[str, Any] | bytes, timeout: float | None = None, expect: Expect[Any] | None = None) -> Any:
+        """One request to the agent (a message, or its JSON line) and its reply read by `expect`
+        (execute/replies.py; default: any JSON object). WorkerError for an error reply, WorkerLost
+        when the connection ends, BadReply for a reply of the wrong shape."""
+        return self._request(message, timeout=timeout, expect=expect)
 
     # -- paths ---------------------------------------------------------------------------
 
@@ -189,37 +193,16 @@ class AgentWorker:
         """Run one command on the host and block until it ends or times out. Raises WorkerLost
         when the connection ends first (the agent then kills the command)."""
         reply_timeout = None if request.timeout is None else request.timeout + REPLY_MARGIN
-        reply = self._request(self._line(request), timeout=reply_timeout)
-        r = decode_result(reply["result"])
-        return ProcessResult(
-            exit_status=r["exit_status"],
-            timed_out=bool(r["timed_out"]),
-            wall_time=float(r["wall_time"]),
-            user_time=float(r["user_time"]),
-            sys_time=float(r["sys_time"]),
-            max_rss=int(r["max_rss"]),
-            started=float(r["started"]),
-            ended=float(r["ended"]),
-            stdout=r["stdout"],
-            stderr=r["stderr"],
-            stdout_dropped=int(r["stdout_dropped"]),
-            stderr_dropped=int(r["stderr_dropped"]),
-            files=r["files"],
-            error=r["error"],
-            spawn=str(r.get("spawn") or ""),
-            peak_memory=_optional(r.get("peak_memory"), int),
-            cpu_time=_optional(r.get("cpu_time"), float),
-            energy=_optional(r.get("energy"), float),
-            leftovers=_optional(r.get("leftovers"), int),
-            oom_kills=int(r.get("oom_kills") or 0),
-            note=r.get("note"),
-        )
+        line, expect = self._line(request)
+        result: ProcessResult = self._request(line, timeout=reply_timeout, expect=expect)
+        return result
 
-    def _line(self, request: ProcessRequest) -> bytes:
-        """The request's JSON line (cached for the request object, while the dirs it maps stay)."""
+    def _line(self, request: ProcessRequest) -> tuple[bytes, Expect[ProcessResult]]:
+        """The request's JSON line and how its reply is read (cached for the request object,
+        while the dirs it maps stay)."""
         kept = self._lines.get(id(request))
         if kept is not None and kept[0] is request and kept[1] == self.host_dir and kept[2] == self.folder:
-            return kept[3]
+            return kept[3], kept[4]
         message = {
             "op": "run",
             "command": request.command,
@@ -234,10 +217,11 @@ class AgentWorker:
             **({"cwd_pad": request.cwd_pad} if request.cwd_pad else {}),
         }
         line = (json.dumps(message, separators=(",", ":")) + "\n").encode()
+        expect = replies.result(request)
         if len(self._lines) >= 4096:
             self._lines.clear()
-        self._lines[id(request)] = (request, self.host_dir, self.folder, line)
-        return line
+        self._lines[id(request)] = (request, self.host_dir, self.folder, line, expect)
+        return line, expect
 
     def snapshot(self, files: Sequence[str], cwd: str, commands: Sequence[tuple[str, str]] = ()) -> dict[str, Any]:
         """The host's environment snapshot (taken by the agent there), the sha256 of `files` and
@@ -252,6 +236,7 @@ class AgentWorker:
                 "boot_id_command": self.boot_id_command,
             },
             timeout=HELLO_TIMEOUT,
+            expect=replies.SNAPSHOT,
         )
         snap: dict[str, Any] = reply["snapshot"]
         snap["worker"] = self.name
@@ -266,8 +251,6 @@ class AgentWorker:
 
     def boot_id(self) -> str | None:
         """The host's boot identity now (the worker's `boot_id` command, else the kernel's)."""
-        return self._request({"op": "boot_id", "command": self.boot_id_command}, timeout=HELLO_TIMEOUT).get("boot_id")
-
-
-def _optional(value: Any, kind: Any) -> Any:
-    return None if value is None else kind(value)
+        boot: str | None = self._request({"op": "boot_id", "command": self.boot_id_command}, timeout=HELLO_TIMEOUT,
+                                         expect=replies.BOOT_ID)
+        return boot

@@ -2,12 +2,13 @@
 
 The controller blocks in read() on the agent's stdout while a trial runs (the calling thread
 sleeps in the kernel). The transport's stderr goes to the worker's log file, whose last lines
-explain a failure. A connection that ends without the agent's goodbye is lost, never done.
+explain a failure. A connection that ends without the agent's goodbye is lost, never done. What
+the agent says is read as untrusted: each line is capped before it is parsed, and each reply
+read through its Expect (execute/replies.py); a bad one is BadReply and ends the connection.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import re
@@ -19,15 +20,23 @@ import threading
 import time
 from typing import IO, Any, Mapping
 
-from benchsage.agent.protocol import MARKER, RESULT_DEFAULTS, take_line
-from benchsage.errors import WorkerError, WorkerLost, WorkerSetupError
+from benchsage.agent.protocol import MARKER, take_line
+from benchsage.errors import BadReply, WorkerError, WorkerLost, WorkerSetupError
+from benchsage.execute import replies
 from benchsage.execute.bundle import agent_argv, bundle_bytes
+from benchsage.execute.replies import HELLO_LIMIT, Expect, Malformed
 from benchsage.execute.transports.base import Failure, Transport, last_line
 
 HELLO_TIMEOUT = 60.0  # seconds for the transport to connect and the agent to say hello
 _READ = 1 << 16
 _MARKER = re.compile(rb'\{\s*"' + re.escape(MARKER.encode()) + rb'"\s*:')  # opens the agent's first message
 _BANNER_LIMIT = 1 << 20  # bytes a transport may print before the agent's hello
+_OP = re.compile(rb'"op":\s*"([^"]{1,40})"')
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # what a terminal acts on, but newlines and tabs
+
+
+class _TooLong(Exception):
+    """A line past its cap: the connection stops reading it."""
 
 
 class AgentConnection:
@@ -50,7 +59,8 @@ class AgentConnection:
 
     def start(self, timeout: float = HELLO_TIMEOUT) -> dict[str, Any]:
         """Start the agent and wait for its hello. Raises WorkerSetupError for configuration
-        problems (retrying will not help), WorkerError for anything else, WorkerLost when the
+        problems (retrying will not help), BadReply for a hello (or a line before it) the
+        controller cannot accept, WorkerError for anything else, WorkerLost when the
         connection was hung up before the hello."""
         argv = self.transport.argv(agent_argv(self.python))
         self._open_log()
@@ -80,15 +90,20 @@ class AgentConnection:
         except BaseException:
             self.abort()  # whatever went wrong, the transport does not outlive the attempt
             raise
-        if "fatal" in message:
+        try:
+            fatal = replies.fatal(message)
+            if fatal is None and not isinstance(message.get("hello"), dict):
+                self.abort()
+                raise BadReply(f"worker {self.worker}: the agent did not say hello (got {json.dumps(message)[:200]})")
+            hello = None if fatal is not None else replies.read_hello(message)
+        except Malformed as exc:
             self.abort()
-            raise WorkerSetupError(
-                f"worker {self.worker}: {message['fatal']}; set `python` in its [[worker]] to a newer interpreter"
-            )
-        if not isinstance(message.get("hello"), dict):
+            raise BadReply(f"worker {self.worker}: the agent's hello {exc}") from None
+        if fatal is not None:
             self.abort()
-            raise WorkerError(f"worker {self.worker}: the agent did not say hello (got {json.dumps(message)[:200]})")
-        self.hello = message["hello"]
+            raise WorkerSetupError(f"worker {self.worker}: {fatal}; set `python` in its [[worker]] to a newer interpreter")
+        assert hello is not None
+        self.hello = hello
         return self.hello
 
     def _greeting(self, deadline: float, timeout: float) -> dict[str, Any]:
@@ -97,7 +112,11 @@ class AgentConnection:
         skipped: list[bytes] = []
         size = 0
         while True:
-            line = self._readline(deadline)
+            try:
+                line = self._readline(deadline, HELLO_LIMIT)
+            except _TooLong:
+                raise BadReply(f"worker {self.worker}: a line of more than {HELLO_LIMIT} bytes where the agent's hello belongs, "
+                               f"from {self.transport.describe()}; connection dropped") from None
             if self._hung_up:
                 raise WorkerLost(f"worker {self.worker}: stopped while connecting")
             if not line:
@@ -112,7 +131,7 @@ class AgentConnection:
             if found is not None:
                 try:
                     message = json.loads(line[found.start():])
-                except ValueError:
+                except (ValueError, RecursionError):
                     message = None
                 if isinstance(message, dict):
                     if line[: found.start()].strip():
@@ -140,7 +159,7 @@ class AgentConnection:
         said_bye = False
         if self.proc is not None and self.proc.poll() is None:
             try:
-                said_bye = bool(self.request({"op": "bye"}, timeout=timeout).get("bye"))
+                said_bye = self.request({"op": "bye"}, timeout=timeout, expect=replies.BYE)
             except WorkerError:
                 said_bye = False
         self.abort(grace=timeout)
@@ -189,22 +208,37 @@ class AgentConnection:
 
     # -- requests ------------------------------------------------------------------------
 
-    def request(self, message: Mapping[str, Any] | bytes, timeout: float | None = None) -> dict[str, Any]:
+    def request(self, message: Mapping[str, Any] | bytes, timeout: float | None = None, expect: Expect[Any] | None = None) -> Any:
         """Send one request (a message, or its JSON line already encoded) and wait for its reply
-        (at most `timeout` seconds, None: no limit). Raises WorkerLost when the connection ends
-        or the reply does not come in time."""
+        (at most `timeout` seconds, None: no limit), read by `expect` (default: any JSON object).
+        Raises WorkerLost when the connection ends or the reply does not come in time,
+        WorkerError for the agent's error reply, BadReply for a reply it cannot accept."""
         proc = self.proc
         if proc is None or proc.stdin is None:
             raise WorkerLost(f"worker {self.worker}: not connected")
         if not isinstance(message, bytes):
+            if expect is None:
+                expect = Expect(str(message.get("op")), _any_object)
             message = (json.dumps(message, separators=(",", ":")) + "\n").encode()
+        if expect is None:
+            op = _OP.search(message, 0, 256)  # the op opens a request: its line (a piece of a file) is not parsed again
+            expect = Expect(op.group(1).decode(errors="replace") if op else "?", _any_object)
+        if self._buf:  # one request at a time: a line before the request is one the agent made up
+            self.abort()
+            raise BadReply(f"worker {self.worker}: the agent sent a line nobody asked for ({_shown(self._buf)}); connection dropped")
         try:
             proc.stdin.write(message)
             proc.stdin.flush()
         except (BrokenPipeError, OSError, ValueError):
             raise self._lost() from None
         deadline = None if timeout is None else time.monotonic() + timeout
-        line = self._readline(deadline)
+        limit = expect.limit if expect.limit is not None else replies.control_limit(len(message))
+        try:
+            line = self._readline(deadline, limit)
+        except _TooLong:
+            self.abort()
+            raise BadReply(f"worker {self.worker}: the agent's reply to {expect.op!r} is longer than {limit} bytes; "
+                           "connection dropped") from None
         if line is None:  # the deadline passed: a silent agent or a hung connection
             self.abort()
             raise WorkerLost(f"worker {self.worker}: no answer from the agent within {timeout:g} s; connection dropped")
@@ -212,28 +246,43 @@ class AgentConnection:
             raise self._lost()
         try:
             reply: dict[str, Any] = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past the parser's depth
             self.abort()
-            raise WorkerLost(f"worker {self.worker}: {self.transport.describe()} sent {_shown(line)} where the agent's "
-                             "answer belongs; connection dropped") from None
+            raise BadReply(f"worker {self.worker}: {self.transport.describe()} sent {_shown(line)} where the agent's "
+                           f"reply to {expect.op!r} belongs; connection dropped") from None
         if not isinstance(reply, dict):
             self.abort()
-            raise WorkerLost(f"worker {self.worker}: the agent's answer is not a JSON object ({_shown(line)}); connection dropped")
-        if "error" in reply:
-            op = json.loads(message).get("op")
-            raise WorkerError(f"worker {self.worker}: the agent could not do {op!r}: {reply['error']}")
-        return reply
+            raise BadReply(f"worker {self.worker}: the agent's reply to {expect.op!r} is not a JSON object ({_shown(line)}); "
+                           "connection dropped")
+        try:
+            if "error" in reply:
+                why = replies.words(reply["error"], "error")
+                raise WorkerError(f"worker {self.worker}: the agent could not do {expect.op!r}: {why}")
+            return replies.accept(self.worker, expect, reply)
+        except Malformed as exc:
+            self.abort()
+            raise BadReply(f"worker {self.worker}: the agent's reply to {expect.op!r} {exc}") from None
+        except BadReply:
+            self.abort()
+            raise
 
-    def _readline(self, deadline: float | None) -> bytes | None:
-        """The next line from the agent; b"" at EOF, None past the deadline."""
+    def _readline(self, deadline: float | None, limit: int) -> bytes | None:
+        """The next line from the agent; b"" at EOF, None past the deadline; _TooLong once
+        `limit` bytes came without a newline (read in bounded pieces: no more is held)."""
         proc = self.proc
         if proc is None or proc.stdout is None:
             return b""
         fd = proc.stdout.fileno()
+        searched = 0  # bytes of the buffer known to hold no newline: a long line is searched once
         while True:
-            line = take_line(self._buf)
+            line = take_line(self._buf, searched)
             if line is not None:
+                if len(line) > limit + 1:
+                    raise _TooLong()
                 return line
+            searched = len(self._buf)
+            if searched > limit:
+                raise _TooLong()
             if deadline is not None:
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -287,16 +336,19 @@ class AgentConnection:
         self._log_start = self._log.tell()
 
     def log_tail(self, limit: int = 4096) -> str:
-        """What the transport wrote to stderr since this connection started (its last bytes)."""
+        """What the transport wrote to stderr since this connection started (its last bytes),
+        control characters but newlines and tabs written as escapes: its last line goes into
+        messages, and what a host prints must not act on the user's terminal."""
         if self._log is None:
             return ""
         try:
             fd = self._log.fileno()
             end = os.fstat(fd).st_size
             start = max(self._log_start, end - limit)
-            return os.pread(fd, end - start, start).decode(errors="replace")
+            text = os.pread(fd, end - start, start).decode(errors="replace")
         except OSError:
             return ""
+        return _CONTROL.sub(lambda c: c.group().encode("unicode_escape").decode("ascii"), text)
 
 
 def _shown(line: bytes) -> str:
@@ -329,12 +381,5 @@ def _close(stream: IO[bytes] | None) -> None:
         pass
 
 
-def decode_result(data: Mapping[str, Any]) -> dict[str, Any]:
-    """A result as the agent sent it, with what it left out put back (agent/protocol.py
-    RESULT_DEFAULTS) and its output bytes decoded."""
-    out = {**RESULT_DEFAULTS, **data}
-    for key in ("stdout", "stderr"):
-        out[key] = base64.b64decode(out[key]) if out[key] else b""
-    files = out["files"]
-    out["files"] = {k: (None if v is None else base64.b64decode(v)) for k, v in files.items()} if files else {}
-    return out
+def _any_object(reply: dict[str, Any]) -> dict[str, Any]:
+    return reply

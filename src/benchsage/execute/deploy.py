@@ -22,6 +22,7 @@ from typing import IO, Any, Iterator, Sequence
 
 from benchsage.agent.deploy import EXECUTABLE, SYMLINK, entry_of, scan, tree_id, unsafe_path
 from benchsage.errors import SpecError, WorkerError, WorkerLost, WorkerSetupError
+from benchsage.execute import replies
 from benchsage.execute.agentworker import AgentWorker
 from benchsage.spec import Spec
 from benchsage.spec.deploy import GIT, INCLUDE
@@ -255,7 +256,7 @@ def deploy_host(worker: AgentWorker, source: DeploySource, experiment: str, dire
 def _ship(worker: AgentWorker, source: DeploySource, experiment: str, shipped: Shipped, blobs: _Blobs) -> None:
     where = {"dir": shipped.dir, "private_below": source.private_for(shipped.dir)}
     manifest = [[e.path, e.mode, e.blob, e.perm] for e in source.entries]
-    reply = _asked(worker, {"op": "deploy", "step": "scan", **where, "experiment": experiment, "manifest": manifest})
+    reply = _asked(worker, {"op": "deploy", "step": "scan", **where, "experiment": experiment, "manifest": manifest}, replies.DEPLOY_SCAN)
     need = set(reply["need"])
     shipped.needed = sorted(need)
     batch: list[bytes] = []
@@ -266,7 +267,7 @@ def _ship(worker: AgentWorker, source: DeploySource, experiment: str, shipped: S
         offset = 0
         for piece, end in _pieces(entry, blobs):
             if batch and size + len(piece) > CHUNK:  # small files travel together, a large one a piece at a time
-                _asked(worker, _put_line(where, batch))
+                _asked(worker, _put_line(where, batch), replies.DEPLOY_PUT)
                 batch, size = [], 0
             batch.append(_piece(entry, offset, end, piece))
             size += len(piece)
@@ -274,14 +275,16 @@ def _ship(worker: AgentWorker, source: DeploySource, experiment: str, shipped: S
         shipped.files_sent += 1
         shipped.bytes_sent += offset
     if batch:
-        _asked(worker, _put_line(where, batch))
-    done = _asked(worker, {"op": "deploy", "step": "finish", **where, "experiment": experiment, "paths": [e.path for e in source.entries]})
+        _asked(worker, _put_line(where, batch), replies.DEPLOY_PUT)
+    done = _asked(worker, {"op": "deploy", "step": "finish", **where, "experiment": experiment,
+                          "paths": [e.path for e in source.entries]}, replies.DEPLOY_FINISH)
     shipped.tree, shipped.files = done["tree"], int(done["files"])
 
 
-def _asked(worker: AgentWorker, message: dict[str, Any] | bytes) -> dict[str, Any]:
-    """The agent's reply to one deploy step; WorkerSetupError (nothing runs) when it refused."""
-    reply = worker.ask(message, REPLY_TIMEOUT)
+def _asked(worker: AgentWorker, message: dict[str, Any] | bytes, expect: replies.Expect[dict[str, Any]]) -> dict[str, Any]:
+    """The agent's reply to one deploy step, read by `expect`; WorkerSetupError (nothing runs)
+    when it refused."""
+    reply = worker.ask(message, REPLY_TIMEOUT, expect)
     if "refused" in reply:
         raise WorkerSetupError(f"worker {worker.name}: refusing to deploy: {reply['refused']}")
     return reply

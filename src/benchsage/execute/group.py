@@ -21,6 +21,8 @@ from typing import Any, Callable, Sequence
 from benchsage.errors import WorkerError
 from benchsage.execute.agentworker import AgentWorker
 from benchsage.execute.connection import HELLO_TIMEOUT
+from benchsage.execute.replies import PONG
+from benchsage.execute.replies import window as windows
 from benchsage.execute.worker import EVERY_ROLE, ProcessRequest, ProcessResult
 from benchsage.spec import CollectorSpec, Spec
 
@@ -117,8 +119,10 @@ class GroupWorker:
         replies: dict[str, dict[str, Any]] = {}
 
         def one(role: str) -> None:
-            replies[role] = self.members[role]._request(
-                {"op": "window", "phase": phase, "collectors": self._collectors[role]}, timeout=self._window_timeout)
+            collectors = self._collectors[role]
+            replies[role] = self.members[role]._request({"op": "window", "phase": phase, "collectors": collectors},
+                                                        timeout=self._window_timeout,
+                                                        expect=windows(phase, [c["name"] for c in collectors]))
 
         _each(roles, one)
         return replies
@@ -154,9 +158,9 @@ def _clock(member: AgentWorker) -> tuple[float, float]:
     samples = []
     for _ in range(CLOCK_SAMPLES):
         t0 = time.time()
-        reply = member._request({"op": "ping"}, timeout=HELLO_TIMEOUT)
+        pong: float = member._request({"op": "ping"}, timeout=HELLO_TIMEOUT, expect=PONG)
         t1 = time.time()
-        samples.append((t1 - t0, float(reply["pong"]) - (t0 + t1) / 2))
+        samples.append((t1 - t0, pong - (t0 + t1) / 2))
     delay, offset = min(samples)
     return offset, delay / 2
 

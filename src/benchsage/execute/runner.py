@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from benchsage.design.treatments import Treatment
-from benchsage.errors import ExperimentError, SpecError, TestsFailed, WorkerError, WorkerLost, WorkerSetupError
+from benchsage.errors import BadReply, ExperimentError, SpecError, TestsFailed, WorkerError, WorkerLost, WorkerSetupError
 from benchsage.execute.failfast import Failing, FailureWatch
 from benchsage.execute.init import InitFailed, initialize, initialized
 from benchsage.execute.metrics import MetricError, collected_files, extract, from_output
@@ -286,6 +286,8 @@ class Runner:
     def _thread(self, worker: Any, runs: list[dict[str, Any]]) -> None:
         try:
             self._carry_out(worker, runs)
+        except WorkerError as exc:  # from its [init]: a bad reply, a dropped connection; it names the worker
+            self._lost[worker.name] = str(exc)
         except BaseException as exc:  # noqa: BLE001 - a bug must not hang the controller
             if not isinstance(exc, _Stopped):
                 self._lost[worker.name] = f"worker {worker.name}: {type(exc).__name__}: {exc}"
@@ -533,7 +535,7 @@ class Runner:
             try:
                 worker.connect(timeout=max(1.0, min(60.0, deadline - time.monotonic())), stop=self._stop)
                 now = worker.boot_id()
-            except WorkerSetupError:
+            except (WorkerSetupError, BadReply):  # not a host still rebooting: retrying will not help
                 raise
             except WorkerError as exc:
                 # The host did not answer; unless the reset's own deadline cut the attempt

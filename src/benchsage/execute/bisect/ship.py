@@ -27,6 +27,7 @@ from typing import Any, Sequence
 from benchsage.agent.deploy import scan, tree_id
 from benchsage.errors import UsageError
 from benchsage.execute.deploy import REPLY_TIMEOUT, DeploySource, Entry
+from benchsage.execute.replies import DEPLOY_REMOVE
 from benchsage.spec import Spec, WorkerSpec
 from benchsage.spec.provision import WORKER_PLACEHOLDER
 
@@ -107,7 +108,7 @@ def remove_dirs(batch: Spec, log_dir: str) -> list[tuple[str, str, str | None]]:
             assert host.dir is not None
             private = DEFAULT_ROOT if host.dir.startswith(DEFAULT_ROOT + "/") else None
             reply = agent.ask({"op": "deploy", "step": "remove", "dir": host.dir, "experiment": batch.name,
-                               "private_below": private}, REPLY_TIMEOUT)
+                               "private_below": private}, REPLY_TIMEOUT, DEPLOY_REMOVE)
             out.append((host.name, host.dir, None if reply.get("removed") or reply.get("why") == "absent" else str(reply.get("why"))))
     finally:
         for agent in agents:
