@@ -1,0 +1,100 @@
+"""`benchsage time COMMAND...`: hyperfine's command line, order-safe. The options become an
+ordinary spec (spec/commandline.py) carried out, journaled and analysed as `run` does."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time as clock
+from typing import Any, Sequence
+
+import click
+
+from benchsage.cli.common import exit_for, finish_report, print_analysis, report_option, stopped_by_failures
+from benchsage.errors import UsageError
+
+SPEC_NAME = "benchsage-time.toml"  # where the command line's spec stands (the journal keeps its text): the current folder
+
+
+@click.command(name="time", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("commands", nargs=-1, required=True)
+@click.option("-r", "--runs", type=click.IntRange(min=1), default=10, show_default=True, help="Runs per arm: this many in the fixed order, as many in random orders.")
+@click.option("-n", "--command-name", "names", multiple=True, metavar="NAME", help="A command's name, in the order of the commands (repeat for each).")
+@click.option("--reset", default=None, metavar="CMD", help="Before every run (the experiment's reset): return the machine to a clean state.")
+@click.option("-s", "--setup", default=None, metavar="CMD", help="Once, before everything.")
+@click.option("-P", "--parameter-scan", "ranges", nargs=3, multiple=True, metavar="NAME MIN MAX",
+              help="A parameter scan: {NAME} in the commands takes MIN, MIN+STEP, ... MAX; each value a command named cmd[NAME=v].")
+@click.option("-D", "--parameter-step-size", "step", default=None, metavar="STEP", help="The step of -P (default 1).")
+@click.option("-L", "--parameter-list", "lists", nargs=2, multiple=True, metavar="NAME VALUES", help="A parameter scan over comma-separated VALUES.")
+@click.option("-i", "--ignore-failure", "--ignore-failures", "ignore_failure", is_flag=True,
+              help="Commands that fail do not stop the experiment nor change the exit status (by default: stop, exit 4).")
+@click.option("--timeout", type=click.FloatRange(0, min_open=True), default=None, metavar="S", help="Seconds after which a trial is killed (a timeout).")
+@click.option("--cpus", default=None, metavar="LIST", help="Pin every trial to these CPUs (taskset list syntax: 2-3).")
+@click.option("--stop", type=click.Choice(["sequential"]), default=None, help="Stop as soon as the answer is clear (group-sequential looks).")
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed of the random orders (default: drawn, and recorded).")
+@click.option("-o", "--output", "directory", type=click.Path(file_okay=False, path_type=str), default=None,
+              help="Experiment directory (default results/time-<UTC time>); `benchsage analyze`, `report`, `export` and `resume` read it.")
+@click.option("--save-spec", type=click.Path(dir_okay=False, path_type=str), default=None, metavar="FILE",
+              help="Write the experiment as a spec: `benchsage run FILE` draws the same plan.")
+@click.option("--json", "as_json", is_flag=True, help="Print the analysis as JSON on stdout (progress on stderr).")
+@click.option("--quiet", is_flag=True, help="No progress output.")
+@report_option
+def time_command(commands: Sequence[str], runs: int, names: Sequence[str], reset: str | None, setup: str | None,
+                 ranges: Sequence[tuple[str, str, str]], step: str | None, lists: Sequence[tuple[str, str]], ignore_failure: bool,
+                 timeout: float | None, cpus: str | None, stop: str | None, seed: int | None, directory: str | None,
+                 save_spec: str | None, as_json: bool, quiet: bool, report: bool) -> None:
+    """Time COMMANDs interleaved, in a fixed and in fresh random orders, and say which is faster
+    and whether the order mattered (hyperfine's options, order-safe)."""
+    from benchsage.spec.commandline import TimeRequest, scan_list, scan_range, time_spec_text
+
+    if step is not None and not ranges:
+        raise UsageError("-D/--parameter-step-size needs -P NAME MIN MAX")
+    scans = tuple(scan_range(name, low, high, step) for name, low, high in ranges) + tuple(scan_list(name, values) for name, values in lists)
+    if len({s.name for s in scans}) != len(scans):
+        raise UsageError("a parameter is scanned twice (one -P or -L per name)")
+    folder = os.getcwd()
+    request = TimeRequest(tuple(commands), folder, tuple(names), runs, seed if seed is not None else secrets.randbelow(2**31),
+                          reset, setup, timeout, cpus, stop, scans)
+    text = time_spec_text(request)
+    if save_spec is not None:
+        _save(save_spec, text, folder)
+    directory = directory or os.path.join("results", "time-" + clock.strftime("%Y%m%dT%H%M%SZ", clock.gmtime()))
+    from benchsage.api import carry_out
+
+    stopped_by_failures(lambda: carry_out(os.path.join(folder, SPEC_NAME), directory, quiet=quiet, ignore_failures=ignore_failure, text=text))
+    _answer(request, directory, as_json, report, ignore_failure)
+
+
+def _save(path: str, text: str, folder: str) -> None:
+    """The spec, runnable from wherever it is saved: the commands keep running in this folder."""
+    if os.path.dirname(os.path.abspath(path)) != folder:
+        import json
+
+        text = text.replace("[experiment]\n", f"[experiment]\ncwd = {json.dumps(folder)}\n", 1)
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as exc:
+        raise UsageError(f"--save-spec {path}: {exc.strerror or exc}") from None
+
+
+def _answer(request: Any, directory: str, as_json: bool, report: bool, ignore_failure: bool) -> None:
+    """The answer of the command line: per command, the fastest against the others, the order
+    verdict; the report last."""
+    from benchsage.analyze.timing import timings
+    from benchsage.api import analyze_sources
+    from benchsage.spec.commandline import test_names
+
+    analysis, table = analyze_sources([directory], format="benchsage")
+    page = os.path.join(directory, "report.html") if report else None
+    if as_json:
+        print_analysis(analysis, True, {"directory": directory, "report": page})
+    else:
+        from benchsage.report.terminal import make_console
+        from benchsage.report.timing import render_timing
+
+        commands = dict(zip(test_names(request), request.commands))
+        render_timing(analysis, timings(table, level=analysis.ci_level, method=analysis.ci_method), commands, make_console())
+        click.echo(f"Results: {directory} (benchsage analyze {directory} --all: every table and diagnostic)")
+    finish_report(analysis, table, page, as_json)
+    exit_for(analysis, False, ignore_failure)
