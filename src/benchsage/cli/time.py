@@ -83,7 +83,7 @@ def _answer(request: Any, directory: str, as_json: bool, report: bool, ignore_fa
     verdict; the report last."""
     from benchsage.analyze.timing import timings
     from benchsage.api import analyze_sources
-    from benchsage.spec.commandline import test_names
+    from benchsage.spec.commandline import command_names
 
     analysis, table = analyze_sources([directory], format="benchsage")
     page = os.path.join(directory, "report.html") if report else None
@@ -93,7 +93,7 @@ def _answer(request: Any, directory: str, as_json: bool, report: bool, ignore_fa
         from benchsage.report.terminal import make_console
         from benchsage.report.timing import render_timing
 
-        commands = dict(zip(test_names(request), request.commands))
+        commands = dict(zip(command_names(request), request.commands))
         render_timing(analysis, timings(table, level=analysis.ci_level, method=analysis.ci_method), commands, make_console())
         click.echo(f"Results: {directory} (benchsage analyze {directory} --all: every table and diagnostic)")
     finish_report(analysis, table, page, as_json)

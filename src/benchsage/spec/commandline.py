@@ -134,7 +134,7 @@ def _unique(names: list[str]) -> tuple[str, ...]:
     return tuple(f"{n} #{i + 1}" if seen[n] > 1 else n for i, n in enumerate(names))
 
 
-def test_names(request: TimeRequest) -> tuple[str, ...]:
+def command_names(request: TimeRequest) -> tuple[str, ...]:
     """The tests' names: -n's, in order, else derived from the commands."""
     if len(request.names) > len(request.commands):
         raise UsageError(f"-n/--command-name given {len(request.names)} times for {len(request.commands)} commands")
@@ -176,7 +176,7 @@ def time_spec_text(request: TimeRequest) -> str:
     for scan in request.scans:
         if not any("{" + scan.name + "}" in c for c in request.commands):
             raise UsageError(f"parameter {scan.name!r}: no command names {{{scan.name}}}")
-    names = test_names(request)
+    names = command_names(request)
     lines = ["# benchsage time: the commands of one command line as an experiment (benchsage run FILE draws the same plan)",
              "[experiment]", f"name = {_string(TIME_NAME)}", f"runs = {request.runs}"]
     if request.seed is not None:
