@@ -87,3 +87,14 @@ def test_commands_and_parameters_that_cannot_be() -> None:
         time_spec_text(TimeRequest(("true", " "), "/tmp"))
     with pytest.raises(UsageError, match="no command names {n}"):
         time_spec_text(TimeRequest(("true",), "/tmp", scans=(scan_list("n", "1,2"),)))
+
+
+def test_warmup_prepare_cleanup_and_no_shell_reach_the_spec(tmp_path: Path) -> None:
+    request = TimeRequest(("sleep 0.1", "sleep 0.2"), str(tmp_path), warmup=3, prepare=("sync",), cleanup="rm -f x", no_shell=True)
+    spec = load_spec(tmp_path / "t.toml", text=time_spec_text(request))
+    assert spec.warmup == 3 and spec.teardown is not None and spec.teardown.command == "rm -f x"
+    assert [(t.prepare, t.shell) for t in spec.tests] == [("sync", False), ("sync", False)]
+    each = load_spec(tmp_path / "t.toml", text=time_spec_text(TimeRequest(("a", "b"), str(tmp_path), prepare=("p1", "p2"))))
+    assert [(t.prepare, t.shell) for t in each.tests] == [("p1", True), ("p2", True)]
+    with pytest.raises(UsageError, match="-p/--prepare given 2 times for 3 commands"):
+        time_spec_text(TimeRequest(("a", "b", "c"), str(tmp_path), prepare=("p1", "p2")))

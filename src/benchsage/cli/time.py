@@ -20,8 +20,14 @@ SPEC_NAME = "benchsage-time.toml"  # where the command line's spec stands (the j
 @click.argument("commands", nargs=-1, required=True)
 @click.option("-r", "--runs", type=click.IntRange(min=1), default=10, show_default=True, help="Runs per arm: this many in the fixed order, as many in random orders.")
 @click.option("-n", "--command-name", "names", multiple=True, metavar="NAME", help="A command's name, in the order of the commands (repeat for each).")
+@click.option("-w", "--warmup", type=click.IntRange(min=0), default=0, help="Trials of every command before the first run, not recorded.")
+@click.option("-p", "--prepare", multiple=True, metavar="CMD", help="Before every trial, not timed: one for all commands, or one per command.")
 @click.option("--reset", default=None, metavar="CMD", help="Before every run (the experiment's reset): return the machine to a clean state.")
 @click.option("-s", "--setup", default=None, metavar="CMD", help="Once, before everything.")
+@click.option("-c", "--cleanup", default=None, metavar="CMD", help="Once, after everything, whatever happens.")
+@click.option("-N", "no_shell", is_flag=True, help="Run every command without a shell: its words, split as a shell would, are executed.")
+@click.option("-S", "--shell", type=click.Choice(["sh", "none"]), default="sh", show_default=True,
+              help="none: as -N. (sh: a command with shell syntax runs in /bin/sh -c; any other is executed directly.)")
 @click.option("-P", "--parameter-scan", "ranges", nargs=3, multiple=True, metavar="NAME MIN MAX",
               help="A parameter scan: {NAME} in the commands takes MIN, MIN+STEP, ... MAX; each value a command named cmd[NAME=v].")
 @click.option("-D", "--parameter-step-size", "step", default=None, metavar="STEP", help="The step of -P (default 1).")
@@ -39,7 +45,8 @@ SPEC_NAME = "benchsage-time.toml"  # where the command line's spec stands (the j
 @click.option("--json", "as_json", is_flag=True, help="Print the analysis as JSON on stdout (progress on stderr).")
 @click.option("--quiet", is_flag=True, help="No progress output.")
 @report_option
-def time_command(commands: Sequence[str], runs: int, names: Sequence[str], reset: str | None, setup: str | None,
+def time_command(commands: Sequence[str], runs: int, names: Sequence[str], warmup: int, prepare: Sequence[str], reset: str | None,
+                 setup: str | None, cleanup: str | None, no_shell: bool, shell: str,
                  ranges: Sequence[tuple[str, str, str]], step: str | None, lists: Sequence[tuple[str, str]], ignore_failure: bool,
                  timeout: float | None, cpus: str | None, stop: str | None, seed: int | None, directory: str | None,
                  save_spec: str | None, as_json: bool, quiet: bool, report: bool) -> None:
@@ -54,7 +61,7 @@ def time_command(commands: Sequence[str], runs: int, names: Sequence[str], reset
         raise UsageError("a parameter is scanned twice (one -P or -L per name)")
     folder = os.getcwd()
     request = TimeRequest(tuple(commands), folder, tuple(names), runs, seed if seed is not None else secrets.randbelow(2**31),
-                          reset, setup, timeout, cpus, stop, scans)
+                          reset, setup, timeout, cpus, stop, scans, warmup, tuple(prepare), cleanup, no_shell or shell == "none")
     text = time_spec_text(request)
     if save_spec is not None:
         _save(save_spec, text, folder)

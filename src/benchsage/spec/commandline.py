@@ -47,6 +47,10 @@ class TimeRequest:
     cpus: str | None = None
     stop: str | None = None  # "sequential": stop when the answer is clear
     scans: tuple[Scan, ...] = ()
+    warmup: int = 0  # trials of every command before the first run, not recorded
+    prepare: tuple[str, ...] = ()  # before every trial: one command for all, or one per command
+    cleanup: str | None = None  # once after everything, whatever happens ([teardown])
+    no_shell: bool = False  # -N: exec every command's words with no shell
 
 
 def scan_range(name: str, low: str, high: str, step: str | None) -> Scan:
@@ -177,6 +181,10 @@ def time_spec_text(request: TimeRequest) -> str:
         if not any("{" + scan.name + "}" in c for c in request.commands):
             raise UsageError(f"parameter {scan.name!r}: no command names {{{scan.name}}}")
     names = command_names(request)
+    if len(request.prepare) not in (0, 1, len(request.commands)):
+        raise UsageError(f"-p/--prepare given {len(request.prepare)} times for {len(request.commands)} commands: "
+                         "give one for all, or one per command")
+    prepares = request.prepare * len(request.commands) if len(request.prepare) == 1 else request.prepare
     lines = ["# benchsage time: the commands of one command line as an experiment (benchsage run FILE draws the same plan)",
              "[experiment]", f"name = {_string(TIME_NAME)}", f"runs = {request.runs}"]
     if request.seed is not None:
@@ -187,14 +195,22 @@ def time_spec_text(request: TimeRequest) -> str:
         lines.append(f"cpus = {_string(request.cpus)}")
     if request.stop is not None:
         lines.append(f"stop = {_string(request.stop)}")
+    if request.warmup:
+        lines.append(f"warmup = {request.warmup}")
+    if request.no_shell:
+        lines.append('shell = "none"')
     if request.reset is not None:
         lines += ["", "[reset]", f"command = {_string(request.reset)}"]
     if request.setup is not None:
         lines += ["", "[init]", f"command = {_string(request.setup)}"]
+    if request.cleanup is not None:
+        lines += ["", "[teardown]", f"command = {_string(request.cleanup)}"]
     for scan in request.scans:
         lines += ["", "[[sweep]]", f"name = {_string(scan.name)}", f"levels = [{', '.join(_string(v) for v in scan.levels)}]"]
-    for name, command in zip(names, request.commands):
+    for i, (name, command) in enumerate(zip(names, request.commands)):
         lines += ["", "[[test]]", f"name = {_string(name)}", f"command = {_string(command)}"]
+        if prepares:
+            lines.append(f"prepare = {_string(prepares[i])}")
     for a, b in claims(request, names):
         lines += ["", "[[compare]]", f"a = {_string(a)}", f"b = {_string(b)}"]
     return "\n".join(lines) + "\n"
