@@ -64,7 +64,7 @@ def hyperfine_markdown(analysis: Analysis, table: TrialTable) -> str:
         mean = _fixed(t.mean, scale) + (f" ± {_fixed(t.stddev, scale)}" if t.stddev is not None else "")
         command = "`" + t.command.replace("|", "\\|") + "`"
         lines.append(f"| {command} | {mean} | {_fixed(t.min, scale)} | {_fixed(t.max, scale)} | {rel} |")
-    interval = f", [{level:.0%} interval] where the two were compared" if level is not None else ""
+    interval = f", [{level * 100:.4g}% interval] where the two were compared" if level is not None else ""
     return "\n".join([
         *lines,
         "",
