@@ -110,3 +110,15 @@ def test_ctrl_c_keeps_what_was_measured_and_resume_finishes(tmp_path: Path) -> N
     assert resumed.returncode == 0, resumed.stderr
     doc = json.loads(resumed.stdout)
     assert all(t["n_fixed"] == t["n_random"] == 3 for t in doc["tests"] if t["primary"])
+
+
+def test_hyperfines_exports_are_written(tmp_path: Path) -> None:
+    done = bench("time", "sleep 0.01", "true", "-r", "5", "-o", "out", "--no-report", "--quiet", "--export-json", "h.json",
+                 "--export-markdown", "h.md", "--export-csv", "h.csv", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    results = json.loads((tmp_path / "h.json").read_text())["results"]
+    assert [r["command"] for r in results] == ["sleep 0.01", "true"] and all(len(r["times"]) == 10 for r in results)
+    assert (tmp_path / "h.md").read_text().startswith("| Command | Mean [ms] | Min [ms] | Max [ms] | Relative |")
+    assert (tmp_path / "h.csv").read_text().splitlines()[0] == "command,mean,stddev,median,user,system,min,max"
+    bad = bench("time", "true", "-r", "5", "-o", "out2", "--no-report", "--quiet", "--export-csv", str(tmp_path / "no" / "h.csv"), cwd=tmp_path)
+    assert bad.returncode == 2 and bad.stderr.startswith("benchsage: error: --export-csv ") and "No such file or directory" in bad.stderr

@@ -1,9 +1,10 @@
 """Each test's wall times summarised as hyperfine summarises a command's runs: every successful
 trial's value in the order the trials started (both arms pooled), their mean, sample standard
-deviation, median, minimum and maximum, and the means of user and system CPU time.
+deviation, median with its distribution-free interval, minimum and maximum, each arm's median,
+and the means of user and system CPU time.
 
-Descriptive numbers for readers of hyperfine's formats, no test: whether the arms may be pooled
-is the order analysis's question.
+Descriptive numbers for `benchsage time`'s answer and hyperfine's formats, no test: whether the
+arms may be pooled is the order analysis's question.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from benchsage.store.table import TrialTable
+from benchsage.stats.median_ci import grouped_median_ci
+from benchsage.store.table import FIXED_CODE, RANDOM_CODE, TrialTable
 from benchsage.vocabulary import SWEEP_PREFIX
 
 WALL, USER, SYSTEM = "wall_time", "user_time", "sys_time"
@@ -44,16 +46,25 @@ class Timings:
     system: float | None
     unit: str
     cpu_unit: str
+    ci: tuple[float, float] | None = None  # the median's interval (at per_test_timings' level); None with too few values
+    median_fixed: float | None = None
+    median_random: float | None = None
+
+    @property
+    def n(self) -> int:
+        return len(self.times)
 
 
-def per_test_timings(table: TrialTable) -> tuple[Timings, ...]:
+def per_test_timings(table: TrialTable, level: float = 0.95, method: str = "exact-binomial") -> tuple[Timings, ...]:
     """A Timings per test of the table, in the table's test order (the spec's declared order,
-    an expanded sweep's levels in place of its test)."""
+    an expanded sweep's levels in place of its test); the medians' intervals at `level` by
+    `method` (stats/median_ci.py)."""
     commands: Mapping[str, Any] = table.provenance.get("commands") or {}
     parameters = _parameters(table)
     times = _values_in_time_order(table, WALL)
     user = _means(table, USER)
     system = _means(table, SYSTEM)
+    ci, arms = _medians(table, level, method)
     out = []
     for i, name in enumerate(table.test_names):
         # A loop over tests: each one's values are written out one by one anyway (hyperfine's "times").
@@ -72,8 +83,29 @@ def per_test_timings(table: TrialTable) -> tuple[Timings, ...]:
             system=system[i],
             unit=table.metric_info(WALL).unit,
             cpu_unit=table.metric_info(USER).unit,
+            ci=ci[i],
+            median_fixed=arms[i][FIXED_CODE],
+            median_random=arms[i][RANDOM_CODE],
         ))
     return tuple(out)
+
+
+def _medians(table: TrialTable, level: float, method: str) -> tuple[list[tuple[float, float] | None], list[tuple[float | None, float | None]]]:
+    """Each test's median interval (both arms) and each arm's median, from two grouped sorts."""
+    rows = _rows(table, WALL)
+    n = len(table.test_names)
+    tests = table.test[rows].astype(np.int64)
+    both = grouped_median_ci(table.value[rows], tests, n, level, method)
+    by_arm = grouped_median_ci(table.value[rows], tests * 2 + table.arm[rows].astype(np.int64), 2 * n, level, method)
+    intervals = [(float(lo), float(hi)) if np.isfinite(lo) and np.isfinite(hi) else None for lo, hi in zip(both.low, both.high)]
+    arms = [tuple(float(m) if np.isfinite(m) else None for m in by_arm.median[2 * i: 2 * i + 2]) for i in range(n)]
+    return intervals, arms  # type: ignore[return-value]
+
+
+def fastest(rows: tuple[Timings, ...]) -> Timings | None:
+    """The test with the lowest median time (None when no test has one)."""
+    timed = [r for r in rows if r.median is not None]
+    return min(timed, key=lambda r: r.median) if timed else None  # type: ignore[arg-type, return-value]
 
 
 def _rows(table: TrialTable, metric: str) -> np.ndarray:

@@ -42,6 +42,11 @@ SPEC_NAME = "benchsage-time.toml"  # where the command line's spec stands (the j
               help="Experiment directory (default results/time-<UTC time>); `benchsage analyze`, `report`, `export` and `resume` read it.")
 @click.option("--save-spec", type=click.Path(dir_okay=False, path_type=str), default=None, metavar="FILE",
               help="Write the experiment as a spec: `benchsage run FILE` draws the same plan.")
+@click.option("--export-json", type=click.Path(dir_okay=False, path_type=str), default=None, metavar="FILE",
+              help="hyperfine's JSON (results: command, mean, median, times, ...) with a benchsage object: arms, orders, verdict.")
+@click.option("--export-markdown", type=click.Path(dir_okay=False, path_type=str), default=None, metavar="FILE",
+              help="hyperfine's Markdown table, each command's median relative to the fastest with its interval.")
+@click.option("--export-csv", type=click.Path(dir_okay=False, path_type=str), default=None, metavar="FILE", help="hyperfine's CSV.")
 @click.option("--json", "as_json", is_flag=True, help="Print the analysis as JSON on stdout (progress on stderr).")
 @click.option("--quiet", is_flag=True, help="No progress output.")
 @report_option
@@ -49,7 +54,8 @@ def time_command(commands: Sequence[str], runs: int, names: Sequence[str], warmu
                  setup: str | None, cleanup: str | None, no_shell: bool, shell: str,
                  ranges: Sequence[tuple[str, str, str]], step: str | None, lists: Sequence[tuple[str, str]], ignore_failure: bool,
                  timeout: float | None, cpus: str | None, stop: str | None, seed: int | None, directory: str | None,
-                 save_spec: str | None, as_json: bool, quiet: bool, report: bool) -> None:
+                 save_spec: str | None, export_json: str | None, export_markdown: str | None, export_csv: str | None, as_json: bool,
+                 quiet: bool, report: bool) -> None:
     """Time COMMANDs interleaved, in a fixed and in fresh random orders, and say which is faster
     and whether the order mattered (hyperfine's options, order-safe)."""
     from benchsage.spec.commandline import TimeRequest, scan_list, scan_range, time_spec_text
@@ -69,7 +75,8 @@ def time_command(commands: Sequence[str], runs: int, names: Sequence[str], warmu
     from benchsage.api import carry_out
 
     stopped_by_failures(lambda: carry_out(os.path.join(folder, SPEC_NAME), directory, quiet=quiet, ignore_failures=ignore_failure, text=text))
-    _answer(request, directory, as_json, report, ignore_failure)
+    exports = {"json": export_json, "markdown": export_markdown, "csv": export_csv}
+    _answer(directory, as_json, report, ignore_failure, {kind: path for kind, path in exports.items() if path})
 
 
 def _save(path: str, text: str, folder: str) -> None:
@@ -85,12 +92,11 @@ def _save(path: str, text: str, folder: str) -> None:
         raise UsageError(f"--save-spec {path}: {exc.strerror or exc}") from None
 
 
-def _answer(request: Any, directory: str, as_json: bool, report: bool, ignore_failure: bool) -> None:
+def _answer(directory: str, as_json: bool, report: bool, ignore_failure: bool, exports: dict[str, str]) -> None:
     """The answer of the command line: per command, the fastest against the others, the order
-    verdict; the report last."""
-    from benchsage.analyze.timing import timings
+    verdict; the exports, then the report, last."""
+    from benchsage.analyze.timings import per_test_timings
     from benchsage.api import analyze_sources
-    from benchsage.spec.commandline import command_names
 
     analysis, table = analyze_sources([directory], format="benchsage")
     page = os.path.join(directory, "report.html") if report else None
@@ -100,8 +106,23 @@ def _answer(request: Any, directory: str, as_json: bool, report: bool, ignore_fa
         from benchsage.report.terminal import make_console
         from benchsage.report.timing import render_timing
 
-        commands = dict(zip(command_names(request), request.commands))
-        render_timing(analysis, timings(table, level=analysis.ci_level, method=analysis.ci_method), commands, make_console())
+        render_timing(analysis, per_test_timings(table, level=analysis.ci_level, method=analysis.ci_method), make_console())
         click.echo(f"Results: {directory} (benchsage analyze {directory} --all: every table and diagnostic)")
+    _export(analysis, table, exports)
     finish_report(analysis, table, page, as_json)
     exit_for(analysis, False, ignore_failure)
+
+
+def _export(analysis: Any, table: Any, exports: dict[str, str]) -> None:
+    """hyperfine's formats, each to its file (report/hyperfine.py)."""
+    if not exports:
+        return
+    from benchsage.report.hyperfine import hyperfine_csv, hyperfine_json_text, hyperfine_markdown
+
+    writers = {"json": hyperfine_json_text, "markdown": hyperfine_markdown, "csv": hyperfine_csv}
+    for kind, path in exports.items():
+        try:
+            with open(path, "w", encoding="utf-8", newline="") as f:
+                f.write(writers[kind](analysis, table))
+        except OSError as exc:
+            raise UsageError(f"--export-{kind} {path}: {exc.strerror or exc}") from None

@@ -161,7 +161,8 @@ class Runner:
             )
         if self.spec.reset is None and done_runs == 0:
             self.progress.message(
-                "warning: the spec has no [reset]: runs do not start from a clean state, so one run's leftovers can reach the next"
+                "warning: no reset: runs do not start from a clean state, so one run's leftovers can reach the next "
+                "(a [reset] in a spec; --reset CMD with benchsage time)"
             )
         with _signals_as_interrupts(), Threads() as threads:
             try:
