@@ -69,14 +69,27 @@ def time_command(commands: Sequence[str], runs: int, names: Sequence[str], warmu
     request = TimeRequest(tuple(commands), folder, tuple(names), runs, seed if seed is not None else secrets.randbelow(2**31),
                           reset, setup, timeout, cpus, stop, scans, warmup, tuple(prepare), cleanup, no_shell or shell == "none")
     text = time_spec_text(request)
+    exports = {kind: path for kind, path in (("json", export_json), ("markdown", export_markdown), ("csv", export_csv)) if path}
+    for kind, path in exports.items():  # said before the experiment, not after it
+        _check_writable(f"--export-{kind}", path)
     if save_spec is not None:
         _save(save_spec, text, folder)
     directory = directory or os.path.join("results", "time-" + clock.strftime("%Y%m%dT%H%M%SZ", clock.gmtime()))
     from benchsage.api import carry_out
 
     stopped_by_failures(lambda: carry_out(os.path.join(folder, SPEC_NAME), directory, quiet=quiet, ignore_failures=ignore_failure, text=text))
-    exports = {"json": export_json, "markdown": export_markdown, "csv": export_csv}
-    _answer(directory, as_json, report, ignore_failure, {kind: path for kind, path in exports.items() if path})
+    _answer(directory, as_json, report, ignore_failure, exports)
+
+
+def _check_writable(option: str, path: str) -> None:
+    """A file the command will write: its folder exists and takes it, and it is no folder."""
+    parent = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise UsageError(f"{option} {path}: is a directory")
+    if not os.path.isdir(parent):
+        raise UsageError(f"{option} {path}: No such file or directory (no folder {parent})")
+    if not os.access(parent, os.W_OK):
+        raise UsageError(f"{option} {path}: Permission denied (cannot write into {parent})")
 
 
 def _save(path: str, text: str, folder: str) -> None:
