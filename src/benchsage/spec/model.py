@@ -146,6 +146,9 @@ class TestSpec:
     output: str | None = None  # the output parser of the test's tool (parsers.PARSERS), whose metrics are in `metrics`
     primary: tuple[str, ...] = ()  # the correction family as chosen (`primary`, or the parser's defaults); () for the rule below
     sweep: tuple[tuple[str, str], ...] = ()  # an expanded test's (sweep, level), in the sweeps' declared order
+    # An expanded test's [[test]] as declared, {NAME} not yet replaced (spec/sweeps.py): what a
+    # spec writer puts back (spec/write.py), since a level cannot be told apart from the text around it.
+    declared: TestSpec | None = None
 
     @property
     def base_name(self) -> str:
