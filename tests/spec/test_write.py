@@ -22,7 +22,7 @@ from benchsage.spec.fields import Where
 from benchsage.spec.model import DeploySpec
 from benchsage.spec.provision import with_hosts
 from benchsage.spec.sweeps import expand_sweeps
-from benchsage.spec.write import differences, save_spec, spec_toml, written
+from benchsage.spec.write import differences, reloaded, save_spec, spec_toml
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted(ROOT.glob("examples/*/*.toml"))
@@ -56,7 +56,7 @@ def _round_trip(spec: Spec, folder: Path) -> Spec:
 def test_every_example_reads_back_from_its_folder_and_from_another(path: Path, tmp_path: Path) -> None:
     spec = load_spec(str(path))
     mine = spec_toml(spec, str(path.parent))
-    assert written(spec, str(path.parent / "saved.toml")).text == mine  # what `time` would journal is what it saves
+    assert reloaded(spec, str(path.parent / "saved.toml")).text == mine  # what `time` would journal is what it saves
     elsewhere = _round_trip(spec, tmp_path / "elsewhere")
     assert spec_toml(elsewhere, str(tmp_path / "elsewhere")) == spec_toml(spec, str(tmp_path / "elsewhere"))
 
@@ -274,6 +274,6 @@ def _specs(draw: st.DrawFn) -> Spec:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(_specs())
 def test_generated_specs_read_back_equal_and_draw_the_same_plan(spec: Spec) -> None:
-    back = written(spec, os.path.join(FOLDER, "saved.toml"))
+    back = reloaded(spec, os.path.join(FOLDER, "saved.toml"))
     assert differences(spec, back) == []
     _same_plans(spec, back)

@@ -28,7 +28,7 @@ from benchsage.spec.treatments import DEFAULT_VARIANTS
 from benchsage.vocabulary import (DECIDE_EACH, DEFAULT_CORRECTION, DEFAULT_MIN_EFFECT, DEFAULT_OUTPUT_LIMIT, FIXED_STOP,
                                   SHUFFLE)
 
-_NOT_COMPARED = ("path", "text", "warnings")  # where a spec was read from, and what its text made load say
+_NOT_COMPARED = ("path", "text", "warnings")  # where a spec was read from, its words, and what load says about it
 _NUMBER = re.compile(r"[-+0-9.eE_]+")  # what could be a TOML number; tomllib decides
 
 
@@ -41,13 +41,14 @@ def spec_toml(spec: Spec, folder: str) -> str:
     Raises SpecError when the text would not read back as `spec` (a command holding bytes that
     are not UTF-8, which TOML cannot hold, or a spec load_spec could not have made): the
     message names what differs."""
-    return written(spec, os.path.join(os.path.abspath(folder), f"{spec.name}.toml")).text
+    return reloaded(spec, os.path.join(os.path.abspath(folder), f"{spec.name}.toml")).text
 
 
-def written(spec: Spec, path: str) -> Spec:
-    """`spec` as `benchsage run PATH` loads it once spec_toml's text is saved at `path`: its path,
-    text and digest those of the file, all else equal (what a journal should record of a spec
-    that was never a file, so that `resume` reads it back). SpecError as spec_toml."""
+def reloaded(spec: Spec, path: str) -> Spec:
+    """`spec` as `benchsage run PATH` would load it from spec_toml's text saved at `path` (nothing
+    is written): its path, text and digest those of that file, all else equal. What a journal
+    should record of a spec that was never a file, so that `resume` reads it back. SpecError as
+    spec_toml."""
     path = os.path.abspath(path)
     try:
         text = emit.dumps(_document(spec, os.path.dirname(path)))
@@ -74,9 +75,9 @@ def save_spec(spec: Spec, path: str) -> str:
 
 
 def differences(a: Spec, b: Spec) -> list[str]:
-    """Where two specs differ, as dotted field names (`tests[2].env`), ignoring what says where
-    a spec was read from and how it was written (path, text, and the warnings load drew from the
-    text); empty when one is the other written and read back."""
+    """Where two specs differ, as dotted field names (`tests[2].env`), ignoring where a spec was
+    read from and how it was written (path, text) and what load says about it (warnings); empty
+    when one is the other written and read back."""
     out: list[str] = []
     for f in dataclasses.fields(Spec):
         if f.name not in _NOT_COMPARED:
