@@ -148,6 +148,9 @@ class TestSpec:
     sweep: tuple[tuple[str, str], ...] = ()  # an expanded test's (sweep, level), in the sweeps' declared order
     prepare: str | None = None  # run before each of its trials, untimed and unrecorded (hyperfine's -p); in the test's cwd and env
     shell: bool = True  # False: the command's words, split as a shell would, are exec'd with no shell (hyperfine's -N)
+    # An expanded test's [[test]] as declared, {NAME} not yet replaced (spec/sweeps.py): what a
+    # spec writer puts back (spec/write.py), since a level cannot be told apart from the text around it.
+    declared: TestSpec | None = None
 
     @property
     def base_name(self) -> str:

@@ -130,4 +130,5 @@ def _substituted(test: TestSpec, combo: tuple[tuple[str, str], ...]) -> TestSpec
         env={k: put(v, same) for k, v in test.env.items()},
         cwd=os.path.normpath(put(test.cwd, same)),
         sweep=combo,
+        declared=test,
     )
