@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shlex
 import tomllib
 from pathlib import Path
 
@@ -170,8 +171,9 @@ def test_differences_name_the_fields_and_ignore_where_and_how_a_spec_was_written
 KNOWN_FIELDS = {
     Spec: {"path", "name", "runs", "seed", "alpha", "correction", "tests", "reset", "workers", "output_limit", "text", "generator",
            "generated", "random_orders", "warnings", "treatments", "stop", "looks", "min_effect", "decide", "cpu_latency", "sweeps",
-           "collectors", "deploy", "init"},
-    TestSpec: {"name", "command", "timeout", "env", "cwd", "metrics", "cpus", "role", "output", "primary", "sweep", "declared"},
+           "collectors", "deploy", "init", "teardown", "warmup"},
+    TestSpec: {"name", "command", "timeout", "env", "cwd", "metrics", "cpus", "role", "output", "primary", "sweep", "declared",
+               "prepare", "shell"},
     MetricSpec: {"name", "unit", "better", "regex", "json", "file", "line", "parser"},
     ResetSpec: {"command", "timeout", "cwd", "env", "kind", "steps"},
     ResetStep: {"role", "command", "timeout", "cwd", "env", "kind"},
@@ -232,8 +234,18 @@ def _tests(draw: st.DrawFn, sweeps: list[SweepSpec]) -> list[TestSpec]:
             cwd=draw(_cwds(named[-1] if named else None)),
             metrics=tuple(draw(st.lists(st.sampled_from(METRICS), unique_by=lambda m: m.name, max_size=2))),
             cpus=draw(st.one_of(st.none(), st.lists(st.integers(0, 64), min_size=1, unique=True).map(lambda c: tuple(sorted(c))))),
+            prepare=draw(st.one_of(st.none(), TEXT.filter(str.strip))),
+            shell=draw(st.booleans()) if _splits(command) else True,
         ))
     return tests
+
+
+def _splits(command: str) -> bool:
+    """Whether a command splits into words as shell = "none" needs (quotes closed)."""
+    try:
+        return bool(shlex.split(command))
+    except ValueError:
+        return False
 
 
 @st.composite
@@ -268,6 +280,9 @@ def _specs(draw: st.DrawFn) -> Spec:
         min_effect=draw(st.floats(0.1, 50.0)) if sequential else 2.0,
         decide=draw(st.sampled_from(["each", "verdict"])) if sequential else "each",
         cpu_latency=draw(st.one_of(st.none(), st.integers(0, 1000))), output_limit=draw(st.integers(1024, 1 << 24)),
+        warmup=draw(st.integers(0, 3)),
+        teardown=draw(st.one_of(st.none(), st.builds(lambda command, timeout: InitSpec(command, timeout, FOLDER, {}),
+                                                     TEXT.filter(str.strip), st.floats(1.0, 1e4)))),
     )
 
 

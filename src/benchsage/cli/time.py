@@ -95,9 +95,9 @@ def _check_writable(option: str, path: str) -> None:
 def _save(path: str, text: str, folder: str) -> None:
     """The spec, runnable from wherever it is saved: the commands keep running in this folder."""
     if os.path.dirname(os.path.abspath(path)) != folder:
-        import json
+        from benchsage.spec.emit import string
 
-        text = text.replace("[experiment]\n", f"[experiment]\ncwd = {json.dumps(folder)}\n", 1)
+        text = text.replace("[experiment]\n", f"[experiment]\ncwd = {string(folder)}\n", 1)
     try:
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)

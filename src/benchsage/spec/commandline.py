@@ -13,9 +13,11 @@ import os
 import re
 import shlex
 from dataclasses import dataclass
+from typing import Any
 from decimal import Decimal, InvalidOperation
 
 from benchsage.errors import UsageError
+from benchsage.spec import emit
 
 TIME_NAME = "time"  # the experiment's name: its directory is results/time-<UTC time>
 NAME_WIDTH = 32  # a derived name is cut to this many characters
@@ -185,39 +187,21 @@ def time_spec_text(request: TimeRequest) -> str:
         raise UsageError(f"-p/--prepare given {len(request.prepare)} times for {len(request.commands)} commands: "
                          "give one for all, or one per command")
     prepares = request.prepare * len(request.commands) if len(request.prepare) == 1 else request.prepare
-    lines = ["# benchsage time: the commands of one command line as an experiment (benchsage run FILE draws the same plan)",
-             "[experiment]", f"name = {_string(TIME_NAME)}", f"runs = {request.runs}"]
-    if request.seed is not None:
-        lines.append(f"seed = {request.seed}")
-    if request.timeout is not None:
-        lines.append(f"timeout = {request.timeout!r}")
-    if request.cpus is not None:
-        lines.append(f"cpus = {_string(request.cpus)}")
-    if request.stop is not None:
-        lines.append(f"stop = {_string(request.stop)}")
-    if request.warmup:
-        lines.append(f"warmup = {request.warmup}")
-    if request.no_shell:
-        lines.append('shell = "none"')
-    if request.reset is not None:
-        lines += ["", "[reset]", f"command = {_string(request.reset)}"]
-    if request.setup is not None:
-        lines += ["", "[init]", f"command = {_string(request.setup)}"]
-    if request.cleanup is not None:
-        lines += ["", "[teardown]", f"command = {_string(request.cleanup)}"]
-    for scan in request.scans:
-        lines += ["", "[[sweep]]", f"name = {_string(scan.name)}", f"levels = [{', '.join(_string(v) for v in scan.levels)}]"]
-    for i, (name, command) in enumerate(zip(names, request.commands)):
-        lines += ["", "[[test]]", f"name = {_string(name)}", f"command = {_string(command)}"]
-        if prepares:
-            lines.append(f"prepare = {_string(prepares[i])}")
-    for a, b in claims(request, names):
-        lines += ["", "[[compare]]", f"a = {_string(a)}", f"b = {_string(b)}"]
-    return "\n".join(lines) + "\n"
-
-
-def _string(text: str) -> str:
-    """A TOML basic string: JSON's escapes are TOML's, but for DEL, which TOML does not allow bare."""
-    import json
-
-    return json.dumps(text).replace("\x7f", "\\u007f")
+    experiment = {"name": TIME_NAME, "runs": request.runs, "seed": request.seed, "timeout": request.timeout, "cpus": request.cpus,
+                  "stop": request.stop, "warmup": request.warmup or None, "shell": "none" if request.no_shell else None}
+    doc: dict[str, Any] = {"experiment": {k: v for k, v in experiment.items() if v is not None}}
+    for key, command in (("reset", request.reset), ("init", request.setup), ("teardown", request.cleanup)):
+        if command is not None:
+            doc[key] = {"command": command}
+    if request.scans:
+        doc["sweep"] = [{"name": scan.name, "levels": list(scan.levels)} for scan in request.scans]
+    doc["test"] = [{"name": name, "command": command, **({"prepare": prepares[i]} if prepares else {})}
+                   for i, (name, command) in enumerate(zip(names, request.commands))]
+    pairs = claims(request, names)
+    if pairs:
+        doc["compare"] = [{"a": a, "b": b} for a, b in pairs]
+    try:
+        text = emit.dumps(doc)
+    except ValueError as exc:  # a lone surrogate: bytes that are not UTF-8 in a command
+        raise UsageError(f"time: a command cannot be written down as a spec ({exc})") from None
+    return "# benchsage time: the commands of one command line as an experiment (benchsage run FILE draws the same plan)\n" + text

@@ -116,6 +116,8 @@ def _document(spec: Spec, folder: str) -> dict[str, Any]:
             "rev": _unless(spec.deploy.rev, "HEAD"), "dirty": _unless(spec.deploy.dirty, "refuse")}))
     if spec.init is not None:
         doc["init"] = _init(spec.init, base, folder)
+    if spec.teardown is not None:
+        doc["teardown"] = _init(spec.teardown, base, folder)
     if spec.reset is not None:
         doc["reset"] = _reset(spec.reset, base, folder)
     if spec.workers != (WorkerSpec("local"),):
@@ -162,7 +164,7 @@ def _inherited(spec: Spec, declared: Sequence[TestSpec], folder: str) -> _Inheri
         g = generated[0]
         return _Inherited(dict(g.env), g.cwd, g.timeout, g.cpus, g.metrics)
     parts: list[Any] = [*declared, *(c for c in spec.collectors if c.kind == "command")]
-    parts += [p for p in (spec.reset, spec.init) if p is not None]
+    parts += [p for p in (spec.reset, spec.init, spec.teardown) if p is not None]
     fixed = next((c for c in spec.collectors if c.kind != "command"), None)
     if fixed is not None:
         env, cwd = dict(fixed.env), fixed.cwd
@@ -190,6 +192,7 @@ def _experiment(spec: Spec, base: _Inherited, folder: str) -> dict[str, Any]:
         "timeout": _number(base.timeout),
         "cpus": _cpu_list(base.cpus),
         "cpu_latency": spec.cpu_latency,
+        "warmup": spec.warmup or None,
         "output_limit": _unless(spec.output_limit, DEFAULT_OUTPUT_LIMIT),
         "cwd": _unless(_relative(base.cwd, folder, folder), "."),
         "env": emit.Inline(base.env) if base.env else None,
@@ -209,6 +212,8 @@ def _test(t: TestSpec, base: _Inherited, folder: str) -> dict[str, Any]:
         "cwd": _cwd(t.cwd, base.cwd, folder),
         "env": _env(t.env, base.env),
         "primary": list(t.primary) if t.primary != default_primary else None,
+        "prepare": t.prepare,
+        "shell": None if t.shell else "none",
     })
     if own != base.metrics:
         table["metric"] = [_metric(m) for m in own]  # [] opts out of [experiment]'s [[metric]]s
