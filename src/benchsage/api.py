@@ -182,14 +182,16 @@ def plan(spec_path: Source, *, runs: int | None = None, seed: int | None = None,
 
 
 def carry_out(spec_path: Source, directory: Source, *, runs: int | None = None, seed: int | None = None, quiet: bool = False,
-              ignore_failures: bool = False) -> None:
+              ignore_failures: bool = False, text: str | None = None) -> None:
     """Plan the experiment in `spec_path` (`runs` per arm and `seed`, else the spec's) and carry it
     out into the new experiment directory `directory`, as `benchsage run` does before it
     analyses; progress on stderr unless `quiet`. A test that fails in each of its first trials
-    stops it (errors.TestsFailed, exit status 4) unless `ignore_failures`."""
+    stops it (errors.TestsFailed, exit status 4) unless `ignore_failures`. `text`: the spec's
+    TOML when there is no such file (`benchsage time`: the spec of its command line, placed at
+    `spec_path`, whose folder the tests run in)."""
     from benchsage.spec import load_spec
 
-    spec = load_spec(os.fspath(spec_path))  # a bad spec is said before the planning machinery (scipy) is loaded
+    spec = load_spec(os.fspath(spec_path), text=text)  # a bad spec is said before the planning machinery (scipy) is loaded
     from benchsage.design.experiment import plan_experiment
     from benchsage.execute.session import run_experiment
 

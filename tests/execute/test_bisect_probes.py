@@ -192,3 +192,11 @@ command = "./count"
     probe = load_spec(spec_path, text=probe_spec_text(load_spec(spec_path), "load", arms, str(repo), 7, 11))
     assert [h.dir for _, h in probe.workers[0].roles] == [None, None]
     assert probe.reset is not None and [s.cwd for s in probe.reset.steps] == [str(repo / "srv"), str(repo)]
+
+
+def test_a_command_with_any_unicode_is_written_so_toml_reads_it_back() -> None:
+    """JSON's escapes are not TOML's for characters outside the BMP (surrogate pairs), nor for DEL."""
+    import tomllib
+
+    doc = {"experiment": {"name": "x"}, "test": [{"name": "snake", "command": "echo 🐍 \x7f 'q' \"d\" \\", "env": {"E": "é"}}]}
+    assert tomllib.loads(dumps(doc)) == doc

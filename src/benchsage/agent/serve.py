@@ -57,6 +57,7 @@ class Agent:
                 trial=bool(request.get("trial")),
                 aslr=request.get("aslr"),
                 cwd_pad=int(request.get("cwd_pad") or 0),
+                shell=request.get("shell", True) is not False,
                 environ=self.environ,
                 key=line if request.get("trial") else None,
             )

@@ -16,6 +16,7 @@ and the agent sleeps until the trial ends (or writes output).
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import time
 
@@ -55,10 +56,15 @@ def needs_shell(command: str) -> bool:
     return not words or "=" in words[0] or words[0] in _SHELL_WORDS
 
 
-def plan_spawn(command: str, env: Mapping[str, str]) -> Tuple[str, str, List[str]]:
+def plan_spawn(command: str, env: Mapping[str, str], shell_ok: bool = True) -> Tuple[str, str, List[str]]:
     """How to start `command`: ("exec", path, argv) when it has no shell syntax and its program
-    is found (hyperfine's -N: no shell in the measurement), else ("shell", /bin/sh, argv)."""
+    is found (no shell in the measurement), else ("shell", /bin/sh, argv). Without `shell_ok`
+    (a test's shell = "none", hyperfine's -N) the words split as a shell would are exec'd,
+    whatever they hold; a program that is not found is ("exec", "", argv), which fails to start."""
     shell = (SHELL, SHELL_PATH, [SHELL_PATH, "-c", command])
+    if not shell_ok:
+        words = shlex.split(command)
+        return (EXEC, _which(words[0], env.get("PATH", os.defpath)) or "", words)
     if needs_shell(command):
         return shell
     words = command.split()
@@ -300,8 +306,10 @@ def run_process(
     cwd_pad: int = 0,
     environ: Optional[Mapping[str, str]] = None,
     key: Optional[bytes] = None,
+    shell: bool = True,
 ) -> Dict[str, Any]:
     """Run `command` in its own process group and measure it; never raises for the command.
+    `shell`: False exec's the command's words with no shell (plan_spawn's shell_ok).
 
     Blocks in poll() on the trial's two pipes and its pidfd (no threads, no periodic wakeups).
     With `channel`, the agent's stdin is watched too: if it closes, the trial is killed and
@@ -323,15 +331,17 @@ def run_process(
         bad = [k for k, v in full_env.items() if "\0" in k or "\0" in v or "=" in k]
         if bad:
             return _failed("cannot start %r: environment variable %r is not valid (NUL byte or '=' in its name)" % (command, bad[0]),
-                           time.time(), plan_spawn(command, full_env)[0])
+                           time.time(), plan_spawn(command, full_env, shell)[0])
         if key is not None and not cwd_pad:
             if len(_environments) >= 256:
                 _environments.clear()
             _environments[key] = (cwd, full_env)
     else:
         cwd, full_env = kept
-    how, path, argv = plan_spawn(command, full_env)
+    how, path, argv = plan_spawn(command, full_env, shell)
     started = time.time()
+    if not path:
+        return _failed("cannot start %r: program %r not found (no shell runs it: shell = \"none\")" % (command, argv[0]), started, how)
     control = measurement() if trial else None
     cgroup = control.trial_cgroup() if control is not None else None
     out_r, out_w = os.pipe()

@@ -215,6 +215,7 @@ class AgentWorker:
             "trial": request.trial,
             **({"aslr": request.aslr} if request.aslr is not None else {}),
             **({"cwd_pad": request.cwd_pad} if request.cwd_pad else {}),
+            **({"shell": False} if not request.shell else {}),
         }
         line = (json.dumps(message, separators=(",", ":")) + "\n").encode()
         expect = replies.result(request)

@@ -9,6 +9,7 @@ measures); the journal takes one writer at a time. A worker that is lost stops a
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import threading
@@ -113,6 +114,7 @@ class Runner:
                 cpus=t.cpus,
                 trial=True,
                 role=t.role,
+                shell=t.shell,
             )
             for t in spec.tests
         ]
@@ -131,6 +133,7 @@ class Runner:
         # stop_on_failure: a test that fails in each of its first trials stops the experiment (exit 4)
         self._watch = FailureWatch(journal, [t.name for t in spec.tests], enabled=stop_on_failure)
         self._failing: tuple[Failing, ...] = ()
+        self._prepares: dict[int, tuple[ProcessRequest, ProcessRequest]] = {}  # trial request -> its prepare's
 
     def execute(self) -> None:
         """Run every run not yet done on every worker. Raises ExperimentError (exit 3) when a
@@ -158,7 +161,8 @@ class Runner:
             )
         if self.spec.reset is None and done_runs == 0:
             self.progress.message(
-                "warning: the spec has no [reset]: runs do not start from a clean state, so one run's leftovers can reach the next"
+                "warning: no reset: runs do not start from a clean state, so one run's leftovers can reach the next "
+                "(a [reset] in a spec; --reset CMD with benchsage time)"
             )
         with _signals_as_interrupts(), Threads() as threads:
             try:
@@ -305,6 +309,9 @@ class Runner:
             except InitFailed as exc:
                 self._lost[worker.name] = str(exc)
                 return
+        pending = [run for run in runs if run["status"] not in ("done", "skipped", NOT_NEEDED)]
+        if self.spec.warmup and pending:
+            self._warm_up(worker, pending[0])
         for run in runs:
             if run["status"] in ("done", "skipped", NOT_NEEDED):
                 continue
@@ -345,6 +352,31 @@ class Runner:
             if self._looks is not None:
                 self._looks.run_finished(worker.name, run)
 
+    def _prepare_request(self, request: ProcessRequest, test: TestSpec) -> ProcessRequest:
+        """A test's `prepare`, run before each of its trials as the trial is (its env, cwd, CPUs,
+        treatment), but not measured: no trial of its own, nothing collected."""
+        key = id(request)
+        found = self._prepares.get(key)
+        if found is None or found[0] is not request:
+            assert test.prepare is not None
+            found = self._prepares[key] = (request, dataclasses.replace(request, command=test.prepare, trial=False, collect=(), shell=True))
+        return found[1]
+
+    def _warm_up(self, worker: Any, run: dict[str, Any]) -> None:
+        """`warmup` trials of every test (each after its `prepare`), under the first run's
+        treatment, before the first run of this session on `worker`: not recorded."""
+        tests = self.spec.tests
+        self.progress.message(f"{self._prefix(worker)}warm-up: {self.spec.warmup} trial{'s' if self.spec.warmup != 1 else ''} of each of "
+                              f"the {len(tests)} tests, not recorded")
+        for _ in range(self.spec.warmup):
+            for test_id, test in enumerate(tests):
+                if self._stop.is_set():
+                    return
+                request = self._applier.request(test_id, run.get("treatment"))
+                if test.prepare is not None and not worker.run(self._prepare_request(request, test)).ok:
+                    continue
+                worker.run(request)
+
     def _run_one(self, worker: Any, run: dict[str, Any], number: int) -> None:
         journal, spec = self.journal, self.spec
         attempt_id, attempt = journal.begin_attempt(run["id"], worker.name)
@@ -370,10 +402,15 @@ class Runner:
                 if self._stop.is_set():
                     raise _Stopped()
                 test = spec.tests[test_id]
-                result = worker.run(self._applier.request(test_id, cell))
+                request = self._applier.request(test_id, cell)
+                prepared = worker.run(self._prepare_request(request, test)) if test.prepare is not None else None
+                if prepared is not None and not prepared.ok:  # the trial cannot start from where it should
+                    result, outcome = prepared, TrialOutcome("failed", f"prepare `{test.prepare}` {failure_reason(prepared, test.timeout)}", {})
+                else:
+                    result = worker.run(request)
+                    outcome = classify(test, result)
                 if result.note:
                     self.progress.message(f"{self._prefix(worker)}{result.note}")
-                outcome = classify(test, result)
                 journal.add_trial(_record(run["id"], attempt_id, worker.name, test_id, position, previous, result, outcome, boot))
                 output = output_tail(result.stdout, result.stderr) if outcome.status != OK else None
                 self.progress.trial_done(test.name, outcome.status, _shown(test, result, outcome), outcome.reason, worker=worker.name,

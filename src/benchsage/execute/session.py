@@ -18,6 +18,7 @@ from benchsage.execute.allocate import Allocation, Held
 from benchsage.execute.create import create_experiment, is_private, make_directory
 from benchsage.execute.deploy import DeploySource, check_resumable, deploy_fleet, read_source
 from benchsage.execute.fleet import check_cpus, close_all, connect_all, make_workers
+from benchsage.execute.init import tear_down
 from benchsage.execute.progress import Progress, make_progress
 from benchsage.execute.runner import Runner, signals_as_interrupts
 from benchsage.execute.treatments import check_wrappers
@@ -69,7 +70,10 @@ def start(spec: Spec, plan: ExperimentPlan, directory: str, *, quiet: bool = Fal
         try:
             Runner(spec, journal, workers, progress, stop_on_failure=stop_on_failure).execute()
         finally:
-            journal.close()
+            try:
+                tear_down(spec.teardown, workers, progress.message)
+            finally:
+                journal.close()
     finally:
         close_all(workers)
 
@@ -106,7 +110,10 @@ def resume(directory: str, *, quiet: bool = False, redeploy: bool = False, progr
                 check_wrappers(spec, workers)
                 for done in deploy_fleet(spec, workers, source, verified=journal.deploys(), redeploy=redeploy):
                     journal.record_deploy(done.record())
-                Runner(spec, journal, workers, progress, reinitialize=redeploy, stop_on_failure=stop_on_failure).execute()
+                try:
+                    Runner(spec, journal, workers, progress, reinitialize=redeploy, stop_on_failure=stop_on_failure).execute()
+                finally:
+                    tear_down(spec.teardown, workers, progress.message)
             finally:
                 close_all(workers)
     finally:

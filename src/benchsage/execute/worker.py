@@ -30,6 +30,7 @@ class ProcessRequest:
     aslr: bool | None = None  # address-space randomisation on/off for the command (personality); None: unchanged
     cwd_pad: int = 0  # run in a real directory whose path is this many bytes longer than cwd (agent/spawn.py: padded_cwd)
     role: str | None = None  # a worker with roles: the role whose host runs it (EVERY_ROLE: each in turn); None: the tests' role
+    shell: bool = True  # False: exec the command's words split as a shell would, never a shell (the test's shell = "none")
 
 
 @dataclass(frozen=True)

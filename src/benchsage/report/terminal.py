@@ -621,3 +621,13 @@ def render_analysis(analysis: Analysis, console: Console, *, everything: bool = 
         if everything:
             _diagnostics(analysis.diagnostics, console, st)
     _warnings(analysis, console, st, everything)
+
+
+def make_styles(console: Console) -> _Styles:
+    """The styles a view shows on `console` (none off a colour terminal)."""
+    return _styles(console)
+
+
+def curves_section(analysis: Analysis, console: Console) -> None:
+    """The response curves of a swept experiment (the section render_analysis prints)."""
+    _curves(analysis, console, _styles(console))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import tomllib
 from dataclasses import dataclass
@@ -29,15 +30,16 @@ DEFAULT_RESET_TIMEOUT = 60.0
 GENERATOR_TIMEOUT = 60.0
 
 _EXPERIMENT_KEYS = {"name", "runs", "seed", "alpha", "correction", "timeout", "env", "cwd", "output_limit", "cpus", "random_orders",
-                   "stop", "looks", "min_effect", "decide", "cpu_latency"}
-_TEST_KEYS = {"name", "command", "timeout", "env", "cwd", "metric", "cpus", "output", "primary", "role"}
+                   "stop", "looks", "min_effect", "decide", "cpu_latency", "warmup", "prepare", "shell"}
+_TEST_KEYS = {"name", "command", "timeout", "env", "cwd", "metric", "cpus", "output", "primary", "role", "prepare", "shell"}
+SHELLS = ("sh", "none")  # `shell`: /bin/sh -c where the command needs it (the default), or none (exec its words)
 _METRIC_KEYS = {"name", "regex", "json", "file", "line", "unit", "better"}
 _RESET_KEYS = {"command", "timeout", "env", "cwd", "kind", "step"}
 _GENERATOR_KEYS = {"command", "timeout"}
 DEFAULT_REBOOT_COMMAND = "sudo reboot"
 DEFAULT_REBOOT_TIMEOUT = 900.0
 _TOP_KEYS = {"experiment", "reset", "test", "metric", "generator", "worker", "context", "observer", "factor", "compare", "collector",
-             "sweep", "deploy", "init"}
+             "sweep", "deploy", "init", "teardown"}
 
 
 def _metrics(w: fields.Where, where: str, items: Any) -> tuple[MetricSpec, ...]:
@@ -128,6 +130,8 @@ class _Defaults:
     cwd: str
     metrics: tuple[MetricSpec, ...]
     cpus: tuple[int, ...] | None
+    prepare: str | None = None
+    shell: bool = True
 
 
 def load_spec(
@@ -160,6 +164,8 @@ def load_spec(
         cwd=fields.cwd(w, "[experiment]", exp, folder),
         metrics=_metrics(w, "", doc.get("metric")),
         cpus=fields.cpus(w, "[experiment]", exp, None),
+        prepare=fields.string(w, "[experiment]", exp, "prepare"),
+        shell=_shell(w, "[experiment]", exp, True),
     )
     sweeps = parse_sweeps(w, doc.get("sweep"))
     tests = expand_sweeps(w, sweeps, _tests(w, doc.get("test", []), defaults))
@@ -197,6 +203,7 @@ def load_spec(
         sweeps=sweeps,
         deploy=parse_deploy(w, doc.get("deploy"), workers),
         init=parse_init(w, doc.get("init"), defaults.cwd, defaults.env, workers[0].role_names),
+        teardown=parse_init(w, doc.get("teardown"), defaults.cwd, defaults.env, workers[0].role_names, key="teardown"),
         **settings,
     )
 
@@ -222,7 +229,9 @@ def _settings(w: fields.Where, exp: Mapping[str, Any]) -> dict[str, Any]:
     stop, looks, min_effect, decide = _stopping(w, exp, runs)
     output_limit = fields.integer(w, "[experiment]", exp, "output_limit", DEFAULT_OUTPUT_LIMIT, minimum=1024)
     cpu_latency = fields.integer(w, "[experiment]", exp, "cpu_latency", None, minimum=0)
+    warmup = fields.integer(w, "[experiment]", exp, "warmup", 0, minimum=0)
     return {
+        "warmup": int(warmup or 0),
         "name": name,
         "runs": runs,
         "seed": seed,
@@ -267,9 +276,33 @@ def _tests(w: fields.Where, items: Any, defaults: _Defaults) -> list[TestSpec]:
                 role=fields.string(w, here, item, "role"),
                 output=output,
                 primary=outputs.primary(w, here, item, metrics, default_primary),
+                prepare=fields.string(w, here, item, "prepare", default=defaults.prepare),
+                shell=_command_shell(w, here, command, _shell(w, here, item, defaults.shell)),
             )
         )
     return tests
+
+
+def _shell(w: fields.Where, here: str, table: Mapping[str, Any], default: bool) -> bool:
+    """`shell`: "sh" (True: /bin/sh -c where the command needs it) or "none" (False)."""
+    value = fields.string(w, here, table, "shell")
+    if value is None:
+        return default
+    if value not in SHELLS:
+        raise w.error(here, f"key 'shell' must be \"sh\" or \"none\", got {value!r}")
+    return value == "sh"
+
+
+def _command_shell(w: fields.Where, here: str, command: str, shell: bool) -> bool:
+    """A command run with no shell must split into words as a shell would (quotes closed)."""
+    if not shell:
+        try:
+            words = shlex.split(command)
+        except ValueError as exc:
+            raise w.error(here, f"shell = \"none\": the command cannot be split into words ({exc}): {command!r}") from None
+        if not words:
+            raise w.error(here, "shell = \"none\": the command has no words")
+    return shell
 
 
 def _check_names(w: fields.Where, tests: list[TestSpec]) -> list[str]:

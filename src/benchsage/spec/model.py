@@ -146,6 +146,11 @@ class TestSpec:
     output: str | None = None  # the output parser of the test's tool (parsers.PARSERS), whose metrics are in `metrics`
     primary: tuple[str, ...] = ()  # the correction family as chosen (`primary`, or the parser's defaults); () for the rule below
     sweep: tuple[tuple[str, str], ...] = ()  # an expanded test's (sweep, level), in the sweeps' declared order
+    prepare: str | None = None  # run before each of its trials, untimed and unrecorded (hyperfine's -p); in the test's cwd and env
+    shell: bool = True  # False: the command's words, split as a shell would, are exec'd with no shell (hyperfine's -N)
+    # An expanded test's [[test]] as declared, {NAME} not yet replaced (spec/sweeps.py): what a
+    # spec writer puts back (spec/write.py), since a level cannot be told apart from the text around it.
+    declared: TestSpec | None = None
 
     @property
     def base_name(self) -> str:
@@ -304,6 +309,8 @@ class Spec:
     collectors: tuple[CollectorSpec, ...] = ()  # measured on role hosts during every trial (roles.py)
     deploy: DeploySpec | None = None  # [deploy]: shipped to every worker's dir before anything runs (deploy.py)
     init: InitSpec | None = None  # [init]: once per worker before its first run (provision.py)
+    teardown: InitSpec | None = None  # [teardown]: once per worker after its last run, whatever happened (provision.py)
+    warmup: int = 0  # trials of every test on each worker before its first run of a session, not recorded
 
     @property
     def roles(self) -> tuple[str, ...]:

@@ -1,4 +1,5 @@
-"""Provisioning in the spec: `[init]` (once per worker before its first run) and the keys of a
+"""Provisioning in the spec: `[init]` (once per worker before its first run), `[teardown]`
+(once per worker after its last run, whatever happened) and the keys of a
 `[[worker]]` that is allocated when the experiment runs (`nodes` from Slurm, or the user's
 `allocate`/`release` commands) instead of naming its host.
 
@@ -20,19 +21,21 @@ SLURM_ALLOCATION_KEYS = {"nodes", "partition", "constraint", "time"}
 COMMAND_ALLOCATION_KEYS = {"allocate", "release"}
 
 
-def parse_init(w: fields.Where, doc: Any, cwd: str, env: Mapping[str, str], roles: tuple[str, ...]) -> InitSpec | None:
+def parse_init(w: fields.Where, doc: Any, cwd: str, env: Mapping[str, str], roles: tuple[str, ...], key: str = "init") -> InitSpec | None:
+    """[init] (or, with key "teardown", [teardown]): a command, its timeout, cwd, env and role."""
     if doc is None:
         return None
+    here = f"[{key}]"
     if not isinstance(doc, dict):
-        raise w.error("", f"'init' must be a table ([init]), got {fields.type_name(doc)}")
-    fields.check_keys(w, "[init]", doc, _INIT_KEYS)
-    command = fields.string(w, "[init]", doc, "command", required=True) or ""
-    role = fields.string(w, "[init]", doc, "role")
+        raise w.error("", f"'{key}' must be a table ({here}), got {fields.type_name(doc)}")
+    fields.check_keys(w, here, doc, _INIT_KEYS)
+    command = fields.string(w, here, doc, "command", required=True) or ""
+    role = fields.string(w, here, doc, "role")
     if role is not None and role not in roles:
         known = f"the workers' roles are {', '.join(roles)}" if roles else "the workers have no roles"
-        raise w.error("[init]", f"key 'role' names no role of the workers: {role!r} ({known})")
-    return InitSpec(command=command, timeout=fields.number(w, "[init]", doc, "timeout", DEFAULT_INIT_TIMEOUT) or DEFAULT_INIT_TIMEOUT,
-                    cwd=fields.cwd(w, "[init]", doc, cwd), env=fields.env(w, "[init]", doc, env), role=role)
+        raise w.error(here, f"key 'role' names no role of the workers: {role!r} ({known})")
+    return InitSpec(command=command, timeout=fields.number(w, here, doc, "timeout", DEFAULT_INIT_TIMEOUT) or DEFAULT_INIT_TIMEOUT,
+                    cwd=fields.cwd(w, here, doc, cwd), env=fields.env(w, here, doc, env), role=role)
 
 
 def allocation_fields(w: fields.Where, here: str, item: Mapping[str, Any], kind: str) -> dict[str, Any]:

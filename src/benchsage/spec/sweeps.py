@@ -100,6 +100,7 @@ def _named(w: fields.Where, here: str, test: TestSpec, sweeps: dict[str, SweepSp
     """The sweeps a test names; an unknown {word} close to a sweep's name is an error naming the key."""
     named: set[str] = set()
     texts = [("command", test.command), ("cwd", test.cwd)] + [(f"env.{k}", v) for k, v in test.env.items()]
+    texts += [("prepare", test.prepare)] if test.prepare is not None else []
     for key, text in texts:
         for word in _PLACEHOLDER.findall(text):
             if word in sweeps:
@@ -125,7 +126,9 @@ def _substituted(test: TestSpec, combo: tuple[tuple[str, str], ...]) -> TestSpec
         test,
         name=f"{test.name}[{','.join(f'{name}={level}' for name, level in combo)}]",
         command=put(test.command, shlex.quote),
+        prepare=put(test.prepare, shlex.quote) if test.prepare is not None else None,
         env={k: put(v, same) for k, v in test.env.items()},
         cwd=os.path.normpath(put(test.cwd, same)),
         sweep=combo,
+        declared=test,
     )

@@ -12,7 +12,6 @@ never run again.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 import shutil
@@ -31,7 +30,7 @@ from benchsage.execute.bisect import ship
 from benchsage.execute.deploy import DeploySource
 from benchsage.execute.progress import Progress, QuietProgress
 from benchsage.execute.session import resume, start
-from benchsage.spec import Spec, TestSpec, load_spec
+from benchsage.spec import Spec, TestSpec, emit, load_spec
 from benchsage.store.journal import Journal, journal_path
 from benchsage.vocabulary import DONE, RANDOM
 
@@ -216,35 +215,5 @@ def read_values(directory: str, metric: str, tests: int) -> tuple[np.ndarray, tu
 
 
 def dumps(doc: dict[str, Any]) -> str:
-    """TOML for a parsed spec: tables and arrays of tables at the top, inline values below."""
-    lines: list[str] = []
-    for key, value in doc.items():
-        if isinstance(value, dict):
-            lines.append(f"[{_key(key)}]")
-            lines += [f"{_key(k)} = {_value(v)}" for k, v in value.items()]
-        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-            for item in value:
-                lines.append(f"[[{_key(key)}]]")
-                lines += [f"{_key(k)} = {_value(v)}" for k, v in item.items()]
-        else:
-            lines.insert(0, f"{_key(key)} = {_value(value)}")
-        lines.append("")
-    return "\n".join(lines)
-
-
-def _key(key: str) -> str:
-    return json.dumps(key)
-
-
-def _value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, str):
-        return json.dumps(v)
-    if isinstance(v, list):
-        return "[" + ", ".join(_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{" + ", ".join(f"{_key(k)} = {_value(x)}" for k, x in v.items()) + "}"
-    raise TypeError(f"cannot write {type(v).__name__} as TOML")
+    """TOML for a parsed spec (the one emitter: spec/emit.py; any Unicode a command holds)."""
+    return emit.dumps(doc)

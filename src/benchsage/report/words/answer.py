@@ -10,6 +10,7 @@ colour it by), never a style.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 from benchsage.analyze.treatments import ComparisonRow
 from benchsage.analyze.verdict import Analysis
@@ -36,17 +37,25 @@ class Line:
 
 
 def answer(analysis: Analysis) -> list[Line]:
-    """The one-screen answer of an analysis."""
+    """The one-screen answer of an analysis: the failures, the order verdict and the tests whose
+    order matters, the claims, how it was decided."""
+    return [*failure_lines(analysis), *order_lines(analysis), *claim_lines(analysis), how_line(analysis)]
+
+
+def failure_lines(analysis: Analysis) -> list[Line]:
+    """The tests that failed, each with its reason and its output's last line; none when none did."""
     s = analysis.summary
-    lines: list[Line] = []
+    if not s.failed:
+        return []
+    return [Line(failures_sentence(s.failed), FAILED), *(Line(failed_text(f), FAILED, 1) for f in s.failed)]
+
+
+def order_lines(analysis: Analysis) -> list[Line]:
+    """The order verdict, then each test whose order matters with the size of its effect and
+    where it comes from."""
+    s = analysis.summary
     order = order_sentence(analysis, s).rstrip(".") + "."
-    order_tone = EFFECT if s.significant else (NONE if s.bounded and not s.blind else CAUTION)
-    if s.failed:
-        lines.append(Line(failures_sentence(s.failed), FAILED))
-        lines.extend(Line(failed_text(f), FAILED, 1) for f in s.failed)
-        lines.append(Line(order, order_tone))
-    else:
-        lines.append(Line(order, order_tone))
+    lines = [Line(order, EFFECT if s.significant else (NONE if s.bounded and not s.blind else CAUTION))]
     for v in s.significant[:MAX_TESTS]:
         size = effect_text(v)
         text = f"{name_of(v, s.several_metrics)}: {size or 'differs between the orders'}"
@@ -56,13 +65,18 @@ def answer(analysis: Analysis) -> list[Line]:
         lines.append(Line(text, EFFECT, 1))
     if len(s.significant) > MAX_TESTS:
         lines.append(Line(f"and {len(s.significant) - MAX_TESTS} more (the table below)", EFFECT, 1))
-    for row in analysis.comparisons or ():
+    return lines
+
+
+def claim_lines(analysis: Analysis, rows: Sequence[ComparisonRow] | None = None) -> list[Line]:
+    """Each declared claim answered (`rows`: these of them; default all), a flip's contexts under it."""
+    lines = []
+    for row in analysis.comparisons or () if rows is None else rows:
         flips = row.contexts is not None and row.contexts.flips
         lines.append(Line(comparison_sentence(row), EFFECT if flips else (NONE if row.better else PLAIN)))
         against = _against(row) if flips else None
         if against:
             lines.append(Line(against, EFFECT, 1))
-    lines.append(Line(_how(analysis), DIM))
     return lines
 
 
@@ -85,11 +99,11 @@ def _against(row: ComparisonRow) -> str | None:
     return f"{loser} is better in: {names}{more}"
 
 
-def _how(analysis: Analysis) -> str:
+def how_line(analysis: Analysis) -> Line:
     """How it was decided, and what the effects' intervals are."""
     text = method(analysis)
     levels = {v.shift_level for v in analysis.tests if v.primary and v.shift_level is not None}
     if levels:
         level = max(levels)
         text += f"; effects: Hodges-Lehmann fixed/random, {level * 100:.4g}% intervals (the corrected level)"
-    return text + "."
+    return Line(text + ".", DIM)

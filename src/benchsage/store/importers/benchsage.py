@@ -259,6 +259,7 @@ def _provenance(journal: Journal, directory: str, meta: dict[str, Any], runs: li
         "tool_version": meta.get("tool_version"),
         "created": meta.get("created"),
         "reset": meta.get("reset"),
+        "commands": {t["name"]: t["command"] for t in journal.tests()},  # what each test ran (hyperfine's "command")
         "plan": [{"run": r["id"], "arm": r["arm"], "order": [test_names[i] for i in r["order"]], "status": r["status"]} for r in runs],
         "run_starts": {r: a["started"] for r, a in done_attempts.items()},
         "snapshots": {r: a["snapshot"] for r, a in done_attempts.items() if a["snapshot"]},

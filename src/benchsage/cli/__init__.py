@@ -14,7 +14,9 @@ from typing import Any, Callable, Sequence
 
 import click
 
-from benchsage.errors import EXIT_BAD_INPUT, EXIT_EFFECT, EXIT_OK, EXIT_TESTS_FAILED, BenchsageError, UsageError
+from benchsage.cli.time import time_command
+from benchsage.cli.common import PROGRAM, all_option, exit_for, failure_option, finish, print_analysis, report_option, stopped_by_failures
+from benchsage.errors import EXIT_BAD_INPUT, EXIT_OK, BenchsageError, UsageError
 from benchsage.vocabulary import VERSION
 
 _FORMATS = click.Choice(["auto", "benchsage", "tidy", "ordersage"])
@@ -86,19 +88,6 @@ def _treatments(claims: Sequence[tuple[str, str, str | None]], compare_method: s
     return TreatmentOptions(tuple(CompareRequest(*c) for c in claims), compare_method, ratio_ci)
 
 
-def _print_analysis(analysis: Any, as_json: bool, extra: dict[str, Any] | None = None, everything: bool = False) -> None:
-    if as_json:
-        # Indented for a person at a terminal; compact when piped, where the diagnostics of a
-        # large experiment would otherwise add megabytes of whitespace.
-        from benchsage.report.json import analysis_json_text
-
-        click.echo(analysis_json_text(analysis, extra, indent=2 if sys.stdout.isatty() else None))
-        return
-    from benchsage.report.terminal import make_console, render_analysis
-
-    render_analysis(analysis, make_console(), everything=everything)
-
-
 def _analyze(sources: Sequence[str], fmt: str, options: Any, treatments: Any) -> tuple[Any, Any]:
     """Load and analyse, tuned for a process that exits afterwards (benchsage._runtime): the
     data is read while the analysis's own imports load in the background."""
@@ -108,42 +97,6 @@ def _analyze(sources: Sequence[str], fmt: str, options: Any, treatments: Any) ->
     from benchsage.api import analyze_sources
 
     return analyze_sources(list(sources), format=fmt, options=options, treatments=treatments)
-
-
-def _exit_for(analysis: Any, fail_on_effect: bool, ignore_failures: bool = False) -> None:
-    if analysis.tests_failed and not ignore_failures:
-        status = EXIT_TESTS_FAILED
-    else:
-        status = EXIT_EFFECT if fail_on_effect and analysis.order_matters else EXIT_OK
-    if _as_program:
-        # Everything is printed: leave without tearing down the interpreter, whose freeing of a
-        # large analysis's objects took 50 ms of the paper-scale benchmark's 1.5 s.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(status)
-    sys.exit(status)
-
-
-_as_program = False  # main() runs as the `benchsage` program (not called from Python)
-
-
-def _all_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--all", "everything", is_flag=True,
-                        help="Print everything: the paper-style tables, the metrics outside the primary family, "
-                             "every diagnostic and every warning in full (the JSON always has them).")(func)
-
-
-def _failure_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("-i", "--ignore-failures", "--ignore-failure", "ignore_failures", is_flag=True,
-                        help="Tests whose trials fail do not stop the experiment nor change the exit status "
-                             "(by default a test that fails in each of its first 2 trials stops it, and a test with "
-                             "no successful trial or failing in more than half of them exits 4).")(func)
-
-
-def _report_option(func: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--report/--no-report", default=lambda: os.environ.get("BENCHSAGE_REPORT", "1").strip().lower() not in ("0", "no", "off", "false"),
-                        show_default="yes, unless BENCHSAGE_REPORT=0",
-                        help="Write the HTML report to DIR/report.html and print its path last.")(func)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -160,17 +113,17 @@ def cli() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the analysis as JSON on stdout (progress stays on stderr).")
 @click.option("--quiet", is_flag=True, help="No progress output.")
 @click.option("--fail-on-effect", is_flag=True, help="Exit 1 when an order effect is found.")
-@_failure_option
-@_report_option
-@_all_option
+@failure_option
+@report_option
+@all_option
 def run(spec: str, directory: str | None, runs: int | None, seed: int | None, as_json: bool, quiet: bool, fail_on_effect: bool,
         ignore_failures: bool, report: bool, everything: bool) -> None:
     """Plan and execute the experiment in SPEC, then analyze it and write DIR/report.html."""
     from benchsage.api import carry_out
 
     directory = directory or _default_directory(spec)
-    _stopped_by_failures(lambda: carry_out(spec, directory, runs=runs, seed=seed, quiet=quiet, ignore_failures=ignore_failures))
-    _finish(directory, as_json, fail_on_effect, ignore_failures, report, everything)
+    stopped_by_failures(lambda: carry_out(spec, directory, runs=runs, seed=seed, quiet=quiet, ignore_failures=ignore_failures))
+    finish(directory, as_json, fail_on_effect, ignore_failures, report, everything)
 
 
 @cli.command()
@@ -179,9 +132,9 @@ def run(spec: str, directory: str | None, runs: int | None, seed: int | None, as
 @click.option("--quiet", is_flag=True, help="No progress output.")
 @click.option("--fail-on-effect", is_flag=True, help="Exit 1 when an order effect is found.")
 @click.option("--redeploy", is_flag=True, help="Deploy [deploy] to every worker again, also where it was verified before, and run [init] again.")
-@_failure_option
-@_report_option
-@_all_option
+@failure_option
+@report_option
+@all_option
 def resume(directory: str, as_json: bool, quiet: bool, fail_on_effect: bool, redeploy: bool, ignore_failures: bool, report: bool,
            everything: bool) -> None:
     """Finish an interrupted experiment: redo the interrupted run from its reset, then the rest."""
@@ -192,8 +145,8 @@ def resume(directory: str, as_json: bool, quiet: bool, fail_on_effect: bool, red
         _bisect_finish(resume_bisect(directory, quiet=quiet), directory, as_json)
     from benchsage.execute.session import resume as resume_experiment
 
-    _stopped_by_failures(lambda: resume_experiment(directory, quiet=quiet, redeploy=redeploy, stop_on_failure=not ignore_failures))
-    _finish(directory, as_json, fail_on_effect, ignore_failures, report, everything)
+    stopped_by_failures(lambda: resume_experiment(directory, quiet=quiet, redeploy=redeploy, stop_on_failure=not ignore_failures))
+    finish(directory, as_json, fail_on_effect, ignore_failures, report, everything)
 
 
 @cli.command()
@@ -280,40 +233,6 @@ def release(directory: str, yes: bool) -> None:
         click.echo(line)
 
 
-def _stopped_by_failures(carry_out: Callable[[], None]) -> None:
-    """Carry the experiment out; a test that failed in each of its first trials stopped it: say
-    so, and go on to the analysis, which names the test first (exit status 4)."""
-    from benchsage.errors import TestsFailed
-
-    try:
-        carry_out()
-    except TestsFailed as exc:
-        click.echo(f"benchsage: {exc}", err=True)
-
-
-def _finish(directory: str, as_json: bool, fail_on_effect: bool, ignore_failures: bool = False, report: bool = True,
-            everything: bool = False) -> None:
-    """Analyse the experiment in `directory`, write its report (DIR/report.html) and print both:
-    the analysis, then the report's path, last."""
-    from benchsage.api import analyze_sources
-
-    analysis, table = analyze_sources([directory], format="benchsage")
-    page = os.path.join(directory, REPORT_NAME) if report else None
-    if not as_json:
-        click.echo(f"Experiment directory: {directory}")
-    _print_analysis(analysis, as_json, {"directory": directory, "report": page}, everything)
-    if page is not None:
-        from benchsage.report.html import write_report
-        from benchsage.store.modes import FILE_MODE
-
-        write_report(analysis, table, page, mode=FILE_MODE)
-        click.echo(f"Report: {page}", err=as_json)
-    _exit_for(analysis, fail_on_effect, ignore_failures)
-
-
-REPORT_NAME = "report.html"  # the report `run` and `resume` write into the experiment directory
-
-
 def _default_directory(spec_path: str) -> str:
     from benchsage.spec import load_spec
 
@@ -356,8 +275,8 @@ def plan(spec: str, runs: int | None, seed: int | None, as_json: bool, pilot: st
 @click.option("--json", "as_json", is_flag=True, help="Print the analysis as JSON.")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=str), default=None, help="Also write the per-test table as CSV to this file.")
 @click.option("--fail-on-effect", is_flag=True, help="Exit 1 when an order effect is found.")
-@_failure_option
-@_all_option
+@failure_option
+@all_option
 def analyze(sources: Sequence[str], fmt: str, alpha: float | None, correction: str | None, ci_method: str, ci_level: float,
             ci_case_rule: str, no_diagnostics: bool, claims: Sequence[tuple[str, str, str | None]], compare_method: str, ratio_ci: str,
             as_json: bool, csv_path: str | None, fail_on_effect: bool, ignore_failures: bool, everything: bool) -> None:
@@ -373,8 +292,8 @@ def analyze(sources: Sequence[str], fmt: str, alpha: float | None, correction: s
         from benchsage.report.csvout import write_analysis_csv
 
         write_analysis_csv(analysis, csv_path)
-    _print_analysis(analysis, as_json, everything=everything)
-    _exit_for(analysis, fail_on_effect, ignore_failures)
+    print_analysis(analysis, as_json, everything=everything)
+    exit_for(analysis, fail_on_effect, ignore_failures)
 
 
 @cli.command()
@@ -444,9 +363,11 @@ def env(as_json: bool) -> None:
     render_env(readings, make_console(), measurement)
 
 
+cli.add_command(time_command)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    global _as_program
-    _as_program = argv is None
+    PROGRAM.running = argv is None
     try:
         status = cli.main(args=list(argv) if argv is not None else None, prog_name="benchsage", standalone_mode=False)
     except (click.exceptions.Abort, KeyboardInterrupt):
