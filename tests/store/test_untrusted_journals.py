@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
 import tempfile
-import threading
 from pathlib import Path
 from typing import Callable
 
@@ -180,30 +179,42 @@ DAMAGES: dict[str, tuple[Callable[[Path], None], str]] = {
 HANGS_TODAY = {"the trials table is an endless recursive view"}  # read in a child only, with a timeout
 
 
+# Starts `benchsage ARGS` as its own child and waits for it alone: the peak RSS wait4 gives is
+# that child's from its start. Started from the test's process instead (fork, or vfork then
+# exec), it would begin at the pytest worker's peak, several hundred MiB, which exec carries over.
+LAUNCHER = """
+import os, resource, signal, sys
+limit, seconds, usage = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+pid = os.fork()
+if pid == 0:
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    signal.alarm(seconds)  # kept across exec: SIGALRM ends benchsage after that long
+    os.execv(sys.executable, [sys.executable, "-m", "benchsage", *sys.argv[4:]])
+_, status, rusage = os.wait4(pid, 0)
+with open(usage, "w") as f:
+    f.write(f"{status} {rusage.ru_maxrss}")
+"""
+CHILD_SECONDS = 60
+
+
 def _child(args: list[str], tmp: Path) -> tuple[subprocess.CompletedProcess, float]:
     """`benchsage ARGS` in a child with its own empty temporary folder and no file beyond
-    FILE_LIMIT, killed after 60 s; its result and its peak RSS in MiB (wait4 on it alone)."""
+    FILE_LIMIT, ended by SIGALRM after 60 s; its result and its peak RSS in MiB."""
     temp = tmp / "child-tmp"
     temp.mkdir(exist_ok=True)
-
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_LIMIT, FILE_LIMIT))
-
+    usage = tmp / "child-usage"
     env = {**os.environ, "TMPDIR": str(temp), "SQLITE_TMPDIR": str(temp)}
     with open(tmp / "out", "w+b") as out, open(tmp / "err", "w+b") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "benchsage", *args], stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env,
-                                preexec_fn=limit, cwd=tmp)
-        killer = threading.Timer(60, proc.kill)
-        killer.start()
-        _, status, usage = os.wait4(proc.pid, 0)
-        killer.cancel()
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        assert killer.finished.is_set() is False or proc.returncode != -9, f"benchsage {' '.join(args)} did not end within 60 s"
+        subprocess.run([sys.executable, "-c", LAUNCHER, str(FILE_LIMIT), str(CHILD_SECONDS), str(usage), *args], stdout=out, stderr=err,
+                       stdin=subprocess.DEVNULL, env=env, cwd=tmp, check=True)
+        status, maxrss = (int(v) for v in usage.read_text().split())
+        returncode = os.waitstatus_to_exitcode(status)
+        assert returncode != -signal.SIGALRM, f"benchsage {' '.join(args)} did not end within {CHILD_SECONDS} s"
         out.seek(0)
         err.seek(0)
-        result = subprocess.CompletedProcess(args, proc.returncode, out.read().decode(), err.read().decode("utf-8", "replace"))
+        result = subprocess.CompletedProcess(args, returncode, out.read().decode(), err.read().decode("utf-8", "replace"))
     assert not any(temp.iterdir()), f"left in the temporary folder: {sorted(p.name for p in temp.iterdir())}"
-    return result, usage.ru_maxrss / 1024
+    return result, maxrss / 1024
 
 
 def _one_line(stderr: str, fragment: str) -> str:
