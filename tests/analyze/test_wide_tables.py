@@ -11,9 +11,9 @@ the dense one it replaces wherever both apply.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +27,9 @@ from benchsage.api import analyze_sources, analyze_tidy_file
 from benchsage.errors import DataError
 from benchsage.report.json import analysis_json_text
 from benchsage.store.importers.tidy import read_tidy
+
+sys.path.insert(0, str(Path(__file__).parents[1]))
+from childpeak import measured, outcome  # noqa: E402
 
 MEMORY_LIMIT_MIB = 400
 
@@ -52,13 +55,14 @@ def _wide(path: Path, tests: int, *, runs: bool = False, workers: int = 1, seed:
 
 
 def _peak(code: str, *args: str) -> tuple[str, float]:
-    """Run Python `code` in a child; its stdout and its own peak RSS in MiB (wait4 on it alone)."""
-    with open(os.devnull, "w") as null:
-        proc = subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE, stderr=null, stdin=subprocess.DEVNULL)
-        out = proc.stdout.read()  # type: ignore[union-attr]
-        _, status, usage = os.wait4(proc.pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
-    return out.decode(), usage.ru_maxrss / 1024
+    """Run Python `code` in a child; its stdout and its own peak RSS in MiB (tests/childpeak.py)."""
+    with tempfile.TemporaryDirectory() as folder:
+        usage = Path(folder) / "usage"
+        done = subprocess.run(measured([sys.executable, "-c", code, *args], usage), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              stdin=subprocess.DEVNULL)
+        status, peak = outcome(usage)
+    assert status == 0
+    return done.stdout.decode(), peak / 1024
 
 
 def _check_rows(doc: dict, values: dict[str, tuple[list[float], list[float]]]) -> None:

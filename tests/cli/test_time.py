@@ -47,7 +47,7 @@ def test_two_commands_answer_which_is_faster_and_whether_the_order_mattered(tmp_
 
 
 def test_a_parameter_scan_is_a_sweep_with_its_curve(tmp_path: Path) -> None:
-    done = bench("time", "sleep 0.00{n}", "-P", "n", "1", "3", "-r", "5", "-o", "out", "--json", "--no-report", "--quiet", cwd=tmp_path)
+    done = bench("time", "sleep 0.0{n}", "-P", "n", "1", "3", "-r", "5", "-o", "out", "--json", "--no-report", "--quiet", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
     assert [t["test"] for t in doc["tests"] if t["primary"]] == ["sleep[n=1]", "sleep[n=2]", "sleep[n=3]"]

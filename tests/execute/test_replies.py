@@ -7,13 +7,15 @@ the run exits 3 without a traceback, and what was measured before the bad reply 
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[1]))
+from childpeak import measured, outcome  # noqa: E402
 
 EVIL = Path(__file__).with_name("evil_agent.py")
 PYTHON = sys.executable
@@ -56,10 +58,12 @@ TRIALS = 2  # per run
 
 
 def start(tmp_path: Path, *evil: str, pinned: str = "") -> subprocess.Popen:
+    """`benchsage run` with the evil worker doing `evil`; its own peak RSS is recorded for
+    `peak_rss_kib` (tests/childpeak.py)."""
     transport = json.dumps([PYTHON, str(EVIL), *evil, "--"])
     (tmp_path / "spec.toml").write_text(SPEC.format(transport=transport, pinned=pinned))
-    return subprocess.Popen([sys.executable, "-m", "benchsage", "run", "spec.toml", "-o", "out", "--quiet"], cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    command = measured([sys.executable, "-m", "benchsage", "run", "spec.toml", "-o", "out", "--quiet"], tmp_path / "usage")
+    return subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
 
 
 def experiment(tmp_path: Path, *evil: str, pinned: str = "") -> tuple[int, str]:
@@ -152,12 +156,10 @@ def test_a_hello_with_text_where_a_list_of_cpus_belongs(tmp_path: Path) -> None:
                     "list of CPU numbers; nothing ran"), line
 
 
-def peak_rss_kib(proc: subprocess.Popen) -> int:
-    """The peak RSS of the controller (it and what it waited for), from wait4 on it alone: the
-    rusage of this process's other children (RUSAGE_CHILDREN) would count every earlier test's."""
-    _, _, usage = os.wait4(proc.pid, 0)
-    proc.returncode = 3  # reaped here; communicate() only reads what is left
-    return usage.ru_maxrss
+def peak_rss_kib(proc: subprocess.Popen, tmp_path: Path) -> int:
+    """The peak RSS of the controller `start` began (it and what it waited for), once it ended."""
+    proc.wait(timeout=300)
+    return outcome(tmp_path / "usage")[1]
 
 
 def test_a_hello_without_end_is_cut_at_its_cap_in_bounded_memory(tmp_path: Path) -> None:
@@ -167,11 +169,11 @@ def test_a_hello_without_end_is_cut_at_its_cap_in_bounded_memory(tmp_path: Path)
     from benchsage.execute.replies import HELLO_LIMIT
 
     quiet = start(tmp_path, "--silent")
-    baseline = peak_rss_kib(quiet)
+    baseline = peak_rss_kib(quiet, tmp_path)
     quiet.communicate()
     count = tmp_path / "sent"
     proc = start(tmp_path, "--endless", '{"benchsage-agent": 1, "hello": {"host": "', "--count", str(count))
-    peak = peak_rss_kib(proc)
+    peak = peak_rss_kib(proc, tmp_path)
     _, stderr = proc.communicate()
     line = lost_line(3, stderr.decode())
     assert f"worker evil: a line of more than {HELLO_LIMIT} bytes where the agent's hello belongs" in line, line

@@ -32,6 +32,9 @@ from benchsage.store.exporters.tidy import tidy_table
 from benchsage.store.importers.benchsage import read_experiment
 from benchsage.store.journal import Journal, journal_path
 
+sys.path.insert(0, str(Path(__file__).parents[1]))
+from childpeak import measured, outcome  # noqa: E402
+
 SPEC = """\
 [experiment]
 name = "untrusted"
@@ -179,21 +182,6 @@ DAMAGES: dict[str, tuple[Callable[[Path], None], str]] = {
 HANGS_TODAY = {"the trials table is an endless recursive view"}  # read in a child only, with a timeout
 
 
-# Starts `benchsage ARGS` as its own child and waits for it alone: the peak RSS wait4 gives is
-# that child's from its start. Started from the test's process instead (fork, or vfork then
-# exec), it would begin at the pytest worker's peak, several hundred MiB, which exec carries over.
-LAUNCHER = """
-import os, resource, signal, sys
-limit, seconds, usage = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-pid = os.fork()
-if pid == 0:
-    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-    signal.alarm(seconds)  # kept across exec: SIGALRM ends benchsage after that long
-    os.execv(sys.executable, [sys.executable, "-m", "benchsage", *sys.argv[4:]])
-_, status, rusage = os.wait4(pid, 0)
-with open(usage, "w") as f:
-    f.write(f"{status} {rusage.ru_maxrss}")
-"""
 CHILD_SECONDS = 60
 
 
@@ -205,10 +193,9 @@ def _child(args: list[str], tmp: Path) -> tuple[subprocess.CompletedProcess, flo
     usage = tmp / "child-usage"
     env = {**os.environ, "TMPDIR": str(temp), "SQLITE_TMPDIR": str(temp)}
     with open(tmp / "out", "w+b") as out, open(tmp / "err", "w+b") as err:
-        subprocess.run([sys.executable, "-c", LAUNCHER, str(FILE_LIMIT), str(CHILD_SECONDS), str(usage), *args], stdout=out, stderr=err,
-                       stdin=subprocess.DEVNULL, env=env, cwd=tmp, check=True)
-        status, maxrss = (int(v) for v in usage.read_text().split())
-        returncode = os.waitstatus_to_exitcode(status)
+        subprocess.run(measured([sys.executable, "-m", "benchsage", *args], usage, CHILD_SECONDS, FILE_LIMIT), stdout=out, stderr=err,
+                       stdin=subprocess.DEVNULL, env=env, cwd=tmp)
+        returncode, maxrss = outcome(usage)
         assert returncode != -signal.SIGALRM, f"benchsage {' '.join(args)} did not end within {CHILD_SECONDS} s"
         out.seek(0)
         err.seek(0)
