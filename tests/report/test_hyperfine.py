@@ -179,7 +179,7 @@ def run_script(scripts: Path, name: str, *args: str | Path) -> subprocess.Comple
                           cwd=scripts, timeout=120)
 
 
-PLOTS = (("plot_whisker.py", "two"), ("plot_histogram.py", "two"), ("plot_progression.py", "two"), ("plot_parametrized.py", "scan"))
+PLOTS = (("plot_whisker.py", "two"), ("plot_histogram.py", "two"), ("plot_parametrized.py", "scan"))
 
 
 @pytest.mark.slow

@@ -212,16 +212,32 @@ def _one_line(stderr: str, fragment: str) -> str:
     return lines[0]
 
 
+# Read by `benchsage analyze` in a child of its own, with a timeout, a file limit and its peak
+# memory measured: the damages that hang or that a table sized by a value could blow up. The
+# others are read in this process (a child costs a second of CPU, most of it imports).
+IN_A_CHILD = HANGS_TODAY | {"a huge position", "a huge run id", "a negative position", "an infinite value", "not a database at all",
+                            "a file cut in half"}
+
+
 @pytest.mark.parametrize("damage", sorted(DAMAGES))
-def test_a_damaged_journal_is_one_line_naming_it_and_exit_2(made: Path, tmp_path: Path, damage: str) -> None:
+def test_a_damaged_journal_is_one_line_naming_it_and_exit_2(made: Path, tmp_path: Path, damage: str,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
     apply, fragment = DAMAGES[damage]
     directory = _copy(made, tmp_path / "exp")
     apply(Path(journal_path(directory)))
-    done, peak_mib = _child(["analyze", str(directory)], tmp_path)
-    assert done.returncode == 2, (done.returncode, done.stderr)
-    _one_line(done.stderr, fragment)
-    assert done.stdout == ""
-    assert peak_mib < MEMORY_LIMIT_MIB
+    if damage in IN_A_CHILD:
+        done, peak_mib = _child(["analyze", str(directory)], tmp_path)
+        assert done.returncode == 2, (done.returncode, done.stderr)
+        _one_line(done.stderr, fragment)
+        assert done.stdout == ""
+        assert peak_mib < MEMORY_LIMIT_MIB
+        return
+    with pytest.raises(SystemExit) as exited:
+        main(["analyze", str(directory)])
+    said = capsys.readouterr()
+    assert exited.value.code == 2, said.err
+    _one_line(said.err, fragment)
+    assert said.out == ""
 
 
 @pytest.mark.parametrize("damage", sorted(set(DAMAGES) - HANGS_TODAY))
@@ -364,8 +380,10 @@ def _cases(base: Path) -> list[tuple[str, str, object]]:
             continue
         row = "metric = 'v' AND trial_id = (SELECT MAX(trial_id) FROM trial_values WHERE metric = 'v')" if table == "trial_values" else \
             f"rowid = (SELECT MAX(rowid) FROM {table})"
-        for column in [c[1] for c in conn.execute(f"PRAGMA table_info({table})")]:
-            cases += [(f"{table}.{column}", f"UPDATE {table} SET {column} = ? WHERE {row}", value) for value in _CELLS]
+        for _, column, declared, *_ in conn.execute(f"PRAGMA table_info({table})"):
+            # JSON's shapes matter in text; in a number column they are text like "x"
+            values = _CELLS if "INT" not in declared and "REAL" not in declared else _CELLS[:-2]
+            cases += [(f"{table}.{column}", f"UPDATE {table} SET {column} = ? WHERE {row}", value) for value in values]
     conn.close()
     return cases
 
@@ -407,7 +425,7 @@ def test_any_value_replaced_by_any_other_is_read_or_refused(made: Path, tmp_path
         except Exception as exc:  # noqa: BLE001 - what the test looks for
             crashes.append(f"{what} = {value!r}: {type(exc).__name__}: {exc}")
     assert crashes == []
-    assert read > 100 and refused > 400  # both ways are taken: neither a reader that refuses everything nor one that checks nothing
+    assert read > 100 and refused > 300  # both ways are taken: neither a reader that refuses everything nor one that checks nothing
 
 
 def test_a_bisect_directory_from_elsewhere_runs_nothing(tmp_path: Path) -> None:
