@@ -122,3 +122,24 @@ def test_hyperfines_exports_are_written(tmp_path: Path) -> None:
     assert (tmp_path / "h.csv").read_text().splitlines()[0] == "command,mean,stddev,median,user,system,min,max"
     bad = bench("time", "true", "-r", "5", "-o", "out2", "--no-report", "--quiet", "--export-csv", str(tmp_path / "no" / "h.csv"), cwd=tmp_path)
     assert bad.returncode == 2 and bad.stderr.startswith("benchsage: error: --export-csv ") and "No such file or directory" in bad.stderr
+
+
+def test_every_step_option_runs_where_hyperfine_runs_it(tmp_path: Path) -> None:
+    """-w, -p, --reset, -s, -c, -N, --timeout and --cpus from the command line, counted by the
+    files the steps append to: the warm-up trial of each command is prepared but not reset nor
+    recorded; each of the 4 runs is reset; setup and cleanup run once."""
+    done = bench("time", "-r", "2", "-w", "1", "-p", "echo p >> prep.log", "--reset", "echo r >> reset.log", "-s", "echo s >> setup.log",
+                 "-c", "echo c >> clean.log", "--timeout", "5", "--cpus", "0", "-N", "-n", "a", "-n", "b", "--save-spec", "saved.toml",
+                 "sh -c 'echo a >> a.log'", "sh -c 'echo b >> b.log'", "-o", "out", "--no-report", "--quiet", "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    lines = {name: len((tmp_path / f"{name}.log").read_text().splitlines()) for name in ("a", "b", "prep", "reset", "setup", "clean")}
+    assert lines == {"a": 5, "b": 5, "prep": 10, "reset": 4, "setup": 1, "clean": 1}
+    assert "warm-up: 1 trial of each of the 2 tests, not recorded" in done.stderr
+    assert {(t["test"], t["n_fixed"], t["n_random"]) for t in json.loads(done.stdout)["tests"] if t["metric"] == "wall_time"} == \
+        {("a", 2, 2), ("b", 2, 2)}
+    from benchsage.spec import load_spec
+
+    spec = load_spec(str(tmp_path / "saved.toml"))
+    assert [(t.shell, t.timeout, t.cpus) for t in spec.tests] == [(False, 5.0, (0,)), (False, 5.0, (0,))]
+    with sqlite3.connect(tmp_path / "out" / "journal.sqlite") as db:
+        assert db.execute("SELECT COUNT(*) FROM trials").fetchone() == (8,)
