@@ -35,13 +35,13 @@ def _tables(depth: int) -> st.SearchStrategy[dict[str, Any]]:
     return st.tuples(plain, nested).map(lambda pair: {**pair[1], **pair[0]})
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(_tables(2))
 def test_tomllib_reads_back_every_document_the_emitter_writes(doc: dict[str, Any]) -> None:
     assert tomllib.loads(dumps(doc)) == doc
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(TEXT)
 def test_every_string_reads_back_as_itself_as_a_value_on_one_line_on_several_and_as_a_key(text: str) -> None:
     assert tomllib.loads(f"v = {string(text)}")["v"] == text

@@ -286,7 +286,7 @@ def _specs(draw: st.DrawFn) -> Spec:
     )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(_specs())
 def test_generated_specs_read_back_equal_and_draw_the_same_plan(spec: Spec) -> None:
     back = reloaded(spec, os.path.join(FOLDER, "saved.toml"))

@@ -84,7 +84,9 @@ def test_a_spec_without_secrets_or_not_toml_is_shown_as_it_is() -> None:
 
 
 _NAMES = st.sampled_from(["API_TOKEN", "db_password", "SecretKey", "PLAIN", "MONKEY", "N"])
-_VALUES = st.text(st.characters(codec="utf-8", exclude_categories=["Cs", "Cc"]), max_size=12)
+# No "•" in a value: a secret that is the mask itself (or part of it) shows as the mask, which
+# is then no leak, and "nowhere in what is shown" could not hold.
+_VALUES = st.text(st.characters(codec="utf-8", exclude_categories=["Cs", "Cc"], exclude_characters="•"), max_size=12)
 _STYLES = st.sampled_from(["basic", "literal", "multi", "multi_literal"])
 
 
