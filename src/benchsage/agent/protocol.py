@@ -113,7 +113,7 @@ def error(text: str) -> Dict[str, Any]:
 
 
 # What a result usually says, left out of it when it says just that (the controller puts it
-# back, execute/connection.py decode_result): a shorter line is quicker to decode between trials.
+# back, execute/replies.py read_result): a shorter line is quicker to decode between trials.
 RESULT_DEFAULTS = {"timed_out": False, "stdout": "", "stderr": "", "stdout_dropped": 0, "stderr_dropped": 0, "files": {},
                    "error": None, "oom_kills": 0}
 

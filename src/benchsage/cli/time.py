@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 import click
 
-from benchsage.cli.common import exit_for, finish_report, print_analysis, report_option, stopped_by_failures
+from benchsage.cli.common import REPORT_NAME, exit_for, finish_report, print_analysis, report_option, stopped_by_failures
 from benchsage.errors import UsageError
 
 SPEC_NAME = "benchsage-time.toml"  # where the command line's spec stands (the journal keeps its text): the current folder
@@ -112,7 +112,7 @@ def _answer(directory: str, as_json: bool, report: bool, ignore_failure: bool, e
     from benchsage.api import analyze_sources
 
     analysis, table = analyze_sources([directory], format="benchsage")
-    page = os.path.join(directory, "report.html") if report else None
+    page = os.path.join(directory, REPORT_NAME) if report else None
     if as_json:
         print_analysis(analysis, True, {"directory": directory, "report": page})
     else:

@@ -43,6 +43,14 @@ class Entry:
     perm: int | None = None  # the permission bits the host's copy gets (the agent keeps its owner's read); None: git's
 
 
+def private_top(top: str | None, directory: str) -> str | None:
+    """`top` (a shared folder such as /tmp/benchsage-bisect, below which every level of a dir
+    must be private) when `directory` lies below it, else None: what the agent's deploy steps
+    take as `private_below`."""
+    top = (top or "").rstrip("/")
+    return top if top and directory.startswith(top + "/") else None
+
+
 @dataclass(frozen=True)
 class DeploySource:
     """What every worker's dir must hold, and where it comes from."""
@@ -59,8 +67,7 @@ class DeploySource:
 
     def private_for(self, directory: str) -> str | None:
         """The shared top the agent checks `directory`'s levels below, if it is under it."""
-        top = (self.private_below or "").rstrip("/")
-        return top if top and directory.startswith(top + "/") else None
+        return private_top(self.private_below, directory)
 
     @property
     def bytes(self) -> int:

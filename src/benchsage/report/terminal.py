@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 from rich import box
 from rich.console import Console
@@ -23,7 +23,7 @@ from benchsage.analyze.notes import OnTest
 from benchsage.report.quantity import interval, quantity
 from benchsage.report.words import said, say, workers_sentence
 from benchsage.report.words.registry import count
-from benchsage.report.words.answer import CAUTION, DIM, EFFECT, FAILED, NONE, answer
+from benchsage.report.words.answer import CAUTION, DIM, EFFECT, FAILED, NONE, Line, answer
 from benchsage.report.words.effects import factor, shift_text
 from benchsage.report.words.grouping import grouped
 from benchsage.report.words.curves import curve_pair_sentence, fixed_text, pairs, series_name
@@ -570,9 +570,14 @@ def _unit(analysis: Analysis, metric: str) -> str:
 def _answer(analysis: Analysis, console: Console, st: _Styles) -> None:
     """The one-screen answer (report/words/answer.py): the verdict, failed tests, claims, the
     tests whose order matters and where from, and how it was decided."""
-    for line in answer(analysis):
-        _line(console, "  " * line.indent + line.text, st.tone(line.tone))
+    print_lines(console, answer(analysis), st)
     console.print()
+
+
+def print_lines(console: Console, lines: Sequence[Line], st: _Styles, indent: int = 0) -> None:
+    """Lines of words (report/words/answer.py), each indented by its level and toned."""
+    for line in lines:
+        _line(console, "  " * (line.indent + indent) + line.text, st.tone(line.tone))
 
 
 def _warnings(analysis: Analysis, console: Console, st: _Styles, everything: bool) -> None:

@@ -14,8 +14,8 @@ from benchsage.analyze.timings import Timings, fastest
 from benchsage.analyze.treatments import ComparisonRow
 from benchsage.analyze.verdict import Analysis
 from benchsage.report.quantity import interval, quantity
-from benchsage.report.terminal import curves_section, make_styles
-from benchsage.report.words.answer import Line, claim_lines, failure_lines, how_line, order_lines
+from benchsage.report.terminal import curves_section, make_styles, print_lines
+from benchsage.report.words.answer import claim_lines, failure_lines, how_line, order_lines
 
 
 def against_fastest(analysis: Analysis, rows: Sequence[Timings]) -> list[ComparisonRow]:
@@ -54,17 +54,13 @@ def render_timing(analysis: Analysis, rows: Sequence[Timings], console: Console)
     claims = claim_lines(analysis, against_fastest(analysis, rows))
     if claims:
         console.print(Text("Summary", style=st.title))
-        _lines(console, claims, st, indent=1)
+        print_lines(console, claims, st, indent=1)
         console.print()
     failures = failure_lines(analysis)
     if failures:
-        _lines(console, failures, st)
+        print_lines(console, failures, st)
         console.print()
-    _lines(console, [*order_lines(analysis), how_line(analysis)], st)
+    print_lines(console, [*order_lines(analysis), how_line(analysis)], st)
     console.print()
     curves_section(analysis, console)
 
-
-def _lines(console: Console, lines: Sequence[Line], st: object, indent: int = 0) -> None:
-    for line in lines:
-        console.print(Text("  " * (line.indent + indent) + line.text, style=st.tone(line.tone)), soft_wrap=True)  # type: ignore[attr-defined]

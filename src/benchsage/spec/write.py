@@ -1,6 +1,7 @@
 """The inverse of load.py: the TOML text of a Spec, which load_spec reads back into an equal Spec
-(equal but for its path and text: `differences`). `benchsage time` builds its spec from the
-command line and saves it with this, so `benchsage run FILE --seed S` draws the same plan.
+(equal but for its path and text: `differences`), so `benchsage run FILE --seed S` draws the
+same plan. For the Python API; `benchsage time` writes the text of its simpler spec itself
+(spec/commandline.py), with the same emitter (spec/emit.py).
 
 What a loaded spec no longer says is recovered from what it holds: a sweep's tests from their
 declared [[test]] (TestSpec.declared), the [experiment]-wide env, cwd, timeout and cpus from

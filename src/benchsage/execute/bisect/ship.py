@@ -26,7 +26,7 @@ from typing import Any, Sequence
 
 from benchsage.agent.deploy import scan, tree_id
 from benchsage.errors import UsageError
-from benchsage.execute.deploy import REPLY_TIMEOUT, DeploySource, Entry
+from benchsage.execute.deploy import REPLY_TIMEOUT, DeploySource, Entry, private_top
 from benchsage.execute.replies import DEPLOY_REMOVE
 from benchsage.spec import Spec, WorkerSpec
 from benchsage.spec.provision import WORKER_PLACEHOLDER
@@ -106,10 +106,10 @@ def remove_dirs(batch: Spec, log_dir: str) -> list[tuple[str, str, str | None]]:
         connect_all(agents)
         for host, agent in zip(hosts, agents):
             assert host.dir is not None
-            private = DEFAULT_ROOT if host.dir.startswith(DEFAULT_ROOT + "/") else None
             reply = agent.ask({"op": "deploy", "step": "remove", "dir": host.dir, "experiment": batch.name,
-                               "private_below": private}, REPLY_TIMEOUT, DEPLOY_REMOVE)
-            out.append((host.name, host.dir, None if reply.get("removed") or reply.get("why") == "absent" else str(reply.get("why"))))
+                               "private_below": private_top(DEFAULT_ROOT, host.dir)}, REPLY_TIMEOUT, DEPLOY_REMOVE)
+            why = reply.get("why") or reply.get("refused")  # a refusal (a link swapped in) is the agent's why too
+            out.append((host.name, host.dir, None if reply.get("removed") or why == "absent" else str(why)))
     finally:
         for agent in agents:
             agent.close()
